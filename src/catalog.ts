@@ -1,0 +1,290 @@
+/**
+ * The service's data types and the fields of their records, as listed in shared/wire-notes.md.
+ * One catalogue serves the query linter (unknown fields are caught before a request costs
+ * credits), the emulator (what it generates and what views may name) and the normalizer.
+ */
+
+export const DATA_TYPES = ['properties', 'businesses', 'products', 'people'] as const;
+export type DataType = (typeof DATA_TYPES)[number];
+
+/** Credit buckets of an account; a data type spends from the bucket of the same meaning. */
+export const CREDIT_TYPES = ['business', 'people', 'product', 'property'] as const;
+export type CreditType = (typeof CREDIT_TYPES)[number];
+
+export const CREDIT_TYPE_OF: Record<DataType, CreditType> = {
+  properties: 'property',
+  businesses: 'business',
+  products: 'product',
+  people: 'people',
+};
+
+export type ScalarKind = 'string' | 'number' | 'integer' | 'boolean' | 'date';
+
+export type FieldDef =
+  | { kind: ScalarKind }
+  | { kind: 'list'; of: ScalarKind }
+  | { kind: 'objects'; fields: Record<string, FieldDef> };
+
+export type FieldMap = Record<string, FieldDef>;
+
+const s = { kind: 'string' } as const;
+const num = { kind: 'number' } as const;
+const int = { kind: 'integer' } as const;
+const bool = { kind: 'boolean' } as const;
+const date = { kind: 'date' } as const;
+const strings = { kind: 'list', of: 'string' } as const;
+const dates = { kind: 'list', of: 'date' } as const;
+const objects = (fields: FieldMap): FieldDef => ({ kind: 'objects', fields });
+
+const features = objects({ key: s, value: strings });
+
+const phoneNumbers = objects({ number: s, carrier: s, type: s, lastDateSeen: date });
+
+/**
+ * Fields of a property's `people[]` entries. The last five are present only on the owner entry
+ * of an autotrace result, where the matched person's record is merged in.
+ */
+const propertyPeople = objects({
+  name: s,
+  title: s,
+  dateSeen: date,
+  firstName: s,
+  lastName: s,
+  emails: strings,
+  phoneNumbers,
+  keys: strings,
+  people_keys: strings,
+});
+
+export const FIELDS: Record<DataType, FieldMap> = {
+  properties: {
+    id: s,
+    address: s,
+    city: s,
+    province: s,
+    postalCode: s,
+    country: s,
+    county: s,
+    countyFIPS: s,
+    latitude: s,
+    longitude: s,
+    geoLocation: s,
+    dateAdded: date,
+    dateUpdated: date,
+    propertyType: s,
+    currentOwnerType: s,
+    yearBuilt: int,
+    numBedroom: int,
+    numBathroom: num,
+    floorSizeValue: num,
+    floorSizeUnit: s,
+    lotSizeValue: num,
+    zoning: s,
+    mostRecentStatus: s,
+    mostRecentStatusDate: date,
+    mostRecentPriceAmount: num,
+    mostRecentPriceDate: date,
+    mostRecentOwnerFirstName: s,
+    mostRecentOwnerLastName: s,
+    mostRecentOwnerPeopleKey: s,
+    mostRecentBrokerAgent: s,
+    mostRecentBrokerCompany: s,
+    prices: objects({
+      amountMax: num,
+      amountMin: num,
+      currency: s,
+      date,
+      dateSeen: dates,
+      isSale: bool,
+      isSold: bool,
+      pricePerSquareFoot: num,
+      sourceURLs: strings,
+      type: s,
+    }),
+    brokers: objects({
+      agent: s,
+      company: s,
+      emails: strings,
+      phones: strings,
+      licenseNumber: s,
+      dateSeen: date,
+      people_key: s,
+    }),
+    statuses: objects({ type: s, date, dateSeen: dates, isUnderContract: bool }),
+    transactions: objects({
+      saleDate: date,
+      price: num,
+      sellerFirstName: s,
+      sellerLastName: s,
+      buyerFirstName: s,
+      buyerLastName: s,
+      lenderName: s,
+      loanAmount: num,
+      type: s,
+    }),
+    features,
+    descriptions: objects({ value: s, dateSeen: date, sourceURLs: strings }),
+    assessedValues: objects({
+      totalAmount: num,
+      landAmount: num,
+      improvementsAmount: num,
+      year: int,
+    }),
+    propertyTaxes: objects({ amount: num, currency: s, year: int }),
+    people: propertyPeople,
+    appliances: strings,
+    parking: strings,
+    imageURLs: strings,
+    keys: strings,
+    sourceURLs: strings,
+  },
+  businesses: {
+    id: s,
+    name: s,
+    address: s,
+    city: s,
+    province: s,
+    postalCode: s,
+    country: s,
+    latitude: s,
+    longitude: s,
+    geoLocation: s,
+    categories: strings,
+    primaryCategories: s,
+    phones: strings,
+    websites: strings,
+    emails: strings,
+    keys: strings,
+    sourceURLs: strings,
+    numEmployeesMin: int,
+    numEmployeesMax: int,
+    revenueMin: num,
+    revenueMax: num,
+    sic: s,
+    yearOpened: int,
+    dateAdded: date,
+    dateUpdated: date,
+    reviews: objects({ date, rating: num, text: s, title: s, username: s }),
+    hours: objects({ day: s, hour: s }),
+    features,
+  },
+  products: {
+    id: s,
+    name: s,
+    brand: s,
+    manufacturer: s,
+    manufacturerNumber: s,
+    categories: strings,
+    primaryCategories: s,
+    upc: strings,
+    ean: strings,
+    asins: s,
+    colors: strings,
+    sizes: strings,
+    weight: s,
+    imageURLs: strings,
+    keys: strings,
+    sourceURLs: strings,
+    dateAdded: date,
+    dateUpdated: date,
+    mostRecentPriceAmount: num,
+    mostRecentPriceDate: date,
+    prices: objects({
+      amountMax: num,
+      amountMin: num,
+      currency: s,
+      condition: s,
+      isSale: bool,
+      merchant: s,
+      dateSeen: dates,
+    }),
+    merchants: objects({ name: s, dateSeen: date }),
+  },
+  people: {
+    id: s,
+    firstName: s,
+    lastName: s,
+    address: s,
+    city: s,
+    province: s,
+    postalCode: s,
+    country: s,
+    emails: strings,
+    phones: strings,
+    keys: strings,
+    businessName: s,
+    jobTitle: s,
+    dateAdded: date,
+    dateUpdated: date,
+    phoneNumbers,
+  },
+};
+
+/** Singular name of a data type as the service's messages use it ("business schema"). */
+export const SCHEMA_NAME: Record<DataType, string> = {
+  properties: 'property',
+  businesses: 'business',
+  products: 'product',
+  people: 'people',
+};
+
+export function isDataType(value: unknown): value is DataType {
+  return typeof value === 'string' && (DATA_TYPES as readonly string[]).includes(value);
+}
+
+/**
+ * The definition of a dotted field path (`prices.amountMin`) in a data type, or undefined.
+ * Paths descend through arrays of objects; a path into a scalar or a list is unknown.
+ */
+export function resolveField(type: DataType, path: string): FieldDef | undefined {
+  let fields: FieldMap | undefined = FIELDS[type];
+  let def: FieldDef | undefined;
+  for (const part of path.split('.')) {
+    if (!fields || !Object.hasOwn(fields, part)) return undefined;
+    def = fields[part];
+    fields = def?.kind === 'objects' ? def.fields : undefined;
+  }
+  return def;
+}
+
+/** Every dotted path of a data type, parents before children (for suggestions and listings). */
+export function fieldPaths(type: DataType): string[] {
+  const out: string[] = [];
+  const walk = (fields: FieldMap, prefix: string) => {
+    for (const [name, def] of Object.entries(fields)) {
+      out.push(prefix + name);
+      if (def.kind === 'objects') walk(def.fields, `${prefix}${name}.`);
+    }
+  };
+  walk(FIELDS[type], '');
+  return out;
+}
+
+/** The closest known name to `input` within a small edit distance, for "did you mean" hints. */
+export function closest(input: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(input.length / 3)) + 1;
+  const lower = input.toLowerCase();
+  for (const candidate of candidates) {
+    const d = editDistance(lower, candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!;
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = prev[j]!;
+      prev[j] = Math.min(up + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
+    }
+  }
+  return prev[b.length]!;
+}

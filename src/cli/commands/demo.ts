@@ -1,0 +1,83 @@
+import { fileURLToPath } from 'node:url';
+import { startEmulator } from '../../emulator/index.js';
+import { createLogger } from '../../log.js';
+import { createProgress } from '../../pipeline/progress.js';
+import { runPipeline } from '../../pipeline/runner.js';
+import { loadPipeline } from '../../pipeline/spec.js';
+import { exitCodeOfRun } from '../exit-codes.js';
+import { type Io, writeJson, writeLine } from '../output.js';
+
+/** pipelines/demo.yaml of this package, wherever it is run from (src/ or dist/). */
+export const DEMO_PIPELINE = fileURLToPath(
+  new URL('../../../pipelines/demo.yaml', import.meta.url),
+);
+
+/**
+ * `sluice demo`: starts the emulator in this process, runs the demo pipeline into
+ * data/demo.sqlite, prints the summary and a few queries to try. Spends no real credits.
+ */
+export async function demoCommand(
+  args: { json?: boolean; file?: string },
+  io: Io,
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+): Promise<number> {
+  const emulator = await startEmulator({ port: 0, queueMs: 300, rate: 4000 });
+  try {
+    const demoEnv = {
+      ...env,
+      SLUICE_API_URL: emulator.v4Url,
+      SLUICE_EMAIL: emulator.options.email,
+      SLUICE_PASSWORD: emulator.options.password,
+    };
+    const spec = await loadPipeline(args.file ?? DEMO_PIPELINE, demoEnv);
+    if (!args.json) {
+      writeLine(
+        io.stdout,
+        `Emulator of the data-search service running at ${emulator.v4Url} (no real credits are spent).`,
+      );
+      writeLine(io.stdout, `Running pipeline '${spec.name}' from ${spec.file}...`);
+    }
+    const logger = createLogger({ stream: io.stderr });
+    const summary = await runPipeline(spec, {
+      env: demoEnv,
+      signal,
+      logger,
+      progress: createProgress({ stream: io.stderr, logger, enabled: !args.json }),
+    });
+    if (args.json) {
+      writeJson(io.stdout, summary);
+      return exitCodeOfRun(summary.status);
+    }
+    writeLine(io.stdout);
+    writeLine(io.stdout, `Done: ${summary.status} in ${summary.seconds}s.`);
+    for (const job of summary.jobs) {
+      writeLine(
+        io.stdout,
+        `  ${job.job.padEnd(20)} ${job.status.padEnd(8)} ${String(job.loaded).padStart(6)} rows into ${job.tables.join(', ')}${job.rejected ? ` (${job.rejected} rejected)` : ''}`,
+      );
+    }
+    const db = summary.destination.replace(/^sqlite:/, '');
+    writeLine(io.stdout);
+    writeLine(io.stdout, 'Try:');
+    writeLine(
+      io.stdout,
+      `  sqlite3 ${db} "select city, count(*), round(avg(mostRecentPriceAmount)) from texas_homes group by city order by 2 desc"`,
+    );
+    writeLine(
+      io.stdout,
+      `  sqlite3 ${db} "select name, city, numEmployeesMax from austin_businesses order by numEmployeesMax desc limit 5"`,
+    );
+    writeLine(
+      io.stdout,
+      `  sqlite3 ${db} "select job, download_id, status, num_records from _sluice_downloads"`,
+    );
+    writeLine(
+      io.stdout,
+      '  npx sluice status pipelines/demo.yaml   (with the emulator running: npx sluice emulator)',
+    );
+    return exitCodeOfRun(summary.status);
+  } finally {
+    await emulator.close();
+  }
+}

@@ -1,0 +1,167 @@
+import type { Argv } from 'yargs';
+import { DEFAULT_OPTIONS, type EmulatorOptions, startEmulator } from '../../emulator/index.js';
+import { UsageError } from '../../errors.js';
+import { type Io, writeLine } from '../output.js';
+
+export interface EmulatorArgs {
+  host: string;
+  port: number;
+  seed: number;
+  scale: number;
+  wire: string;
+  faults: string;
+  email: string;
+  password: string;
+  token: string;
+  'token-ttl': number;
+  'file-ttl': number;
+  'file-records': number;
+  rate: number;
+  'queue-ms': number;
+  credits?: number;
+  gzip: boolean;
+  quiet: boolean;
+}
+
+export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
+  const d = DEFAULT_OPTIONS;
+  return yargs
+    .option('host', { type: 'string', default: d.host, describe: 'Address to listen on' })
+    .option('port', { type: 'number', default: d.port, describe: 'Port (0 picks a free one)' })
+    .option('seed', {
+      type: 'number',
+      default: d.seed,
+      describe: 'Seed of the synthetic data and of faults',
+    })
+    .option('scale', {
+      type: 'number',
+      default: d.scale,
+      describe: 'Data size: 1 = 20k properties, 10k businesses, 5k products, 15k people',
+    })
+    .option('wire', {
+      type: 'string',
+      choices: ['contract', 'real'],
+      default: d.wire,
+      describe: "Send the contract forms or the real service's variants",
+    })
+    .option('faults', {
+      type: 'string',
+      default: '',
+      describe: 'Fault rates, e.g. 503=0.1,429=0.05,cut=0.2,slow=0.1,slow_ms=800,retry_after=1',
+    })
+    .option('email', { type: 'string', default: d.email, describe: 'v4 login email' })
+    .option('password', { type: 'string', default: d.password, describe: 'v4 login password' })
+    .option('token', { type: 'string', default: d.token, describe: 'v3 API token' })
+    .option('token-ttl', {
+      type: 'number',
+      default: d.tokenTtlMs / 1000,
+      describe: 'Lifetime of a v4 token, seconds',
+    })
+    .option('file-ttl', {
+      type: 'number',
+      default: d.fileTtlMs / 1000,
+      describe: 'Lifetime of a result-file URL, seconds',
+    })
+    .option('file-records', {
+      type: 'number',
+      default: d.fileRecords,
+      describe: 'Records per result file',
+    })
+    .option('rate', {
+      type: 'number',
+      default: d.rate,
+      describe: 'Download progress, records per second',
+    })
+    .option('queue-ms', {
+      type: 'number',
+      default: d.queueMs,
+      describe: 'Time a download stays queued, ms',
+    })
+    .option('credits', {
+      type: 'number',
+      describe: 'Credits allotted to each data type (default 1,000,000)',
+    })
+    .option('gzip', {
+      type: 'boolean',
+      default: false,
+      describe: 'Serve result files gzip-encoded',
+    })
+    .option('quiet', {
+      type: 'boolean',
+      default: false,
+      describe: 'Do not log each request',
+    }) as unknown as Argv<EmulatorArgs>;
+}
+
+export function toEmulatorOptions(args: EmulatorArgs, io: Io): Partial<EmulatorOptions> {
+  const options: Partial<EmulatorOptions> = {
+    host: args.host,
+    port: args.port,
+    seed: args.seed,
+    scale: args.scale,
+    wire: args.wire as EmulatorOptions['wire'],
+    faults: args.faults,
+    email: args.email,
+    password: args.password,
+    token: args.token,
+    tokenTtlMs: args['token-ttl'] * 1000,
+    fileTtlMs: args['file-ttl'] * 1000,
+    fileRecords: args['file-records'],
+    rate: args.rate,
+    queueMs: args['queue-ms'],
+    gzipFiles: args.gzip,
+  };
+  if (args.credits !== undefined) {
+    const n = args.credits;
+    options.credits = { business: n, people: n, product: n, property: n };
+  }
+  if (!args.quiet) options.log = (line) => writeLine(io.stderr, line);
+  return options;
+}
+
+/** `sluice emulator`: runs until interrupted. */
+export async function runEmulator(args: EmulatorArgs, io: Io, signal: AbortSignal): Promise<void> {
+  let emulator: Awaited<ReturnType<typeof startEmulator>>;
+  try {
+    emulator = await startEmulator(toEmulatorOptions(args, io));
+  } catch (error) {
+    if (error instanceof RangeError) throw new UsageError(error.message);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE')
+      throw new UsageError(`port ${args.port} is in use: pick another with --port`);
+    throw error;
+  }
+  const { options, context } = emulator;
+  const counts = (['properties', 'businesses', 'products', 'people'] as const)
+    .map((t) => `${context.engine.dataset.count(t).toLocaleString('en-US')} ${t}`)
+    .join(', ');
+  const out = io.stdout;
+  writeLine(
+    out,
+    `sluice emulator listening on ${emulator.url} (wire: ${options.wire}, seed ${options.seed})`,
+  );
+  writeLine(
+    out,
+    `  v4       ${emulator.v4Url}   email ${options.email}   password ${options.password}`,
+  );
+  writeLine(out, `  v3       ${emulator.v3Url}   API token ${options.token}`);
+  writeLine(
+    out,
+    `  control  ${emulator.url}/_emulator/   (reset, credits, clock, expire-files, faults, requests, outbox)`,
+  );
+  writeLine(out, `  data     ${counts}`);
+  if (options.faults) writeLine(out, `  faults   ${options.faults}`);
+  writeLine(out);
+  writeLine(out, 'Try it:');
+  writeLine(
+    out,
+    `  export SLUICE_API_URL=${emulator.v4Url} SLUICE_EMAIL=${options.email} SLUICE_PASSWORD=${options.password}`,
+  );
+  writeLine(out, "  sluice count properties 'city:Austin AND province:TX'");
+  writeLine(out, 'Stop with Ctrl-C.');
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  await emulator.close();
+}

@@ -1,0 +1,372 @@
+import type { Argv } from 'yargs';
+import { openDestination } from '../../load/index.js';
+import { createLogger, type LogFormat } from '../../log.js';
+import { createProgress } from '../../pipeline/progress.js';
+import {
+  clientFor,
+  destinationOf,
+  estimateJob,
+  type RunSummary,
+  runPipeline,
+} from '../../pipeline/runner.js';
+import { loadPipeline, type PipelineSpec, pipelineJsonSchema } from '../../pipeline/spec.js';
+import { PipelineState } from '../../pipeline/state.js';
+import { EXIT, exitCodeOfRun } from '../exit-codes.js';
+import type { CliContext } from '../index.js';
+import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import { demoCommand } from './demo.js';
+
+/**
+ * The pipeline commands. Each is a plain function of (arguments, io, env) that returns an exit
+ * code, so tests call them directly; index.ts only declares them.
+ */
+
+export interface PipelineArgs {
+  file: string;
+  json?: boolean;
+}
+
+export async function validateCommand(
+  args: PipelineArgs,
+  io: Io,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const spec = await loadPipeline(args.file, env);
+  const jobs = spec.jobs.map((j) => ({
+    job: j.name,
+    type: j.type,
+    table: j.table,
+    write: j.write,
+    key: j.key,
+    records: j.records ?? 'all',
+    format: j.format,
+  }));
+  if (args.json) {
+    writeJson(io.stdout, {
+      file: spec.file,
+      valid: true,
+      pipeline: spec.name,
+      views: Object.keys(spec.views),
+      jobs,
+    });
+  } else {
+    writeLine(
+      io.stdout,
+      `${spec.file}: valid pipeline '${spec.name}' (${plural(spec.jobs.length, 'job')}, ${plural(Object.keys(spec.views).length, 'view')})`,
+    );
+    writeLine(
+      io.stdout,
+      formatTable(
+        ['job', 'type', 'records', 'format', 'table', 'write'],
+        jobs.map((j) => [
+          j.job,
+          j.type,
+          j.records,
+          j.format,
+          j.table,
+          j.write === 'merge' ? `merge on ${j.key.join(', ')}` : j.write,
+        ]),
+      ),
+    );
+  }
+  return EXIT.ok;
+}
+
+export async function planCommand(
+  args: PipelineArgs,
+  io: Io,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const spec = await loadPipeline(args.file, env);
+  const client = clientFor(spec);
+  try {
+    const estimates = [];
+    for (const job of spec.jobs) estimates.push(await estimateJob(client, job));
+    const refused = estimates.some((e) => e.refusals.length > 0);
+    if (args.json) {
+      writeJson(io.stdout, {
+        pipeline: spec.name,
+        guard: refused ? 'refuse' : 'pass',
+        jobs: estimates,
+      });
+    } else {
+      writeLine(io.stdout, `Plan for '${spec.name}' (nothing is spent; counts are free):`);
+      writeLine(
+        io.stdout,
+        formatTable(
+          ['job', 'found', 'to download', 'credits needed', 'credits left', 'guard'],
+          estimates.map((e) => [
+            e.job,
+            e.found,
+            e.records,
+            creditsText(e.needed),
+            e.remaining ? creditsText(e.remaining) : 'unknown (v3)',
+            e.refusals.length ? 'REFUSE' : 'pass',
+          ]),
+        ),
+      );
+      for (const e of estimates) for (const r of e.refusals) writeLine(io.stdout, `  ${r.message}`);
+    }
+    return refused ? EXIT.creditGuard : EXIT.ok;
+  } finally {
+    await client.close();
+  }
+}
+
+export interface RunArgs extends PipelineArgs {
+  job?: string[];
+  fresh?: boolean;
+  wait?: boolean;
+  'log-format'?: LogFormat;
+  progress?: boolean;
+}
+
+export async function runCommand(
+  args: RunArgs,
+  io: Io,
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+): Promise<number> {
+  const spec = await loadPipeline(args.file, env);
+  const logger = createLogger({ format: args['log-format'] ?? 'pretty', stream: io.stderr });
+  const progress = createProgress({ stream: io.stderr, logger, enabled: args.progress !== false });
+  const summary = await runPipeline(spec, {
+    env,
+    jobs: args.job,
+    fresh: args.fresh,
+    wait: args.wait,
+    signal,
+    logger,
+    progress,
+  });
+  if (args.json) writeJson(io.stdout, summary);
+  else printSummary(summary, io);
+  return exitCodeOfRun(summary.status);
+}
+
+function printSummary(summary: RunSummary, io: Io): void {
+  writeLine(
+    io.stdout,
+    `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status} in ${summary.seconds}s -> ${summary.destination}`,
+  );
+  const v = summary.views;
+  if (v.created.length + v.updated.length + v.unchanged.length > 0) {
+    writeLine(
+      io.stdout,
+      `views: ${v.created.length} created, ${v.updated.length} updated, ${v.unchanged.length} unchanged`,
+    );
+  }
+  writeLine(
+    io.stdout,
+    formatTable(
+      [
+        'job',
+        'status',
+        'download',
+        'found',
+        'downloaded',
+        'loaded',
+        'rejected',
+        'credits',
+        'seconds',
+        'tables',
+      ],
+      summary.jobs.map((j) => [
+        j.job,
+        j.status,
+        `${j.download_id ?? '-'}${j.reattached ? ' (re-attached)' : ''}`,
+        j.found ?? '-',
+        j.downloaded,
+        j.loaded,
+        j.rejected,
+        creditsText(j.credits),
+        j.seconds,
+        j.tables.join(', '),
+      ]),
+    ),
+  );
+  for (const j of summary.jobs) {
+    if (j.error) writeLine(io.stdout, `  ${j.job}: ${j.error.message}`);
+    else if (j.message) writeLine(io.stdout, `  ${j.job}: ${j.message}`);
+  }
+}
+
+export async function statusCommand(
+  args: PipelineArgs & { limit?: number },
+  io: Io,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const spec: PipelineSpec = await loadPipeline(args.file, env);
+  const where = destinationOf(spec, env);
+  const destination = await openDestination(where.url, { schema: where.schema });
+  try {
+    await destination.ensureStateTables();
+    const recent = await new PipelineState(destination.db, spec.name).recent(args.limit ?? 10);
+    if (args.json) {
+      writeJson(io.stdout, {
+        pipeline: spec.name,
+        destination: destination.description,
+        runs: recent.runs.map(({ summary, ...run }) => ({
+          ...run,
+          summary: summary ? JSON.parse(summary) : null,
+        })),
+        downloads: recent.downloads,
+        files: recent.files,
+        rejects: recent.rejects,
+      });
+      return EXIT.ok;
+    }
+    writeLine(io.stdout, `Pipeline '${spec.name}' in ${destination.description}`);
+    writeLine(io.stdout);
+    writeLine(io.stdout, 'Recent runs');
+    writeLine(
+      io.stdout,
+      formatTable(
+        ['run', 'started', 'finished', 'status'],
+        recent.runs.map((r) => [r.run_id, r.started_at, r.finished_at ?? '-', r.status]),
+      ),
+    );
+    writeLine(io.stdout);
+    writeLine(io.stdout, 'Downloads');
+    const rejects = new Map(recent.rejects.map((r) => [r.download_id, Number(r.count)]));
+    const filesBy = new Map<string, number>();
+    for (const f of recent.files) filesBy.set(f.download_id, (filesBy.get(f.download_id) ?? 0) + 1);
+    writeLine(
+      io.stdout,
+      formatTable(
+        [
+          'job',
+          'download',
+          'status',
+          'found',
+          'records',
+          'files loaded',
+          'rejected',
+          'table',
+          'requested',
+        ],
+        recent.downloads.map((d) => [
+          d.job,
+          d.download_id ?? '-',
+          d.status,
+          d.num_found ?? '-',
+          d.num_records ?? '-',
+          d.download_id ? (filesBy.get(d.download_id) ?? 0) : 0,
+          d.download_id ? (rejects.get(d.download_id) ?? 0) : 0,
+          d.target_table,
+          d.requested_at,
+        ]),
+      ),
+    );
+    return EXIT.ok;
+  } finally {
+    await destination.close();
+  }
+}
+
+export function schemaCommand(io: Io): number {
+  writeJson(io.stdout, pipelineJsonSchema());
+  return EXIT.ok;
+}
+
+export function pipelineFileArg(y: Argv): Argv<PipelineArgs> {
+  return y
+    .positional('file', { type: 'string', demandOption: true, describe: 'Pipeline file (YAML)' })
+    .option('json', {
+      type: 'boolean',
+      default: false,
+      describe: 'Print one JSON document on stdout',
+    }) as Argv<PipelineArgs>;
+}
+
+function creditsText(credits: Partial<Record<string, number>>): string {
+  const parts = Object.entries(credits).filter(([, n]) => n !== undefined);
+  return parts.length === 0
+    ? '-'
+    : parts.map(([t, n]) => `${n!.toLocaleString('en-US')} ${t}`).join(', ');
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** Declares validate, plan, run, status, schema and demo; handlers report their exit code. */
+export function registerPipeline(y: Argv, ctx: CliContext): Argv {
+  const done = (code: number) => {
+    ctx.exitCode = code;
+  };
+  return y
+    .command(
+      'validate <file>',
+      'Check a pipeline file and its queries (sends no request)',
+      (c) => pipelineFileArg(c),
+      async (args) => done(await validateCommand(args, ctx.io, ctx.env)),
+    )
+    .command(
+      'plan <file>',
+      'Show what each job would download and cost, and whether the credit guard passes (spends nothing)',
+      (c) => pipelineFileArg(c),
+      async (args) => done(await planCommand(args, ctx.io, ctx.env)),
+    )
+    .command(
+      'run <file>',
+      'Run a pipeline: sync views, start or re-attach downloads, load the files',
+      (c) =>
+        pipelineFileArg(c)
+          .option('job', {
+            type: 'string',
+            array: true,
+            describe: 'Run only this job (repeatable)',
+          })
+          .option('fresh', {
+            type: 'boolean',
+            default: false,
+            describe: 'Start new downloads instead of re-attaching to unfinished ones',
+          })
+          .option('wait', {
+            type: 'boolean',
+            default: false,
+            describe: 'Wait for another run of the same pipeline instead of exiting',
+          })
+          .option('log-format', {
+            type: 'string',
+            choices: ['pretty', 'json'],
+            default: 'pretty',
+            describe: 'Logs on stderr: readable lines or JSON lines',
+          })
+          .option('progress', {
+            type: 'boolean',
+            default: true,
+            describe: 'Progress bar on a terminal (--no-progress to hide)',
+          }),
+      async (args) => done(await runCommand(args as RunArgs, ctx.io, ctx.env, ctx.signal)),
+    )
+    .command(
+      'status <file>',
+      'Recent runs, downloads and loaded files of a pipeline, from its state tables',
+      (c) =>
+        pipelineFileArg(c).option('limit', {
+          type: 'number',
+          default: 10,
+          describe: 'How many runs',
+        }),
+      async (args) => done(await statusCommand(args, ctx.io, ctx.env)),
+    )
+    .command(
+      'schema',
+      'Print the JSON Schema of pipeline files (for editor completion)',
+      (c) => c,
+      () => done(schemaCommand(ctx.io)),
+    )
+    .command(
+      'demo',
+      'Start the emulator and run pipelines/demo.yaml into data/demo.sqlite',
+      (c) =>
+        c.option('json', {
+          type: 'boolean',
+          default: false,
+          describe: 'Print the run summary as JSON',
+        }),
+      async (args) => done(await demoCommand(args, ctx.io, ctx.env, ctx.signal)),
+    );
+}

@@ -1,0 +1,227 @@
+import type { Argv } from 'yargs';
+import type { DataType } from '../../catalog.js';
+import type {
+  RealTimeRequest,
+  ScrapeResult,
+  ServiceClient,
+  TargetedUpdateInfo,
+} from '../../client/types.js';
+import {
+  type ConnectionArgs,
+  connectionOptions,
+  type JsonArgs,
+  withClient,
+} from '../connection.js';
+import {
+  checkColumns,
+  chooseColumns,
+  countOf,
+  credits,
+  dataTypeArg,
+  intArg,
+  listArg,
+  queryArg,
+  recordsTable,
+} from '../format.js';
+import type { CliContext } from '../index.js';
+import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+
+export interface RealTimeArgs extends JsonArgs {
+  query: string | string[];
+  records?: number;
+  /** Data type; the service assumes properties when it is not given. */
+  type?: string;
+}
+
+function realTimeRequest(args: RealTimeArgs): RealTimeRequest {
+  const request: RealTimeRequest = {
+    query: queryArg(args.query),
+    numRecords: intArg(args.records, '--records', 1),
+  };
+  if (args.type !== undefined) request.type = dataTypeArg(args.type);
+  return request;
+}
+
+export interface TargetedUpdateDocument {
+  id: string;
+  status: string;
+  type: DataType | null;
+  query: string;
+  numRecords: number;
+  numUpdated: number | null;
+  totalCost: number | null;
+  createdAt: string | null;
+}
+
+function updateDocument(u: TargetedUpdateInfo): TargetedUpdateDocument {
+  return {
+    id: u.id,
+    status: u.status,
+    type: u.type ?? null,
+    query: u.query,
+    numRecords: u.numRecords,
+    numUpdated: u.numUpdated ?? null,
+    totalCost: u.totalCost ?? null,
+    createdAt: u.createdAt ?? null,
+  };
+}
+
+/** `sluice targeted-updates create`: asks the service to refresh matching records now. */
+export async function targetedUpdateCreateCommand(
+  client: ServiceClient,
+  args: RealTimeArgs,
+  io: Io,
+  signal?: AbortSignal,
+): Promise<TargetedUpdateDocument> {
+  const doc = updateDocument(await client.createTargetedUpdate(realTimeRequest(args), { signal }));
+  if (args.json) writeJson(io.stdout, doc);
+  else {
+    writeLine(
+      io.stdout,
+      `Targeted update ${doc.id} ${doc.status}: ${countOf(doc.numRecords, doc.type ?? 'properties')} matching ${doc.query} (cost: ${credits(doc.totalCost)}).`,
+    );
+    writeLine(io.stdout, 'Follow it with: sluice targeted-updates list');
+  }
+  return doc;
+}
+
+export async function targetedUpdateListCommand(
+  client: ServiceClient,
+  args: JsonArgs,
+  io: Io,
+  signal?: AbortSignal,
+): Promise<{ targetedUpdates: TargetedUpdateDocument[] }> {
+  const updates = (await client.listTargetedUpdates({ signal })).map(updateDocument);
+  const doc = { targetedUpdates: updates };
+  if (args.json) writeJson(io.stdout, doc);
+  else if (updates.length === 0) writeLine(io.stdout, 'No targeted updates yet.');
+  else {
+    writeLine(
+      io.stdout,
+      formatTable(
+        ['id', 'status', 'type', 'records', 'updated', 'cost', 'created', 'query'],
+        updates.map((u) => [
+          u.id,
+          u.status,
+          u.type ?? '',
+          u.numRecords,
+          u.numUpdated ?? '',
+          u.totalCost ?? '',
+          u.createdAt ?? '',
+          u.query,
+        ]),
+      ),
+    );
+  }
+  return doc;
+}
+
+export interface ScrapeArgs extends RealTimeArgs {
+  columns?: string[];
+}
+
+export interface ScrapeDocument {
+  id: string;
+  status: string;
+  type: DataType | null;
+  query: string;
+  numRecords: number;
+  totalCost: number | null;
+  records: Record<string, unknown>[];
+}
+
+/** `sluice scrape`: fetches matching records fresh from their sources, in real time. */
+export async function scrapeCommand(
+  client: ServiceClient,
+  args: ScrapeArgs,
+  io: Io,
+  signal?: AbortSignal,
+): Promise<ScrapeDocument> {
+  const request = realTimeRequest(args);
+  const type = request.type ?? 'properties';
+  if (args.columns) checkColumns(type, args.columns);
+  const result: ScrapeResult = await client.scrape(request, { signal });
+  const doc: ScrapeDocument = {
+    id: result.id,
+    status: result.status,
+    type: request.type ?? null,
+    query: request.query,
+    numRecords: result.numRecords,
+    totalCost: result.totalCost ?? null,
+    records: result.records,
+  };
+  if (args.json) {
+    writeJson(io.stdout, doc);
+    return doc;
+  }
+  writeLine(
+    io.stdout,
+    `Scrape ${doc.id} ${doc.status}: ${countOf(doc.numRecords, type)} matching ${doc.query} (cost: ${credits(result.totalCost)}).`,
+  );
+  if (result.records.length > 0) {
+    writeLine(
+      io.stdout,
+      recordsTable(result.records, chooseColumns(type, result.records, args.columns)),
+    );
+  }
+  return doc;
+}
+
+function realTimeOptions<T>(y: Argv<T>, what: string) {
+  return connectionOptions(y)
+    .positional('query', {
+      type: 'string',
+      array: true,
+      demandOption: true,
+      describe: 'Query, e.g. "city:Austin" (quote it)',
+    })
+    .option('records', {
+      type: 'number',
+      describe: `Records to ${what} (required)`,
+    })
+    .option('type', { type: 'string', describe: 'Data type (default: properties)' }) as Argv<
+    T & ConnectionArgs & RealTimeArgs & { query: string[] }
+  >;
+}
+
+export function registerRealTime(y: Argv, ctx: CliContext): Argv {
+  return y
+    .command('targeted-updates', 'Refresh records in real time (targeted updates)', (updates) =>
+      updates
+        .command(
+          'create <query..>',
+          'Ask for matching records to be refreshed now (one credit a record)',
+          (c) => realTimeOptions(c, 'update'),
+          async (args) => {
+            await withClient(args, ctx, (client) =>
+              targetedUpdateCreateCommand(client, args, ctx.io, ctx.signal),
+            );
+          },
+        )
+        .command(
+          'list',
+          'List targeted updates and their progress',
+          (c) => connectionOptions(c),
+          async (args) => {
+            await withClient(args, ctx, (client) =>
+              targetedUpdateListCommand(client, args, ctx.io, ctx.signal),
+            );
+          },
+        )
+        .demandCommand(1, 'Name a targeted-updates command: create or list'),
+    )
+    .command(
+      'scrape <query..>',
+      'Scrape matching records in real time (one credit a record)',
+      (c) =>
+        realTimeOptions(c, 'scrape').option('columns', {
+          type: 'string',
+          array: true,
+          coerce: listArg,
+          describe: 'Columns of the table, e.g. id,address,city',
+        }),
+      async (args) => {
+        await withClient(args, ctx, (client) => scrapeCommand(client, args, ctx.io, ctx.signal));
+      },
+    );
+}

@@ -1,0 +1,163 @@
+import type { Argv } from 'yargs';
+import type { DataType } from '../../catalog.js';
+import type { SearchRequest, ServiceClient } from '../../client/types.js';
+import { UsageError } from '../../errors.js';
+import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
+import {
+  checkColumns,
+  chooseColumns,
+  countOf,
+  credits,
+  dataTypeArg,
+  intArg,
+  listArg,
+  queryArg,
+  recordsTable,
+} from '../format.js';
+import type { CliContext } from '../index.js';
+import { type Io, writeJson, writeLine } from '../output.js';
+
+export interface SearchArgs extends JsonArgs {
+  type: string;
+  /** One query, or its words when it was not quoted. */
+  query: string | string[];
+}
+
+export interface CountDocument {
+  type: DataType;
+  query: string;
+  numFound: number;
+}
+
+/** `sluice count`: matching records, at no cost. Text mode prints the bare number for scripts. */
+export async function countCommand(
+  client: ServiceClient,
+  args: SearchArgs,
+  io: Io,
+  signal?: AbortSignal,
+): Promise<CountDocument> {
+  const type = dataTypeArg(args.type);
+  const query = queryArg(args.query);
+  const { numFound } = await client.count({ type, query }, { signal });
+  const doc: CountDocument = { type, query, numFound };
+  if (args.json) writeJson(io.stdout, doc);
+  else writeLine(io.stdout, String(numFound));
+  return doc;
+}
+
+export const PREVIEW_MAX = 10;
+
+export interface PreviewArgs extends SearchArgs {
+  records?: number;
+  columns?: string[];
+  view?: string;
+  'auto-trace'?: boolean;
+}
+
+export interface PreviewDocument {
+  type: DataType;
+  query: string;
+  numFound: number;
+  totalCost: number;
+  records: Record<string, unknown>[];
+}
+
+/** `sluice preview`: up to 10 records as a table; each record shown costs a credit. */
+export async function previewCommand(
+  client: ServiceClient,
+  args: PreviewArgs,
+  io: Io,
+  signal?: AbortSignal,
+): Promise<PreviewDocument> {
+  const type = dataTypeArg(args.type);
+  const query = queryArg(args.query);
+  const numRecords = intArg(args.records ?? PREVIEW_MAX, '--records', 0, PREVIEW_MAX);
+  const autoTrace = args['auto-trace'] === true;
+  if (autoTrace && type !== 'properties') {
+    throw new UsageError(`--auto-trace works on properties only, not ${type}`);
+  }
+  // Checked before the request, so a typo in a column name costs nothing.
+  if (args.columns) checkColumns(type, args.columns);
+  const request: SearchRequest & { numRecords: number } = { type, query, numRecords };
+  if (args.view) request.view = args.view;
+  if (autoTrace) request.autoTrace = true;
+  const result = await client.preview(request, { signal });
+  const doc: PreviewDocument = {
+    type,
+    query,
+    numFound: result.numFound,
+    totalCost: result.totalCost,
+    records: result.records,
+  };
+  if (args.json) {
+    writeJson(io.stdout, doc);
+    return doc;
+  }
+  const shown = result.records.length;
+  writeLine(
+    io.stdout,
+    `Found ${countOf(result.numFound, type)} matching ${query}; showing ${shown} (cost: ${credits(result.totalCost)}).`,
+  );
+  if (shown > 0) {
+    const columns = chooseColumns(type, result.records, args.columns);
+    writeLine(io.stdout, recordsTable(result.records, columns));
+  }
+  return doc;
+}
+
+export function typeAndQuery<T>(y: Argv<T>): Argv<T & { type: string; query: string[] }> {
+  return y
+    .positional('type', {
+      type: 'string',
+      demandOption: true,
+      describe: 'properties, businesses, products or people',
+    })
+    .positional('query', {
+      type: 'string',
+      array: true,
+      demandOption: true,
+      describe: 'Query, e.g. "city:Austin AND province:TX" (quote it)',
+    }) as Argv<T & { type: string; query: string[] }>;
+}
+
+export function registerSearch(y: Argv, ctx: CliContext): Argv {
+  return y
+    .command(
+      'count <type> <query..>',
+      'Count the records matching a query (costs nothing)',
+      (c) => typeAndQuery(connectionOptions(c)),
+      async (args) => {
+        await withClient(args, ctx, (client) => countCommand(client, args, ctx.io, ctx.signal));
+      },
+    )
+    .command(
+      'preview <type> <query..>',
+      'Show up to 10 matching records (one credit each; two with --auto-trace)',
+      (c) =>
+        typeAndQuery(connectionOptions(c))
+          .option('records', {
+            type: 'number',
+            default: PREVIEW_MAX,
+            describe: 'Records to show, 0 to 10',
+          })
+          .option('columns', {
+            type: 'string',
+            array: true,
+            coerce: listArg,
+            describe:
+              'Columns of the table, e.g. id,address,city (dotted paths reach nested fields)',
+          })
+          .option('view', {
+            type: 'string',
+            describe: 'Name of a view that decides the fields returned',
+          })
+          .option('auto-trace', {
+            type: 'boolean',
+            describe:
+              'Properties: add the owner’s people record (1 property + 1 people credit each)',
+          }),
+      async (args) => {
+        await withClient(args, ctx, (client) => previewCommand(client, args, ctx.io, ctx.signal));
+      },
+    );
+}

@@ -1,0 +1,161 @@
+import {
+  closest,
+  DATA_TYPES,
+  type DataType,
+  fieldPaths,
+  isDataType,
+  resolveField,
+} from '../catalog.js';
+import { UsageError } from '../errors.js';
+import { formatTable } from './output.js';
+
+/** Helpers the service commands share: argument checks and the readable form of records. */
+
+export function plural(n: number, word: string, many = `${word}s`): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? word : many}`;
+}
+
+const NOUNS: Record<DataType, [string, string]> = {
+  properties: ['property', 'properties'],
+  businesses: ['business', 'businesses'],
+  products: ['product', 'products'],
+  people: ['person', 'people'],
+};
+
+/** `1 property`, `1,234 properties`. */
+export function countOf(n: number, type: DataType): string {
+  const [one, many] = NOUNS[type];
+  return plural(n, one, many);
+}
+
+export function credits(n: number | null | undefined): string {
+  return n === undefined || n === null ? 'unknown' : plural(n, 'credit');
+}
+
+/** `properties`, or a UsageError that lists the types and suggests the closest one. */
+export function dataTypeArg(value: unknown): DataType {
+  if (isDataType(value)) return value;
+  const text = String(value);
+  const hint = closest(text, DATA_TYPES);
+  throw new UsageError(
+    `unknown data type '${text}': use one of ${DATA_TYPES.join(', ')}${hint ? ` (did you mean ${hint}?)` : ''}`,
+  );
+}
+
+/** `--fields a,b --fields c` and `--fields a,b,c` alike: trimmed, without empty entries. */
+export function listArg(value: string | readonly string[] | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const parts = (typeof value === 'string' ? [value] : value).flatMap((v) => String(v).split(','));
+  return parts.map((p) => p.trim()).filter((p) => p !== '');
+}
+
+export function intArg(
+  value: unknown,
+  flag: string,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  if (value === undefined)
+    throw new UsageError(`give ${flag} N, a whole number of at least ${min}`);
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
+    throw new UsageError(`${flag} must be a whole number ${range}, not ${String(value)}`);
+  }
+  return n;
+}
+
+/** A query given as several words (`city:Austin AND province:TX` unquoted) is one query. */
+export function queryArg(value: string | readonly string[] | undefined): string {
+  const query = (typeof value === 'string' ? value : (value ?? []).join(' ')).trim();
+  if (query === '') throw new UsageError('the query is empty: give one, e.g. "city:Austin"');
+  return query;
+}
+
+const DEFAULT_COLUMNS: Record<DataType, string[]> = {
+  properties: ['id', 'address', 'city', 'province', 'propertyType', 'mostRecentPriceAmount'],
+  businesses: ['id', 'name', 'city', 'province', 'primaryCategories'],
+  products: ['id', 'name', 'brand', 'mostRecentPriceAmount'],
+  people: ['id', 'firstName', 'lastName', 'city', 'province'],
+};
+
+/** Checks `--columns` against the catalogue before anything is spent. */
+export function checkColumns(type: DataType, columns: readonly string[]): void {
+  for (const column of columns) {
+    if (resolveField(type, column)) continue;
+    const hint = closest(column, fieldPaths(type));
+    throw new UsageError(
+      `unknown column '${column}': ${type} records have no such field${hint ? ` (did you mean ${hint}?)` : ''}`,
+    );
+  }
+}
+
+/**
+ * The columns to show: the requested ones, else the usual ones the records carry, else (a view
+ * that drops them) the first fields the records have.
+ */
+export function chooseColumns(
+  type: DataType,
+  records: readonly Record<string, unknown>[],
+  requested?: readonly string[],
+): string[] {
+  if (requested && requested.length > 0) return [...requested];
+  const present = new Set(records.flatMap((r) => Object.keys(r)));
+  const usual = DEFAULT_COLUMNS[type].filter((c) => present.has(c));
+  return usual.length > 0 ? usual : [...present].slice(0, 8);
+}
+
+export function recordsTable(
+  records: readonly Record<string, unknown>[],
+  columns: readonly string[],
+): string {
+  return formatTable(
+    [...columns],
+    records.map((record) => columns.map((column) => compact(valueAt(record, column)))),
+  );
+}
+
+/** A dotted path into a record; through arrays of objects it collects every element's value. */
+export function valueAt(value: unknown, path: string): unknown {
+  let current: unknown = value;
+  for (const part of path.split('.')) {
+    if (Array.isArray(current)) {
+      current = current.flatMap((item) => {
+        const inner = isObject(item) ? item[part] : undefined;
+        return inner === undefined ? [] : [inner];
+      });
+    } else if (isObject(current)) {
+      current = current[part];
+    } else {
+      return undefined;
+    }
+  }
+  return current;
+}
+
+const CELL_MAX = 40;
+
+/** One short line for any value: lists joined with commas, objects as key=value pairs. */
+export function compact(value: unknown): string {
+  const text = compactText(value);
+  return text.length > CELL_MAX ? `${text.slice(0, CELL_MAX - 1)}…` : text;
+}
+
+function compactText(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  if (Array.isArray(value)) {
+    const parts = value.flat().map(compactText);
+    return value.some(isObject) ? `(${value.length}) ${parts.join(' | ')}` : parts.join(', ');
+  }
+  if (isObject(value)) {
+    return Object.entries(value)
+      .filter(([, v]) => v !== undefined && v !== null)
+      .map(([k, v]) => `${k}=${compactText(v)}`)
+      .join(' ');
+  }
+  return String(value);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

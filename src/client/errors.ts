@@ -1,0 +1,42 @@
+import { NetworkError, SluiceError } from '../errors.js';
+
+/** An operation the chosen API version does not have (views on v3, people searches on v3, ...). */
+export class UnsupportedError extends SluiceError {
+  readonly api: 'v4' | 'v3';
+  readonly operation: string;
+
+  constructor(api: 'v4' | 'v3', operation: string, hint?: string) {
+    super(`the ${api} API has no ${operation}${hint ? `; ${hint}` : ''}`, {
+      code: 'SLUICE_UNSUPPORTED',
+    });
+    this.name = 'UnsupportedError';
+    this.api = api;
+    this.operation = operation;
+  }
+}
+
+/**
+ * A connection failure, with whether the request may have reached the service. Only a failure
+ * before the request was written (refused, unreachable, connect timeout) is known to have done
+ * nothing; anything later is ambiguous, which matters for requests that spend credits.
+ */
+export class ConnectionError extends NetworkError {
+  readonly requestSent: boolean;
+
+  constructor(message: string, requestSent: boolean, cause?: unknown) {
+    super(message, cause);
+    this.name = 'NetworkError';
+    this.requestSent = requestSent;
+  }
+}
+
+/**
+ * A download start failed in a way that leaves open whether the service started it, and the
+ * client could not find out. Not retryable: a blind retry may pay for the download twice.
+ */
+export class DownloadUncertainError extends SluiceError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { code: 'SLUICE_DOWNLOAD_UNCERTAIN', retryable: false, cause });
+    this.name = 'DownloadUncertainError';
+  }
+}

@@ -1,0 +1,171 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { pipeline, Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { ApiError, SluiceError } from '../errors.js';
+import type { HttpTransport, StreamResponse } from './http.js';
+import type { ResultFileRef } from './types.js';
+
+export interface OpenFileOptions {
+  http: HttpTransport;
+  file: ResultFileRef;
+  /** A fresh reference to the same file (same index), for when its URL has expired. */
+  refresh: () => Promise<ResultFileRef>;
+  signal?: AbortSignal;
+  /** Range requests after connection cuts, per file. */
+  maxResumes?: number;
+  /** URL refreshes after 403, per file. */
+  maxRefreshes?: number;
+}
+
+/**
+ * Streams one result file. Nothing is buffered beyond what the consumer has not read yet: the
+ * undici body flows through (gunzip when the file is gzip) into the returned stream.
+ *
+ * The first response is awaited before returning, so a missing or forbidden file rejects here
+ * rather than as a stream error. Later, a connection cut mid-body is resumed with `Range` from
+ * the bytes received so far (guarded by `If-Range` with the ETag, so a changed file is never
+ * spliced onto the old one), and a 403 (expired pre-signed URL) fetches a fresh URL.
+ */
+export async function openResultFile(options: OpenFileOptions): Promise<Readable> {
+  const maxResumes = options.maxResumes ?? 5;
+  const maxRefreshes = options.maxRefreshes ?? 2;
+  let file = options.file;
+  let refreshes = 0;
+  let resumes = 0;
+
+  const get = async (received: number, etag: string | undefined): Promise<StreamResponse> => {
+    for (;;) {
+      const headers: Record<string, string> = { 'accept-encoding': 'gzip', accept: '*/*' };
+      if (received > 0) {
+        headers.range = `bytes=${received}-`;
+        if (etag) headers['if-range'] = etag;
+      }
+      try {
+        // No Authorization header: a pre-signed URL carries its own, and storage refuses two.
+        return await options.http.stream({
+          method: 'GET',
+          url: file.url,
+          headers,
+          signal: options.signal,
+        });
+      } catch (error) {
+        if (!(error instanceof ApiError && error.status === 403) || refreshes >= maxRefreshes)
+          throw error;
+        refreshes += 1;
+        const fresh = await options.refresh();
+        if (fresh.name !== file.name) {
+          throw new SluiceError(
+            `result file ${file.name} is no longer at position ${file.index} of its download (found ${fresh.name})`,
+            { code: 'SLUICE_FILE_CHANGED' },
+          );
+        }
+        file = fresh;
+      }
+    }
+  };
+
+  const first = await get(0, undefined);
+  const etag = header(first.headers, 'etag');
+  const gzip =
+    /\bgzip\b/i.test(header(first.headers, 'content-encoding') ?? '') || /\.gz$/i.test(file.name);
+  const total = contentLength(first);
+
+  async function* bytes(): AsyncGenerator<Buffer> {
+    let res: StreamResponse | undefined = first;
+    let received = 0;
+    try {
+      for (;;) {
+        // Bytes of this response that were already passed on (a 200 answering a range request).
+        let skip = 0;
+        if (received > 0) {
+          if (res.status === 206) {
+            const start = rangeStart(res.headers);
+            if (start !== received) {
+              throw new SluiceError(
+                `result file ${file.name}: asked to resume at byte ${received}, the server sent from ${start ?? 'an unknown offset'}`,
+                { code: 'SLUICE_FILE_RESUME' },
+              );
+            }
+          } else {
+            const now = header(res.headers, 'etag');
+            if (etag && now && now !== etag) {
+              throw new SluiceError(
+                `result file ${file.name} changed on the server while it was being read`,
+                {
+                  code: 'SLUICE_FILE_CHANGED',
+                },
+              );
+            }
+            skip = received;
+          }
+        }
+        try {
+          for await (const chunk of res.body as AsyncIterable<Buffer>) {
+            if (skip > 0) {
+              if (chunk.length <= skip) {
+                skip -= chunk.length;
+                continue;
+              }
+              const rest = chunk.subarray(skip);
+              skip = 0;
+              received += rest.length;
+              yield rest;
+              continue;
+            }
+            received += chunk.length;
+            yield chunk;
+          }
+          if (total !== undefined && received < total) {
+            throw new SluiceError(
+              `result file ${file.name} ended after ${received} of ${total} bytes`,
+              {
+                code: 'SLUICE_FILE_SHORT',
+                retryable: true,
+              },
+            );
+          }
+          return;
+        } catch (error) {
+          if (options.signal?.aborted) throw options.signal.reason;
+          if (error instanceof SluiceError && error.code !== 'SLUICE_FILE_SHORT') throw error;
+          if (resumes >= maxResumes) {
+            throw new SluiceError(
+              `result file ${file.name}: the connection broke ${resumes + 1} times; gave up after ${received} bytes`,
+              { code: 'SLUICE_NETWORK', retryable: true, cause: error },
+            );
+          }
+          resumes += 1;
+          res.body.destroy();
+          res = undefined;
+          res = await get(received, etag);
+        }
+      }
+    } finally {
+      // Reached when the consumer stops early as well: release the socket.
+      res?.body.destroy();
+    }
+  }
+
+  const raw = Readable.from(bytes(), { objectMode: false });
+  if (!gzip) return raw;
+  const gunzip = createGunzip();
+  // pipeline() passes errors both ways and tears the pair down together.
+  return pipeline(raw, gunzip, () => {});
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function contentLength(res: StreamResponse): number | undefined {
+  const range = /\/(\d+)\s*$/.exec(header(res.headers, 'content-range') ?? '');
+  if (range?.[1]) return Number(range[1]);
+  const length = header(res.headers, 'content-length');
+  return length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined;
+}
+
+function rangeStart(headers: IncomingHttpHeaders): number | undefined {
+  const m = /^bytes\s+(\d+)-/.exec(header(headers, 'content-range') ?? '');
+  return m?.[1] === undefined ? undefined : Number(m[1]);
+}

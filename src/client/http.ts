@@ -1,0 +1,385 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import { Agent, type Dispatcher, request } from 'undici';
+import { ApiError, SluiceError } from '../errors.js';
+import { ConnectionError } from './errors.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface TransportOptions {
+  /** Sockets kept per origin. */
+  connections?: number;
+  keepAliveTimeoutMs?: number;
+  connectTimeoutMs?: number;
+  /** Time to wait for the response headers after the request was sent. */
+  headersTimeoutMs?: number;
+  /** Longest silence between two chunks of a response body. */
+  bodyTimeoutMs?: number;
+  /** Attempts per request, the first included. */
+  maxAttempts?: number;
+  /** No retry is started that would end later than this after the first attempt began. */
+  maxRetryTimeMs?: number;
+  /** Upper bound of the first backoff; it doubles per attempt up to `maxDelayMs`. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Injected by tests so retries do not wait; must reject when the signal aborts. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Uniform in [0, 1); the jitter source. */
+  random?: () => number;
+  /** Milliseconds clock for the total-time bound and HTTP-date `Retry-After`. */
+  now?: () => number;
+  userAgent?: string;
+  /** Called before each backoff sleep; the event carries no URL query, header or body. */
+  onRetry?: (event: RetryEvent) => void;
+}
+
+export interface RetryEvent {
+  method: HttpMethod;
+  /** URL path without its query string. */
+  path: string;
+  /** The attempt that failed (1 for the first). */
+  attempt: number;
+  delayMs: number;
+  /** `HTTP 503` or the network error code. */
+  reason: string;
+}
+
+export interface HttpRequest {
+  method: HttpMethod;
+  /** Absolute URL. Never put credentials in it: they would reach error messages. */
+  url: string;
+  headers?: Record<string, string>;
+  /** Sent as a JSON body with `content-type: application/json`. */
+  json?: unknown;
+  /**
+   * False for requests that must not run twice (download starts): they are not retried after a
+   * failure that leaves open whether the service did the work. 429 and 503 say the service
+   * refused before working, so those are retried either way. Default true.
+   */
+  idempotent?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface JsonResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The parsed JSON body; undefined for an empty or non-JSON body. */
+  body: unknown;
+}
+
+export interface StreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Readable;
+}
+
+export const DEFAULT_TRANSPORT_OPTIONS = {
+  connections: 8,
+  keepAliveTimeoutMs: 10_000,
+  connectTimeoutMs: 10_000,
+  headersTimeoutMs: 60_000,
+  bodyTimeoutMs: 120_000,
+  maxAttempts: 6,
+  maxRetryTimeMs: 120_000,
+  baseDelayMs: 500,
+  maxDelayMs: 30_000,
+} as const;
+
+/** Statuses worth another try: the service is overloaded or a gateway lost its upstream. */
+const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+/** Statuses that say the service refused before doing any work. */
+const REFUSED_STATUSES = new Set([429, 503]);
+/** Network error codes raised before any byte of the request left this machine. */
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * HTTP for the client: one keep-alive pool per origin (an undici Agent keeps them), timeouts on
+ * connect, headers and body, and retries with exponential backoff and full jitter on 429, 502,
+ * 503, 504 and network errors, honouring `Retry-After`, bounded by attempts and by total time.
+ */
+export class HttpTransport {
+  readonly #agent: Agent;
+  readonly #options: Required<Omit<TransportOptions, 'onRetry'>> &
+    Pick<TransportOptions, 'onRetry'>;
+
+  constructor(options: TransportOptions = {}) {
+    this.#options = Object.freeze({
+      ...DEFAULT_TRANSPORT_OPTIONS,
+      sleep: abortableSleep,
+      random: Math.random,
+      now: Date.now,
+      userAgent: 'sluice',
+      ...definedOnly(options),
+    });
+    const o = this.#options;
+    this.#agent = new Agent({
+      connections: o.connections,
+      keepAliveTimeout: o.keepAliveTimeoutMs,
+      connectTimeout: o.connectTimeoutMs,
+      headersTimeout: o.headersTimeoutMs,
+      bodyTimeout: o.bodyTimeoutMs,
+    });
+  }
+
+  /** A JSON exchange. Statuses below 400 (303 included) are answers; the rest throw ApiError. */
+  async json(req: HttpRequest): Promise<JsonResponse> {
+    const res = await this.#send(req);
+    if (res.statusCode >= 400) throw await toApiError(req, res);
+    const text = await res.body.text();
+    return { status: res.statusCode, headers: res.headers, body: parseBody(req, res, text) };
+  }
+
+  /**
+   * A streamed exchange, for result files. The body is the caller's to consume or destroy; a
+   * status of 400 or more throws ApiError with the body read.
+   */
+  async stream(req: HttpRequest): Promise<StreamResponse> {
+    const res = await this.#send(req);
+    if (res.statusCode >= 400) throw await toApiError(req, res);
+    return { status: res.statusCode, headers: res.headers, body: res.body };
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+
+  async #send(req: HttpRequest): Promise<Dispatcher.ResponseData> {
+    const o = this.#options;
+    const idempotent = req.idempotent !== false;
+    const deadline = o.now() + o.maxRetryTimeMs;
+    const headers: Record<string, string> = {
+      'user-agent': o.userAgent,
+      accept: 'application/json',
+      ...req.headers,
+    };
+    let body: string | undefined;
+    if (req.json !== undefined) {
+      body = JSON.stringify(req.json);
+      headers['content-type'] = 'application/json';
+    }
+    for (let attempt = 1; ; attempt++) {
+      let failure: SluiceError;
+      let retryAfterMs: number | undefined;
+      let reason: string;
+      try {
+        const res = await request(req.url, {
+          method: req.method,
+          headers,
+          body,
+          signal: req.signal,
+          dispatcher: this.#agent,
+        });
+        const retryable =
+          RETRY_STATUSES.has(res.statusCode) &&
+          (idempotent || REFUSED_STATUSES.has(res.statusCode));
+        if (!retryable) return res;
+        retryAfterMs = parseRetryAfter(res.headers['retry-after'], o.now());
+        failure = await toApiError(req, res);
+        reason = `HTTP ${res.statusCode}`;
+      } catch (error) {
+        if (req.signal?.aborted) throw req.signal.reason;
+        const connection = toConnectionError(req, error);
+        if (!idempotent && connection.requestSent) throw connection;
+        failure = connection;
+        reason = errorCode(error) ?? 'network error';
+      }
+      if (attempt >= o.maxAttempts) throw failure;
+      const delayMs = retryAfterMs ?? backoffDelay(attempt, o.baseDelayMs, o.maxDelayMs, o.random);
+      // Sleeping past the deadline would only postpone the same failure.
+      if (o.now() + delayMs > deadline) throw failure;
+      o.onRetry?.({ method: req.method, path: pathOf(req.url), attempt, delayMs, reason });
+      await o.sleep(delayMs, req.signal);
+    }
+  }
+}
+
+/**
+ * Full jitter: uniform in [0, min(max, base * 2^(attempt-1))], so clients that failed together
+ * do not come back together.
+ */
+export function backoffDelay(
+  attempt: number,
+  baseMs: number,
+  maxMs: number,
+  random: () => number,
+): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.floor(random() * ceiling);
+}
+
+/** `Retry-After` as milliseconds from now: delay-seconds or an HTTP date; undefined if absent or bad. */
+export function parseRetryAfter(
+  value: string | string[] | undefined,
+  nowMs: number,
+): number | undefined {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!text) return undefined;
+  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  // Only the date forms: Date.parse would also read "5 minutes" as something.
+  if (!/[a-z]{3}.*\d{2}:\d{2}:\d{2}/i.test(text)) return undefined;
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - nowMs);
+}
+
+/** A sleep that ends early, rejecting with the signal's reason, when the signal aborts. */
+export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * True when a failed request may still have been carried out by the service: the connection
+ * broke after the request was sent, or a 500, 502 or 504 (the work may have run behind it).
+ */
+export function isAmbiguousFailure(error: unknown): boolean {
+  if (error instanceof ConnectionError) return error.requestSent;
+  return error instanceof ApiError && [500, 502, 504].includes(error.status);
+}
+
+/**
+ * The messages in an error body, from every shape the service uses: v4 `{error, message, code,
+ * details[{field, message}]}`, the real-world `{"errors": ["..."]}`, v3 `{error}`, and the XML of
+ * storage services (`<Message>`).
+ */
+export function errorMessages(body: unknown, text: string): string[] {
+  const out: string[] = [];
+  const add = (value: unknown) => {
+    const message = typeof value === 'string' ? value.trim() : '';
+    if (message && !out.some((m) => m.includes(message))) out.push(clip(message));
+  };
+  if (body && typeof body === 'object' && !Array.isArray(body)) {
+    const b = body as Record<string, unknown>;
+    if (Array.isArray(b.errors)) {
+      for (const entry of b.errors) {
+        if (typeof entry === 'string') add(entry);
+        else if (entry && typeof entry === 'object')
+          add(detailText(entry as Record<string, unknown>));
+      }
+    }
+    add(typeof b.message === 'string' && b.message.trim() ? b.message : b.error);
+    if (Array.isArray(b.details)) {
+      for (const d of b.details)
+        if (d && typeof d === 'object') add(detailText(d as Record<string, unknown>));
+    }
+    return out;
+  }
+  const xml = /<Message>([\s\S]*?)<\/Message>/.exec(text);
+  if (xml?.[1]) add(xml[1]);
+  else if (text.trim() && !/^\s*</.test(text)) add(text);
+  return out;
+}
+
+function detailText(d: Record<string, unknown>): string {
+  const message = typeof d.message === 'string' ? d.message : '';
+  const field = typeof d.field === 'string' ? d.field : '';
+  if (!message) return field;
+  // "view: no such view", but not "num_records: required property 'num_records' is missing".
+  const named = message.startsWith(field) || message.includes(`'${field}'`);
+  return field && !named ? `${field}: ${message}` : message;
+}
+
+function clip(text: string): string {
+  return text.length > 500 ? `${text.slice(0, 500)}...` : text;
+}
+
+/** The URL path alone: the query string of a pre-signed URL is its signature. */
+export function pathOf(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return url.split('?')[0] ?? '';
+  }
+}
+
+async function toApiError(req: HttpRequest, res: Dispatcher.ResponseData): Promise<ApiError> {
+  let text = '';
+  try {
+    text = await res.body.text();
+  } catch {
+    // The status is what matters; a body cut short adds nothing.
+  }
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    // Not JSON (an HTML gateway page, storage XML): keep the text.
+  }
+  const status = res.statusCode;
+  return new ApiError({
+    status,
+    method: req.method,
+    path: pathOf(req.url),
+    body,
+    details: errorMessages(body, text),
+    retryable: RETRY_STATUSES.has(status) || status === 500,
+  });
+}
+
+function parseBody(req: HttpRequest, res: Dispatcher.ResponseData, text: string): unknown {
+  if (text.trim() === '') return undefined;
+  const type = String(res.headers['content-type'] ?? '');
+  const looksJson = /json/i.test(type) || /^\s*[[{]/.test(text);
+  if (!looksJson) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new SluiceError(
+      `${req.method} ${pathOf(req.url)}: the service sent a body that is not valid JSON`,
+      {
+        code: 'SLUICE_API_BAD_RESPONSE',
+        retryable: true,
+        cause: error,
+      },
+    );
+  }
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function toConnectionError(req: HttpRequest, error: unknown): ConnectionError {
+  const code = errorCode(error);
+  const sent = code === undefined || !NOT_SENT_CODES.has(code);
+  const host = hostOf(req.url);
+  const detail = error instanceof Error ? error.message : String(error);
+  const message = sent
+    ? `${req.method} ${pathOf(req.url)}: the connection to ${host} failed before an answer (${code ?? 'error'}: ${detail})`
+    : `${req.method} ${pathOf(req.url)}: could not connect to ${host} (${code}: ${detail})`;
+  return new ConnectionError(message, sent, error);
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return 'the service';
+  }
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

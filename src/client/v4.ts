@@ -1,0 +1,470 @@
+import type { Readable } from 'node:stream';
+import { CREDIT_TYPES, isDataType } from '../catalog.js';
+import { ApiError, SluiceError, UsageError } from '../errors.js';
+import { openResultFile } from './files.js';
+import type { HttpMethod, HttpTransport, JsonResponse } from './http.js';
+import { startDownloadOnce } from './recovery.js';
+import {
+  checkDownloadSize,
+  checkPreviewSize,
+  checkSearchQuery,
+  propertyOptionsUsed,
+} from './request-checks.js';
+import {
+  asArray,
+  asObject,
+  badResponse,
+  downloadState,
+  idOf,
+  optionalNumber,
+  optionalString,
+  records,
+  resultFiles,
+  totalCost,
+} from './shape.js';
+import type {
+  AccountChanges,
+  AccountInfo,
+  CallOptions,
+  CountResult,
+  DownloadInfo,
+  DownloadRequest,
+  DownloadStart,
+  PreviewResult,
+  RealTimeRequest,
+  ResultFileRef,
+  ScrapeResult,
+  SearchRequest,
+  ServiceClient,
+  TargetedUpdateInfo,
+  ViewInfo,
+} from './types.js';
+
+export interface V4ClientInit {
+  /** The v4 root without credentials, e.g. `https://host/v4`. */
+  baseUrl: string;
+  email: string;
+  password: string;
+  http: HttpTransport;
+  maxFileResumes?: number;
+  maxFileRefreshes?: number;
+}
+
+interface Call {
+  json?: unknown;
+  idempotent?: boolean;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * The v4 API: bearer tokens from `POST /auth`, JSON bodies. The token is fetched on first use,
+ * kept in memory only, and renewed once per call when the service answers 401.
+ */
+export class V4Client implements ServiceClient {
+  readonly api = 'v4' as const;
+  readonly baseUrl: string;
+  readonly #http: HttpTransport;
+  #email: string;
+  #password: string;
+  #token: string | undefined;
+  /** The login in flight, shared by every call that needs a token meanwhile. */
+  #login: Promise<string> | undefined;
+  readonly #fileOptions: { maxResumes?: number; maxRefreshes?: number };
+
+  constructor(init: V4ClientInit) {
+    this.baseUrl = init.baseUrl.replace(/\/+$/, '');
+    this.#http = init.http;
+    this.#email = init.email;
+    this.#password = init.password;
+    this.#fileOptions = {
+      ...(init.maxFileResumes === undefined ? {} : { maxResumes: init.maxFileResumes }),
+      ...(init.maxFileRefreshes === undefined ? {} : { maxRefreshes: init.maxFileRefreshes }),
+    };
+  }
+
+  async health(options?: CallOptions): Promise<{ status: string }> {
+    const body = asObject((await this.#call('GET', '/health', options)).body, 'health');
+    return { status: optionalString(body.status) ?? 'unknown' };
+  }
+
+  async account(options?: CallOptions): Promise<AccountInfo> {
+    return toAccount((await this.#call('GET', '/account', options)).body);
+  }
+
+  async updateAccount(changes: AccountChanges, options?: CallOptions): Promise<AccountInfo> {
+    const body: Record<string, string> = {};
+    if (changes.email !== undefined) body.email = changes.email;
+    if (changes.password !== undefined) body.password = changes.password;
+    if (changes.firstName !== undefined) body.first_name = changes.firstName;
+    if (changes.lastName !== undefined) body.last_name = changes.lastName;
+    const res = await this.#call('PUT', '/account', { ...options, json: body });
+    // Later logins (a token renewal, say) must use the new credentials; a password change
+    // also ends every token issued before it.
+    if (changes.email !== undefined) this.#email = changes.email;
+    if (changes.password !== undefined) {
+      this.#password = changes.password;
+      this.#token = undefined;
+    }
+    return toAccount(res.body);
+  }
+
+  async listViews(options?: CallOptions): Promise<ViewInfo[]> {
+    const body = (await this.#call('GET', '/views', options)).body;
+    return asArray(body, 'list views').map((v) => toView(v, 'list views'));
+  }
+
+  async getView(name: string, options?: CallOptions): Promise<ViewInfo> {
+    return toView((await this.#call('GET', viewPath(name), options)).body, 'get view');
+  }
+
+  async createView(
+    view: { name: string; fields: string[] },
+    options?: CallOptions,
+  ): Promise<ViewInfo> {
+    const res = await this.#call('POST', '/views', {
+      ...options,
+      json: { name: view.name, fields: view.fields },
+    });
+    return toView(res.body, 'create view');
+  }
+
+  async updateView(
+    name: string,
+    changes: { name?: string; fields?: string[] },
+    options?: CallOptions,
+  ): Promise<ViewInfo> {
+    const json: Record<string, unknown> = {};
+    if (changes.name !== undefined) json.name = changes.name;
+    if (changes.fields !== undefined) json.fields = changes.fields;
+    return toView(
+      (await this.#call('PUT', viewPath(name), { ...options, json })).body,
+      'update view',
+    );
+  }
+
+  async deleteView(name: string, options?: CallOptions): Promise<void> {
+    await this.#call('DELETE', viewPath(name), options);
+  }
+
+  async preview(
+    request: SearchRequest & { numRecords: number },
+    options?: CallOptions,
+  ): Promise<PreviewResult> {
+    checkPreviewSize(request.numRecords);
+    const body = asObject(
+      (await this.#search(request, request.numRecords, false, options)).body,
+      'preview',
+    );
+    return {
+      numFound: optionalNumber(body.num_found) ?? 0,
+      totalCost: totalCost(body) ?? 0,
+      records: records(body.records),
+    };
+  }
+
+  async count(request: SearchRequest, options?: CallOptions): Promise<CountResult> {
+    const body = asObject((await this.#search(request, 0, false, options)).body, 'count');
+    const numFound = optionalNumber(body.num_found);
+    if (numFound === undefined) throw badResponse('count', 'no num_found');
+    return { numFound };
+  }
+
+  async startDownload(request: DownloadRequest, options?: CallOptions): Promise<DownloadStart> {
+    checkDownloadSize(request.numRecords);
+    this.#searchBody(request, 0, true);
+    return startDownloadOnce({
+      what: `${request.type} download`,
+      list: () => this.listDownloads(options),
+      // v4 downloads do not say what they searched: any new one is taken as ours.
+      isOurs: () => true,
+      start: async () => {
+        // Without a count the service downloads every match; v4 wants a number, so a large one.
+        const res = await this.#search(request, request.numRecords ?? 2_147_483_647, true, options);
+        return toDownloadStart(res);
+      },
+    });
+  }
+
+  async getDownload(id: string, options?: CallOptions): Promise<DownloadInfo> {
+    return toDownload((await this.#call('GET', downloadPath(id), options)).body, 'get download');
+  }
+
+  async listDownloads(options?: CallOptions): Promise<DownloadInfo[]> {
+    const body = (await this.#call('GET', '/downloads', options)).body;
+    return asArray(body, 'list downloads').map((d) => toDownload(d, 'list downloads'));
+  }
+
+  async cancelDownload(id: string, options?: CallOptions): Promise<void> {
+    await this.#call('DELETE', downloadPath(id), options);
+  }
+
+  openResultFile(
+    downloadId: string,
+    file: ResultFileRef,
+    options?: CallOptions,
+  ): Promise<Readable> {
+    return openResultFile({
+      http: this.#http,
+      file,
+      signal: options?.signal,
+      ...this.#fileOptions,
+      refresh: async () => {
+        const info = await this.getDownload(downloadId, options);
+        const fresh = info.files[file.index];
+        if (!fresh) {
+          throw new SluiceError(`download ${downloadId} no longer lists result file ${file.name}`, {
+            code: 'SLUICE_FILE_GONE',
+          });
+        }
+        return fresh;
+      },
+    });
+  }
+
+  async createTargetedUpdate(
+    request: RealTimeRequest,
+    options?: CallOptions,
+  ): Promise<TargetedUpdateInfo> {
+    checkSearchQuery(request.query, request.type ?? 'properties');
+    const res = await this.#call('POST', '/targeted-updates', {
+      ...options,
+      json: realTimeBody(request),
+      // It spends credits: a blind retry after a lost answer could pay twice.
+      idempotent: false,
+    });
+    return toTargetedUpdate(res.body);
+  }
+
+  async listTargetedUpdates(options?: CallOptions): Promise<TargetedUpdateInfo[]> {
+    const body = (await this.#call('GET', '/targeted-updates', options)).body;
+    return asArray(body, 'list targeted updates').map(toTargetedUpdate);
+  }
+
+  async scrape(request: RealTimeRequest, options?: CallOptions): Promise<ScrapeResult> {
+    checkSearchQuery(request.query, request.type ?? 'properties');
+    const res = await this.#call('POST', '/scrape', {
+      ...options,
+      json: realTimeBody(request),
+      idempotent: false,
+    });
+    const body = asObject(res.body, 'scrape');
+    return {
+      id: idOf(body.id, 'scrape'),
+      status: optionalString(body.status) ?? 'unknown',
+      numRecords: optionalNumber(body.num_records) ?? records(body.records).length,
+      ...optional('totalCost', totalCost(body)),
+      records: records(body.records),
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.#http.close();
+  }
+
+  #searchBody(
+    request: SearchRequest,
+    numRecords: number,
+    download: boolean,
+  ): Record<string, unknown> {
+    checkSearchQuery(request.query, request.type);
+    const body: Record<string, unknown> = {
+      query: request.query,
+      num_records: numRecords,
+      download,
+    };
+    if (request.format !== undefined) body.format = request.format;
+    if (request.view !== undefined && request.view !== '') body.view = request.view;
+    if (request.type === 'properties') {
+      if (request.autoTrace !== undefined) body.auto_trace = request.autoTrace;
+      if (request.addressMatching !== undefined) body.address_matching = request.addressMatching;
+      if (request.requirePeopleData !== undefined)
+        body.require_people_data = request.requirePeopleData;
+    } else {
+      const used = propertyOptionsUsed(request);
+      if (used.length > 0) {
+        throw new UsageError(
+          `${used.join(', ')} apply to property searches only, not ${request.type}`,
+        );
+      }
+    }
+    return body;
+  }
+
+  #search(request: SearchRequest, numRecords: number, download: boolean, options?: CallOptions) {
+    const json = this.#searchBody(request, numRecords, download);
+    return this.#call('POST', `/${request.type}/search`, {
+      ...options,
+      json,
+      idempotent: !download,
+    });
+  }
+
+  async #call(method: HttpMethod, path: string, call: Call = {}): Promise<JsonResponse> {
+    const send = (token: string) =>
+      this.#http.json({
+        method,
+        url: this.baseUrl + path,
+        headers: { authorization: `Bearer ${token}` },
+        json: call.json,
+        idempotent: call.idempotent ?? true,
+        signal: call.signal,
+      });
+    const token = await this.#tokenFor(call.signal);
+    try {
+      return await send(token);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 401)) throw error;
+      // A 401 is decided before any work, so even a download start may be sent again.
+      if (this.#token === token) this.#token = undefined;
+      return await send(await this.#tokenFor(call.signal));
+    }
+  }
+
+  async #tokenFor(signal: AbortSignal | undefined): Promise<string> {
+    if (this.#token !== undefined) return this.#token;
+    if (!this.#login) {
+      const login = this.#authenticate();
+      this.#login = login;
+      login.then(
+        () => this.#clearLogin(login),
+        () => this.#clearLogin(login),
+      );
+    }
+    return untilAborted(this.#login, signal);
+  }
+
+  #clearLogin(login: Promise<string>): void {
+    if (this.#login === login) this.#login = undefined;
+  }
+
+  async #authenticate(): Promise<string> {
+    // Not tied to one caller's signal: other calls may be waiting on the same login.
+    const res = await this.#http.json({
+      method: 'POST',
+      url: `${this.baseUrl}/auth`,
+      json: { email: this.#email, password: this.#password },
+    });
+    const token = optionalString(asObject(res.body, 'login').token);
+    if (!token) throw badResponse('login', 'no token');
+    this.#token = token;
+    return token;
+  }
+}
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function viewPath(name: string): string {
+  return `/views/${encodeURIComponent(name)}`;
+}
+
+function downloadPath(id: string): string {
+  return `/downloads/${encodeURIComponent(id)}`;
+}
+
+function realTimeBody(request: RealTimeRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = { query: request.query, num_records: request.numRecords };
+  if (request.type !== undefined) body.data_type = request.type;
+  return body;
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+function toAccount(value: unknown): AccountInfo {
+  const body = asObject(value, 'account');
+  const email = optionalString(body.email);
+  if (email === undefined) throw badResponse('account', 'no email');
+  const credits = {} as AccountInfo['credits'];
+  for (const type of CREDIT_TYPES) {
+    const allotted = optionalNumber(body[`${type}_credits_allotted`]) ?? 0;
+    const used = optionalNumber(body[`${type}_credits_used`]) ?? 0;
+    credits[type] = { allotted, used, remaining: Math.max(0, allotted - used) };
+  }
+  return {
+    email,
+    ...optional('firstName', optionalString(body.first_name)),
+    ...optional('lastName', optionalString(body.last_name)),
+    credits,
+    ...optional('totalUsed', optionalNumber(body.num_credits_used)),
+  };
+}
+
+function toView(value: unknown, operation: string): ViewInfo {
+  const body = asObject(value, operation);
+  const name = optionalString(body.name);
+  if (name === undefined) throw badResponse(operation, 'a view without a name');
+  const fields = Array.isArray(body.fields)
+    ? body.fields.filter((f): f is string => typeof f === 'string')
+    : [];
+  return { name, fields, ...optional('createdAt', optionalString(body.created_at)) };
+}
+
+/**
+ * Both forms of a started download: the search response with `download_id` (contract), or the
+ * HTTP 202 download object itself (`id`, `status`, `num_downloaded`, `total_cost`).
+ */
+function toDownloadStart(res: JsonResponse): DownloadStart {
+  const body = asObject(res.body, 'start download');
+  const raw =
+    body.download_id ?? (res.status === 202 || body.status !== undefined ? body.id : undefined);
+  if (raw === undefined) throw badResponse('start download', 'no download_id');
+  return {
+    id: idOf(raw, 'start download'),
+    ...optional('numFound', optionalNumber(body.num_found)),
+    ...optional('totalCost', totalCost(body)),
+    recovered: false,
+  };
+}
+
+function toDownload(value: unknown, operation: string): DownloadInfo {
+  const body = asObject(value, operation);
+  return {
+    id: idOf(body.id ?? body.download_id, operation),
+    state: downloadState(body.status, operation),
+    numRecords: optionalNumber(body.num_records ?? body.num_downloaded) ?? 0,
+    ...optional('numFound', optionalNumber(body.num_found)),
+    files: resultFiles(body.results, operation),
+    ...optional('createdAt', optionalString(body.created_at)),
+    ...optional('format', formatOf(body.format)),
+    ...optional('query', optionalString(body.query)),
+    ...optional('type', isDataType(body.data_type) ? body.data_type : undefined),
+    ...optional('error', optionalString(body.error) || undefined),
+  };
+}
+
+function formatOf(value: unknown): 'csv' | 'json' | undefined {
+  const text = typeof value === 'string' ? value.toLowerCase() : '';
+  return text === 'csv' || text === 'json' ? text : undefined;
+}
+
+function toTargetedUpdate(value: unknown): TargetedUpdateInfo {
+  const body = asObject(value, 'targeted update');
+  return {
+    id: idOf(body.id, 'targeted update'),
+    query: optionalString(body.query) ?? '',
+    ...optional('type', isDataType(body.data_type) ? body.data_type : undefined),
+    numRecords: optionalNumber(body.num_records) ?? 0,
+    ...optional('numUpdated', optionalNumber(body.num_updated)),
+    status: optionalString(body.status) ?? 'unknown',
+    ...optional('totalCost', totalCost(body)),
+    ...optional('createdAt', optionalString(body.created_at)),
+  };
+}

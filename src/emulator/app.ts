@@ -1,0 +1,209 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import { registerControl } from './routes/control.js';
+import { registerFiles } from './routes/files.js';
+import { registerV3 } from './routes/v3.js';
+import { registerV4 } from './routes/v4.js';
+import type { EmulatorContext } from './service.js';
+import { HttpProblem, type LoggedRequest } from './state.js';
+import { apiOf, errorBody } from './wire.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    logEntry?: LoggedRequest;
+    startedAt: number;
+    dropAfter?: boolean;
+  }
+}
+
+export function sendProblem(
+  ctx: EmulatorContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  problem: HttpProblem,
+): FastifyReply {
+  const path = request.url.split('?')[0] ?? '';
+  const { contentType, body } = errorBody(
+    apiOf(path),
+    ctx.options.wire,
+    problem.status,
+    problem.message,
+    problem.details,
+  );
+  for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
+  return reply.code(problem.status).type(contentType).send(body);
+}
+
+/** Fastify's own errors (bad JSON, wrong types, unknown fields) in the service's error shape. */
+function toProblem(error: FastifyError): HttpProblem {
+  if (error instanceof HttpProblem) return error;
+  if (error.validation) {
+    const details = error.validation.map((v) => {
+      const params = v.params as Record<string, unknown>;
+      const base = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+      if (v.keyword === 'required') {
+        const field = String(params.missingProperty);
+        return { field, message: `required property '${field}' is missing` };
+      }
+      if (v.keyword === 'additionalProperties') {
+        const field = String(params.additionalProperty);
+        return { field, message: `unknown property '${field}'` };
+      }
+      return {
+        field: base || String(error.validationContext ?? 'body'),
+        message: v.message ?? 'is invalid',
+      };
+    });
+    const message = details.map((d) =>
+      d.message.includes(d.field) ? d.message : `${d.field} ${d.message}`,
+    );
+    return new HttpProblem(400, `Invalid request: ${message.join('; ')}`, details);
+  }
+  const status =
+    error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+  const message =
+    status === 500
+      ? 'internal error'
+      : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? 'Content-Type must be application/json'
+        : error.message;
+  return new HttpProblem(status, message);
+}
+
+export function buildApp(ctx: EmulatorContext): FastifyInstance {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 1024 * 1024,
+    forceCloseConnections: true,
+    // Bodies are checked as sent: no coercion, no silent removal of unknown fields.
+    ajv: {
+      customOptions: {
+        removeAdditional: false,
+        coerceTypes: false,
+        useDefaults: false,
+        allErrors: true,
+      },
+    },
+    frameworkErrors: (error, request, reply) => {
+      // Answered before any hook runs (e.g. a path that is not valid percent-encoding): log it here.
+      const path = request.url.split('?')[0] ?? '';
+      if (apiOf(path) !== 'control') {
+        ctx.state.requests.push({
+          method: request.method,
+          path,
+          time: new Date(ctx.clock.now()).toISOString(),
+          status: 400,
+          duration_ms: 0,
+        });
+      }
+      void sendProblem(ctx, request, reply, new HttpProblem(400, `bad request: ${error.message}`));
+    },
+  });
+  app.decorateRequest('startedAt', 0);
+  // Operations without a body (DELETE) may still carry Content-Type: application/json.
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    if (body === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      done(new HttpProblem(400, 'Invalid request: the body is not valid JSON'), undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    request.startedAt = performance.now();
+    const path = request.url.split('?')[0] ?? '';
+    const api = apiOf(path);
+    if (api === 'control') return;
+    const entry: LoggedRequest = {
+      method: request.method,
+      path,
+      time: new Date(ctx.clock.now()).toISOString(),
+      status: 0,
+      duration_ms: 0,
+    };
+    request.logEntry = entry;
+    ctx.state.requests.push(entry);
+    ctx.state.settle();
+    const fault = ctx.faults.pick(request.method, path, api === 'files');
+    if (!fault) return;
+    if (fault.kind === 'slow') await sleep(fault.delayMs);
+    else if (fault.kind === 'reset') {
+      // Drop the connection and stop here: nothing is done, nothing is charged.
+      request.raw.socket.destroy();
+      return reply.hijack();
+    } else if (fault.kind === 'reset-after') request.dropAfter = true;
+    else if (fault.kind === 'cut')
+      (request as { cutFault?: number }).cutFault = fault.afterBytes ?? -1;
+    else if (fault.kind === 'status') {
+      const headers: Record<string, string> =
+        fault.retryAfter === undefined ? {} : { 'retry-after': String(fault.retryAfter) };
+      const message =
+        fault.status === 429
+          ? 'Too many requests, slow down'
+          : 'The service is temporarily unavailable';
+      return sendProblem(ctx, request, reply, new HttpProblem(fault.status, message, [], headers));
+    }
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.dropAfter) {
+      // The work is done (a download may have started) but the caller never hears of it.
+      reply.raw.socket?.destroy();
+    }
+    return payload;
+  });
+
+  const finish = (request: FastifyRequest, status: number) => {
+    const entry = request.logEntry;
+    if (!entry || entry.duration_ms > 0) return;
+    entry.status = status;
+    entry.duration_ms = Math.max(
+      0.001,
+      Math.round((performance.now() - request.startedAt) * 1000) / 1000,
+    );
+    ctx.options.log?.(
+      `${entry.method} ${entry.path} ${status || 'dropped'} ${entry.duration_ms.toFixed(1)}ms`,
+    );
+  };
+  app.addHook('onResponse', async (request, reply) => {
+    finish(
+      request,
+      request.dropAfter || (reply.raw.socket?.destroyed && !reply.raw.writableFinished)
+        ? 0
+        : reply.statusCode,
+    );
+  });
+  app.addHook('onRequestAbort', async (request) => finish(request, 0));
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const problem = toProblem(error);
+    if (problem.status === 500)
+      ctx.options.log?.(`internal error on ${request.method} ${request.url}: ${error.stack}`);
+    return sendProblem(ctx, request, reply, problem);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(
+      ctx,
+      request,
+      reply,
+      new HttpProblem(404, `no such operation: ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  );
+
+  registerV4(app, ctx);
+  registerV3(app, ctx);
+  registerFiles(app, ctx);
+  registerControl(app, ctx);
+  return app;
+}
+
+/** `scheme://host:port` of a request, for absolute file URLs. */
+export function originOf(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}`;
+}

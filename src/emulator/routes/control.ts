@@ -1,0 +1,138 @@
+import type { FastifyInstance } from 'fastify';
+import { CREDIT_TYPES } from '../../catalog.js';
+import { parseFaultRule } from '../faults.js';
+import type { DEFAULT_OPTIONS } from '../options.js';
+import type { EmulatorContext } from '../service.js';
+import { accountBody, HttpProblem } from '../state.js';
+
+/**
+ * The control API for tests and demos, under /_emulator/: no auth, JSON in and out. It changes
+ * the emulator's world (credits, time, faults) and shows what happened (requests, outbox).
+ */
+export function registerControl(app: FastifyInstance, ctx: EmulatorContext): void {
+  app.register(
+    async (control) => {
+      control.post('/reset', async () => {
+        ctx.state.reset();
+        ctx.clock.reset();
+        ctx.faults.configure(ctx.options.faults, []);
+        await ctx.spool.clear();
+        return { message: 'emulator reset' };
+      });
+
+      control.get('/info', async () => ({
+        seed: ctx.options.seed,
+        scale: ctx.options.scale,
+        wire: ctx.options.wire,
+        counts: {
+          properties: ctx.engine.dataset.count('properties'),
+          businesses: ctx.engine.dataset.count('businesses'),
+          products: ctx.engine.dataset.count('products'),
+          people: ctx.engine.dataset.count('people'),
+        },
+        now: new Date(ctx.clock.now()).toISOString(),
+        file_records: ctx.options.fileRecords,
+        rate: ctx.options.rate,
+        queue_ms: ctx.options.queueMs,
+      }));
+
+      const creditFields = CREDIT_TYPES.flatMap((t) => [
+        `${t}_credits_allotted`,
+        `${t}_credits_used`,
+      ]);
+      control.put<{ Body: Record<string, number> }>(
+        '/credits',
+        {
+          schema: {
+            body: {
+              type: 'object',
+              additionalProperties: false,
+              properties: Object.fromEntries(
+                creditFields.map((f) => [
+                  f,
+                  { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+                ]),
+              ),
+            },
+          },
+        },
+        async (request) => {
+          for (const [field, value] of Object.entries(request.body)) {
+            const [type, , kind] = field.split('_') as [
+              keyof typeof DEFAULT_OPTIONS.credits,
+              string,
+              string,
+            ];
+            if (kind === 'allotted') ctx.state.account.allotted[type] = value;
+            else ctx.state.account.used[type] = value;
+          }
+          return accountBody(ctx.state.account);
+        },
+      );
+
+      control.post('/expire-files', async () => {
+        ctx.state.fileUrlGeneration += 1;
+        return { message: 'every file URL issued so far has expired' };
+      });
+
+      control.post<{ Body: { advance_ms: number } }>(
+        '/clock',
+        {
+          schema: {
+            body: {
+              type: 'object',
+              required: ['advance_ms'],
+              additionalProperties: false,
+              properties: {
+                advance_ms: { type: 'integer', minimum: 0, maximum: 10 * 365 * 86_400_000 },
+              },
+            },
+          },
+        },
+        async (request) => {
+          ctx.clock.advance(request.body.advance_ms);
+          ctx.state.settle();
+          return { now: new Date(ctx.clock.now()).toISOString() };
+        },
+      );
+
+      control.get('/outbox', async () => ctx.state.outbox);
+      control.get('/requests', async () => ctx.state.requests);
+      control.delete('/requests', async () => {
+        ctx.state.requests.length = 0;
+        return { message: 'request log cleared' };
+      });
+
+      control.get('/faults', async () => ctx.faults.describe());
+      control.post<{ Body: { spec?: string; rules?: unknown[] } }>(
+        '/faults',
+        {
+          schema: {
+            body: {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                spec: { type: 'string', maxLength: 1000 },
+                rules: { type: 'array', maxItems: 100 },
+              },
+            },
+          },
+        },
+        async (request) => {
+          try {
+            const rules = request.body.rules?.map(parseFaultRule);
+            ctx.faults.configure(request.body.spec, rules);
+          } catch (error) {
+            throw new HttpProblem(400, (error as Error).message);
+          }
+          return ctx.faults.describe();
+        },
+      );
+      control.delete('/faults', async () => {
+        ctx.faults.clear();
+        return ctx.faults.describe();
+      });
+    },
+    { prefix: '/_emulator' },
+  );
+}

@@ -1,0 +1,166 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { DataType } from '../../catalog.js';
+import { originOf } from '../app.js';
+import { type EmulatorContext, PREVIEW_MAX, resultFiles, search } from '../service.js';
+import { type Download, HttpProblem } from '../state.js';
+import { v3Date } from '../wire.js';
+
+const V3_TYPES: Record<string, DataType> = {
+  businesses: 'businesses',
+  products: 'products',
+  properties: 'properties',
+};
+
+/** Parses an optional integer query parameter; 400 in the v3 shape when it is not one. */
+function intParam(value: unknown, name: string, min: number, max: number): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const text = String(value);
+  if (!/^-?\d+$/.test(text)) throw new HttpProblem(400, `${name} must be an integer`);
+  const n = Number(text);
+  if (n < min || n > max) throw new HttpProblem(400, `${name} must be between ${min} and ${max}`);
+  return n;
+}
+
+function boolParam(value: unknown, name: string): boolean {
+  if (value === undefined || value === '' || value === 'false' || value === '0') return false;
+  if (value === 'true' || value === '1') return true;
+  throw new HttpProblem(400, `${name} must be true or false`);
+}
+
+export function registerV3(app: FastifyInstance, ctx: EmulatorContext): void {
+  const real = ctx.options.wire === 'real';
+
+  app.register(
+    async (v3) => {
+      v3.addHook('onRequest', async (request) => {
+        const header = request.headers.authorization ?? '';
+        const match = /^Basic\s+(\S+)$/i.exec(header);
+        const decoded = match ? Buffer.from(match[1]!, 'base64').toString('utf8') : '';
+        const user = decoded.includes(':') ? decoded.slice(0, decoded.indexOf(':')) : decoded;
+        if (!user || user !== ctx.options.token) {
+          throw new HttpProblem(
+            401,
+            'Invalid or missing API token: use HTTP basic auth with the token as user name',
+          );
+        }
+      });
+
+      v3.get<{ Params: { type: string }; Querystring: Record<string, string> }>(
+        '/data/:type',
+        async (request, reply) => {
+          const type = V3_TYPES[request.params.type];
+          if (!type) throw new HttpProblem(404, `no data type '${request.params.type}'`);
+          const q = request.query;
+          for (const [name, value] of Object.entries(q)) {
+            if (!['q', 'view', 'format', 'download', 'records'].includes(name)) {
+              throw new HttpProblem(400, `unknown parameter: ${name}`);
+            }
+            if (typeof value !== 'string')
+              throw new HttpProblem(400, `parameter ${name} given more than once`);
+          }
+          if (q.q === undefined || q.q.trim() === '')
+            throw new HttpProblem(400, 'invalid query: q is required');
+          const format = (q.format ?? 'json').toLowerCase();
+          if (format !== 'json' && format !== 'csv')
+            throw new HttpProblem(400, 'format must be JSON or CSV');
+          const download = boolParam(q.download, 'download');
+          const records = download
+            ? intParam(q.records, 'records', 1, 2_147_483_647)
+            : intParam(q.records, 'records', 0, PREVIEW_MAX);
+          const result = search(ctx, {
+            api: 'v3',
+            type,
+            query: q.q,
+            numRecords: records,
+            recordsParam: q.records ?? '',
+            format,
+            download,
+            view: q.view,
+            autoTrace: false,
+            addressMatching: 'on',
+            requirePeopleData: false,
+          });
+          if (result.download) {
+            if (real) {
+              return reply
+                .code(303)
+                .header('location', `/v3/requests/${result.download.seq}`)
+                .send();
+            }
+            return [requestBody(ctx, result.download)];
+          }
+          if (real) return { 'estimated total': result.numFound, records: result.records };
+          return {
+            num_found: result.numFound,
+            total_cost: result.delivered,
+            records: result.records,
+          };
+        },
+      );
+
+      const v3Downloads = () => ctx.state.downloads.filter((d) => d.api === 'v3');
+      const findV3 = (id: string): Download => {
+        if (!/^\d+$/.test(id)) throw new HttpProblem(404, `request ${id} not found`);
+        const d = v3Downloads().find((x) => String(x.seq) === id);
+        if (!d) throw new HttpProblem(404, `request ${id} not found`);
+        return d;
+      };
+
+      v3.get('/requests', async () => v3Downloads().map((d) => requestBody(ctx, d)));
+      v3.get<{ Params: { id: string } }>('/requests/:id', async (request) => [
+        requestBody(ctx, findV3(request.params.id)),
+      ]);
+      v3.get<{ Params: { id: string } }>(
+        '/results/:id',
+        async (request: FastifyRequest<{ Params: { id: string } }>) => {
+          const d = findV3(request.params.id);
+          const completedAt = completedAtOf(ctx, d);
+          if (completedAt === undefined) return [];
+          // v3 result files expire 7 days after they were created, however often they are listed.
+          return resultFiles(ctx, d, originOf(request), completedAt + ctx.options.fileTtlMs).map(
+            (f) => ({
+              id: d.seq * 1000 + f.n,
+              url: f.url,
+              request_id: d.seq,
+              downloaded: 0,
+              imported: 0,
+              date_created: v3Date(completedAt),
+            }),
+          );
+        },
+      );
+    },
+    { prefix: '/v3' },
+  );
+}
+
+function completedAtOf(ctx: EmulatorContext, d: Download): number | undefined {
+  if (ctx.state.status(d, ctx.clock.now()) !== 'completed') return undefined;
+  const rate = ctx.options.rate;
+  return d.createdAt + ctx.options.queueMs + Math.ceil((d.target * 1000) / rate);
+}
+
+function requestBody(ctx: EmulatorContext, d: Download) {
+  const now = ctx.clock.now();
+  const completedAt = completedAtOf(ctx, d);
+  const started = d.createdAt;
+  return {
+    id: d.seq,
+    records: d.recordsParam,
+    query: d.query,
+    dataType: d.type,
+    dataFormat: d.format,
+    accountId: ctx.options.token,
+    planId: 'enterprise',
+    view: d.view,
+    async: 1,
+    status: completedAt === undefined ? 'STARTED' : 'COMPLETED',
+    error: '',
+    numDownloaded: ctx.state.progress(d, now),
+    numFound: d.numFound,
+    numRequested: d.target,
+    date_started: v3Date(started),
+    // While running, the service shows the start date here too.
+    date_completed: v3Date(completedAt ?? started),
+  };
+}

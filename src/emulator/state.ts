@@ -1,0 +1,255 @@
+import { randomBytes } from 'node:crypto';
+import { CREDIT_TYPE_OF, CREDIT_TYPES, type CreditType, type DataType } from '../catalog.js';
+import type { Clock } from './clock.js';
+import type { MatchSet } from './search.js';
+import type { View } from './views.js';
+
+/** An error the emulator answers with; routes throw it and the error handler shapes the body. */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly details: { field: string; message: string }[] = [],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export interface Account {
+  email: string;
+  password: string;
+  first_name: string;
+  last_name: string;
+  allotted: Record<CreditType, number>;
+  used: Record<CreditType, number>;
+}
+
+export type DownloadStatus = 'queued' | 'in_progress' | 'completed' | 'cancelled';
+
+export interface Download {
+  /** Integer id: the v3 request id, and the v4 id in the real wire form. */
+  seq: number;
+  /** String id of the v4 contract form. */
+  publicId: string;
+  api: 'v3' | 'v4';
+  type: DataType;
+  query: string;
+  view: string;
+  viewFields: string[] | undefined;
+  format: 'csv' | 'json';
+  autoTrace: boolean;
+  addressMatching: string;
+  requirePeopleData: boolean;
+  /** What the caller asked for (v3 `records`), empty when all. */
+  recordsParam: string;
+  /** Records this download will deliver: min(requested, found). */
+  target: number;
+  numFound: number;
+  matches: MatchSet;
+  createdAt: number;
+  /** Records delivered when it was cancelled. */
+  cancelled?: { at: number; delivered: number };
+  /** Records already charged for. */
+  charged: number;
+}
+
+export interface TargetedUpdate {
+  id: string;
+  query: string;
+  data_type: DataType;
+  num_records: number;
+  createdAt: number;
+  total_cost: number;
+}
+
+export interface LoggedRequest {
+  method: string;
+  path: string;
+  time: string;
+  /** 0 when no answer was sent (the connection was dropped). */
+  status: number;
+  duration_ms: number;
+}
+
+export interface OutboxMessage {
+  to: string;
+  subject: string;
+  body: string;
+  time: string;
+}
+
+/** Everything the emulator remembers; `reset()` returns it to the state it started in. */
+export class EmulatorState {
+  account!: Account;
+  readonly views = new Map<string, View>();
+  readonly downloads: Download[] = [];
+  readonly updates: TargetedUpdate[] = [];
+  readonly outbox: OutboxMessage[] = [];
+  readonly requests: LoggedRequest[] = [];
+  /** Bearer token -> when it expires, and the password generation it was issued for. */
+  readonly tokens = new Map<string, { expiresAt: number; generation: number }>();
+  /** Bumped on a password change so every older token stops working. */
+  passwordGeneration = 0;
+  /** File URLs of an older generation answer 403; `POST /_emulator/expire-files` bumps it. */
+  fileUrlGeneration = 0;
+  #nextSeq = 1;
+
+  constructor(
+    readonly clock: Clock,
+    private readonly initial: {
+      email: string;
+      password: string;
+      credits: Record<CreditType, number>;
+      queueMs: number;
+      rate: number;
+    },
+  ) {
+    this.reset();
+  }
+
+  reset(): void {
+    this.account = {
+      email: this.initial.email,
+      password: this.initial.password,
+      first_name: 'Demo',
+      last_name: 'User',
+      allotted: { ...this.initial.credits },
+      used: { business: 0, people: 0, product: 0, property: 0 },
+    };
+    this.views.clear();
+    this.downloads.length = 0;
+    this.updates.length = 0;
+    this.outbox.length = 0;
+    this.requests.length = 0;
+    this.tokens.clear();
+    this.passwordGeneration = 0;
+    // Never back to 0: URLs issued before a reset must not open the files of new downloads.
+    this.fileUrlGeneration += 1;
+    this.#nextSeq = 1;
+  }
+
+  nextSeq(): number {
+    return this.#nextSeq++;
+  }
+
+  issueToken(ttlMs: number): string {
+    const token = randomBytes(24).toString('base64url');
+    this.tokens.set(token, {
+      expiresAt: this.clock.now() + ttlMs,
+      generation: this.passwordGeneration,
+    });
+    return token;
+  }
+
+  tokenIsValid(token: string): boolean {
+    const entry = this.tokens.get(token);
+    return (
+      entry !== undefined &&
+      entry.expiresAt > this.clock.now() &&
+      entry.generation === this.passwordGeneration
+    );
+  }
+
+  remaining(type: CreditType): number {
+    return this.account.allotted[type] - this.account.used[type];
+  }
+
+  /**
+   * Credits that running downloads will still take. A new search must fit in what is left
+   * after them, so two downloads cannot together overspend an allotment.
+   */
+  committed(type: CreditType): number {
+    const now = this.clock.now();
+    let sum = 0;
+    for (const d of this.downloads) {
+      if (d.cancelled || this.progress(d, now) >= d.target) continue;
+      if (creditTypesOf(d.type, d.autoTrace).includes(type)) sum += d.target - d.charged;
+    }
+    return sum;
+  }
+
+  /** Refuses, before any record is delivered, a request that needs more credits than are left. */
+  requireCredits(type: DataType, autoTrace: boolean, records: number): void {
+    for (const credit of creditTypesOf(type, autoTrace)) {
+      const available = this.remaining(credit) - this.committed(credit);
+      if (records > available) {
+        throw new HttpProblem(
+          402,
+          `Not enough ${credit} credits: this request needs ${records}, ${Math.max(0, available)} remain`,
+          [
+            {
+              field: 'num_records',
+              message: `exceeds the ${credit} credits left (${Math.max(0, available)})`,
+            },
+          ],
+        );
+      }
+    }
+  }
+
+  charge(type: DataType, autoTrace: boolean, records: number): void {
+    for (const credit of creditTypesOf(type, autoTrace)) this.account.used[credit] += records;
+  }
+
+  progress(d: Download, now: number): number {
+    if (d.cancelled) return d.cancelled.delivered;
+    const running = now - d.createdAt - this.initial.queueMs;
+    if (running < 0) return 0;
+    return Math.min(d.target, Math.floor((running * this.initial.rate) / 1000));
+  }
+
+  status(d: Download, now: number): DownloadStatus {
+    if (d.cancelled) return 'cancelled';
+    if (now - d.createdAt < this.initial.queueMs) return 'queued';
+    return this.progress(d, now) >= d.target ? 'completed' : 'in_progress';
+  }
+
+  /** Records whose files can be fetched: all once completed, those so far once cancelled. */
+  deliverable(d: Download, now: number): number {
+    const status = this.status(d, now);
+    if (status === 'completed') return d.target;
+    if (status === 'cancelled') return d.cancelled!.delivered;
+    return 0;
+  }
+
+  /** Charges downloads for the records delivered since the last look. */
+  settle(): void {
+    const now = this.clock.now();
+    for (const d of this.downloads) {
+      const done = this.progress(d, now);
+      if (done > d.charged) {
+        this.charge(d.type, d.autoTrace, done - d.charged);
+        d.charged = done;
+      }
+    }
+  }
+
+  cancel(d: Download): void {
+    const now = this.clock.now();
+    d.cancelled = { at: now, delivered: this.progress(d, now) };
+    this.settle();
+  }
+
+  findDownload(id: string): Download | undefined {
+    return this.downloads.find((d) => d.publicId === id || String(d.seq) === id);
+  }
+}
+
+export function creditTypesOf(type: DataType, autoTrace: boolean): CreditType[] {
+  return autoTrace ? ['property', 'people'] : [CREDIT_TYPE_OF[type]];
+}
+
+export function accountBody(account: Account): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    email: account.email,
+    first_name: account.first_name,
+    last_name: account.last_name,
+    num_credits_used: CREDIT_TYPES.reduce((sum, t) => sum + account.used[t], 0),
+  };
+  for (const t of CREDIT_TYPES) {
+    body[`${t}_credits_allotted`] = account.allotted[t];
+    body[`${t}_credits_used`] = account.used[t];
+  }
+  return body;
+}

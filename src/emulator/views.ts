@@ -1,0 +1,109 @@
+import { type DataType, FIELDS, fieldPaths } from '../catalog.js';
+
+export interface View {
+  name: string;
+  fields: string[];
+  created_at: string;
+}
+
+const allFields = (type: DataType) => Object.keys(FIELDS[type]);
+
+/**
+ * Pre-made views, named as the service names them. They cannot be changed or deleted. The
+ * `_nested` and `_all` forms select the same fields here (the emulator writes nested values the
+ * same way for both); `pricesFlat` and `basicFields` are subsets.
+ */
+export const PREMADE_VIEWS: Record<string, { type: DataType; fields: string[] }> = {
+  properties_all: { type: 'properties', fields: allFields('properties') },
+  properties_all_nested: { type: 'properties', fields: allFields('properties') },
+  businesses_all: { type: 'businesses', fields: allFields('businesses') },
+  businesses_all_nested: { type: 'businesses', fields: allFields('businesses') },
+  products_all: { type: 'products', fields: allFields('products') },
+  products_basicFields: {
+    type: 'products',
+    fields: [
+      'id',
+      'name',
+      'brand',
+      'manufacturer',
+      'categories',
+      'primaryCategories',
+      'upc',
+      'ean',
+    ],
+  },
+  products_pricesFlat: {
+    type: 'products',
+    fields: ['id', 'name', 'brand', 'prices', 'mostRecentPriceAmount', 'mostRecentPriceDate'],
+  },
+  people_all: { type: 'people', fields: allFields('people') },
+};
+
+const KNOWN_PATHS = new Set(
+  (Object.keys(FIELDS) as DataType[]).flatMap((type) => fieldPaths(type)),
+);
+
+/** The entries of a view's field list that no data type has (`people.people_keys:*` is allowed). */
+export function unknownViewFields(fields: readonly string[]): string[] {
+  return fields.filter((field) => !KNOWN_PATHS.has(stripWildcard(field)));
+}
+
+function stripWildcard(field: string): string {
+  return field.endsWith(':*') ? field.slice(0, -2) : field;
+}
+
+/** True when a view used with autotrace carries the people keys, as the service requires. */
+export function viewHasPeopleKeys(fields: readonly string[]): boolean {
+  return fields.some((f) => ['people', 'people.people_keys'].includes(stripWildcard(f)));
+}
+
+export interface Projection {
+  /** Top-level columns in output order (the CSV header). */
+  columns: string[];
+  project(record: Record<string, unknown>): Record<string, unknown>;
+}
+
+/**
+ * What a view does to a record: keeps the named fields, in the view's order. An entry such as
+ * `prices.amountMin` keeps only that sub-field of each item of an array of objects.
+ */
+export function projection(type: DataType, fields: readonly string[] | undefined): Projection {
+  if (!fields) {
+    return { columns: allFields(type), project: (record) => record };
+  }
+  const plan = new Map<string, Set<string> | null>();
+  for (const entry of fields) {
+    const path = stripWildcard(entry);
+    const dot = path.indexOf('.');
+    const top = dot < 0 ? path : path.slice(0, dot);
+    if (!Object.hasOwn(FIELDS[type], top)) continue;
+    if (dot < 0) {
+      plan.set(top, null);
+    } else if (plan.get(top) !== null) {
+      const subs = plan.get(top) ?? new Set<string>();
+      subs.add(path.slice(dot + 1).split('.')[0]!);
+      plan.set(top, subs);
+    }
+  }
+  const columns = [...plan.keys()];
+  return {
+    columns,
+    project(record) {
+      const out: Record<string, unknown> = {};
+      for (const [top, subs] of plan) {
+        const value = record[top];
+        if (value === undefined) continue;
+        if (subs === null || !Array.isArray(value)) {
+          out[top] = value;
+          continue;
+        }
+        out[top] = value.map((item: Record<string, unknown>) => {
+          const picked: Record<string, unknown> = {};
+          for (const sub of subs) if (item[sub] !== undefined) picked[sub] = item[sub];
+          return picked;
+        });
+      }
+      return out;
+    },
+  };
+}

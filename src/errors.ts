@@ -1,0 +1,120 @@
+/**
+ * Every error sluice raises on purpose is a SluiceError: a stable `code` for programs, a message
+ * for people, and `retryable` saying whether trying the same thing again can help. The CLI maps
+ * these to exit codes in one place (src/cli/exit-codes.ts) and prints them without a stack trace.
+ */
+export class SluiceError extends Error {
+  readonly code: string;
+  readonly retryable: boolean;
+
+  constructor(
+    message: string,
+    options: { code?: string; retryable?: boolean; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SluiceError';
+    this.code = options.code ?? 'SLUICE_ERROR';
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** A user mistake in arguments or settings (missing credentials, bad flag values). */
+export class UsageError extends SluiceError {
+  constructor(message: string, code = 'SLUICE_USAGE') {
+    super(message, { code });
+    this.name = 'UsageError';
+  }
+}
+
+/** A query that cannot be parsed, or names a field the data type does not have. */
+export class QueryError extends SluiceError {
+  readonly query: string;
+  /** Zero-based character offsets of the offending part of the query. */
+  readonly start: number;
+  readonly end: number;
+
+  constructor(message: string, query: string, start: number, end: number, code = 'SLUICE_QUERY') {
+    super(message, { code });
+    this.name = 'QueryError';
+    this.query = query;
+    this.start = start;
+    this.end = end;
+  }
+
+  /** The query with a caret line under the offending part, for terminals. */
+  get excerpt(): string {
+    const width = Math.max(1, this.end - this.start);
+    return `${this.query}\n${' '.repeat(this.start)}${'^'.repeat(width)}`;
+  }
+}
+
+/** The service answered with an error status. `body` is what it said, parsed when it was JSON. */
+export class ApiError extends SluiceError {
+  readonly status: number;
+  readonly method: string;
+  readonly path: string;
+  readonly body: unknown;
+  /** The messages the service gave, from either error body shape. */
+  readonly details: string[];
+
+  constructor(init: {
+    status: number;
+    method: string;
+    path: string;
+    body: unknown;
+    details: string[];
+    retryable: boolean;
+    code?: string;
+  }) {
+    const said = init.details.length > 0 ? init.details.join('; ') : `HTTP ${init.status}`;
+    super(`${init.method} ${init.path} failed with ${init.status}: ${said}`, {
+      code: init.code ?? `SLUICE_API_${init.status}`,
+      retryable: init.retryable,
+    });
+    this.name = 'ApiError';
+    this.status = init.status;
+    this.method = init.method;
+    this.path = init.path;
+    this.body = init.body;
+    this.details = init.details;
+  }
+}
+
+/** The service could not be reached or the connection broke before an answer. */
+export class NetworkError extends SluiceError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { code: 'SLUICE_NETWORK', retryable: true, cause });
+    this.name = 'NetworkError';
+  }
+}
+
+/** The job would spend more credits than are left, or than its cap allows. */
+export class CreditGuardError extends SluiceError {
+  readonly needed: number;
+  readonly remaining: number;
+  readonly type: string;
+
+  constructor(message: string, init: { needed: number; remaining: number; type: string }) {
+    super(message, { code: 'SLUICE_CREDIT_GUARD' });
+    this.name = 'CreditGuardError';
+    this.needed = init.needed;
+    this.remaining = init.remaining;
+    this.type = init.type;
+  }
+}
+
+/** A pipeline file that cannot be used; names the file, line and field. */
+export class PipelineSpecError extends SluiceError {
+  readonly file: string;
+  readonly line: number | undefined;
+  readonly path: string;
+
+  constructor(message: string, init: { file: string; line?: number; path: string }) {
+    const where = init.line === undefined ? init.file : `${init.file}:${init.line}`;
+    super(`${where}: ${init.path ? `${init.path}: ` : ''}${message}`, { code: 'SLUICE_SPEC' });
+    this.name = 'PipelineSpecError';
+    this.file = init.file;
+    this.line = init.line;
+    this.path = init.path;
+  }
+}

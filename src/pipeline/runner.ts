@@ -1,0 +1,696 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CREDIT_TYPE_OF, type CreditType, FIELDS } from '../catalog.js';
+import { createServiceClient } from '../client/index.js';
+import type { DownloadInfo, ServiceClient } from '../client/types.js';
+import { CreditGuardError, SluiceError } from '../errors.js';
+import type { Column, Destination, LoadTransaction } from '../load/destination.js';
+import { openDestination } from '../load/index.js';
+import type { Logger } from '../log.js';
+import { recordBatches } from '../records/index.js';
+import { inferColumnType, widen } from '../records/infer.js';
+import type { Row } from '../records/types.js';
+import type { Progress } from './progress.js';
+import type { JobSpec, PipelineSpec } from './spec.js';
+import { type Attempt, nowIso, PipelineState } from './state.js';
+
+export type JobStatus = 'loaded' | 'failed' | 'refused' | 'timed_out' | 'interrupted';
+
+export interface JobSummary {
+  job: string;
+  status: JobStatus;
+  download_id: string | null;
+  /** True when this run picked up a download an earlier run had started (and paid for). */
+  reattached: boolean;
+  found: number | null;
+  downloaded: number;
+  loaded: number;
+  rejected: number;
+  /** Credits the download costs, per credit type. */
+  credits: Partial<Record<CreditType, number>>;
+  files_loaded: number;
+  seconds: number;
+  tables: string[];
+  message?: string;
+  error?: { code: string; message: string };
+}
+
+export interface RunSummary {
+  pipeline: string;
+  run_id: string;
+  status: 'succeeded' | 'failed' | 'refused' | 'interrupted';
+  destination: string;
+  started_at: string;
+  seconds: number;
+  views: { created: string[]; updated: string[]; unchanged: string[] };
+  jobs: JobSummary[];
+}
+
+export interface RunOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Run only these jobs (all when empty). */
+  jobs?: string[];
+  /** Start new downloads even where an unfinished one could be re-attached. */
+  fresh?: boolean;
+  /** Wait for another run of the same pipeline to finish instead of exiting. */
+  wait?: boolean;
+  signal?: AbortSignal;
+  logger: Logger;
+  progress: Progress;
+  /** Injected by tests and tools; by default built from the pipeline's source. */
+  client?: ServiceClient;
+  destination?: Destination;
+}
+
+/** Rows written per statement batch inside a file's transaction. */
+const BATCH_ROWS = 2000;
+
+export const META_COLUMNS: Column[] = [
+  { name: '_sluice_download_id', type: 'text' },
+  { name: '_sluice_loaded_at', type: 'timestamp' },
+];
+
+/** Where a pipeline's data goes: `SLUICE_DESTINATION` overrides the file. */
+export function destinationOf(spec: PipelineSpec, env: NodeJS.ProcessEnv) {
+  const override = env.SLUICE_DESTINATION;
+  return override ? { url: override, schema: spec.destination.schema } : spec.destination;
+}
+
+export function clientFor(spec: PipelineSpec): ServiceClient {
+  const { api, url, email, password, token } = spec.source;
+  return createServiceClient({ api, url, email, password, token });
+}
+
+/**
+ * Runs a pipeline: keeps its views in step, then for each job checks the credits, starts (or
+ * re-attaches to) its download, waits for it, and loads each result file exactly once.
+ */
+export async function runPipeline(spec: PipelineSpec, options: RunOptions): Promise<RunSummary> {
+  const env = options.env ?? process.env;
+  const started = Date.now();
+  const startedAt = nowIso();
+  const selected = selectJobs(spec, options.jobs);
+  const client = options.client ?? clientFor(spec);
+  const where = destinationOf(spec, env);
+  const destination =
+    options.destination ?? (await openDestination(where.url, { schema: where.schema }));
+  const log = options.logger;
+  try {
+    await destination.ensureStateTables();
+    const lock = await destination.lock(`pipeline:${spec.name}`, options.wait === true);
+    if (!lock) {
+      throw new SluiceError(
+        `another run of pipeline '${spec.name}' is in progress on ${destination.description}; wait for it, or run with --wait`,
+        { code: 'SLUICE_LOCKED', retryable: true },
+      );
+    }
+    const state = new PipelineState(destination.db, spec.name);
+    const runId = await state.startRun();
+    const summary: RunSummary = {
+      pipeline: spec.name,
+      run_id: runId,
+      status: 'succeeded',
+      destination: destination.description,
+      started_at: startedAt,
+      seconds: 0,
+      views: { created: [], updated: [], unchanged: [] },
+      jobs: [],
+    };
+    try {
+      summary.views = await syncViews(client, spec, log, options.signal);
+      for (const job of selected) {
+        const result = await runJob({ spec, job, client, destination, state, runId, options });
+        summary.jobs.push(result);
+        if (result.status === 'interrupted') break;
+      }
+    } catch (error) {
+      if (!options.signal?.aborted) throw error;
+    } finally {
+      summary.seconds = round((Date.now() - started) / 1000);
+      summary.status = overallStatus(summary.jobs, options.signal?.aborted === true);
+      await state.finishRun(runId, summary.status, summary);
+      await lock.release();
+    }
+    return summary;
+  } finally {
+    if (!options.destination) await destination.close();
+    if (!options.client) await client.close();
+  }
+}
+
+function overallStatus(jobs: JobSummary[], aborted: boolean): RunSummary['status'] {
+  if (aborted || jobs.some((j) => j.status === 'interrupted')) return 'interrupted';
+  if (jobs.some((j) => j.status === 'failed' || j.status === 'timed_out')) return 'failed';
+  if (jobs.some((j) => j.status === 'refused')) return 'refused';
+  return 'succeeded';
+}
+
+function selectJobs(spec: PipelineSpec, names: string[] | undefined): JobSpec[] {
+  if (!names || names.length === 0) return spec.jobs;
+  return names.map((name) => {
+    const job = spec.jobs.find((j) => j.name === name);
+    if (!job) {
+      throw new SluiceError(
+        `no job '${name}' in ${spec.file}; jobs: ${spec.jobs.map((j) => j.name).join(', ')}`,
+        {
+          code: 'SLUICE_USAGE',
+        },
+      );
+    }
+    return job;
+  });
+}
+
+/** Creates or updates the declared views where the service's differ; leaves the rest alone. */
+export async function syncViews(
+  client: ServiceClient,
+  spec: PipelineSpec,
+  log: Logger,
+  signal?: AbortSignal,
+): Promise<RunSummary['views']> {
+  const result: RunSummary['views'] = { created: [], updated: [], unchanged: [] };
+  const declared = Object.entries(spec.views);
+  if (declared.length === 0) return result;
+  if (client.api === 'v3') {
+    log.warn('the v3 API cannot manage views: the views in the pipeline file must already exist');
+    return result;
+  }
+  const existing = new Map((await client.listViews({ signal })).map((v) => [v.name, v]));
+  for (const [name, { fields }] of declared) {
+    const current = existing.get(name);
+    if (!current) {
+      await client.createView({ name, fields }, { signal });
+      result.created.push(name);
+      log.info({ view: name }, `created view ${name}`);
+    } else if (current.fields.join('\u0000') !== fields.join('\u0000')) {
+      await client.updateView(name, { fields }, { signal });
+      result.updated.push(name);
+      log.info({ view: name }, `updated view ${name}`);
+    } else {
+      result.unchanged.push(name);
+    }
+  }
+  return result;
+}
+
+export interface CreditEstimate {
+  job: string;
+  found: number;
+  records: number;
+  needed: Partial<Record<CreditType, number>>;
+  remaining: Partial<Record<CreditType, number>> | undefined;
+  /** Reasons the credit guard refuses the job; empty when it passes. */
+  refusals: { message: string; needed: number; remaining: number; type: string }[];
+}
+
+/** What a job would cost and whether the credit guard lets it start. Spends nothing. */
+export async function estimateJob(
+  client: ServiceClient,
+  job: JobSpec,
+  signal?: AbortSignal,
+): Promise<CreditEstimate> {
+  const { numFound } = await client.count(searchRequestOf(job), { signal });
+  const records = Math.min(job.records ?? numFound, numFound);
+  const needed: Partial<Record<CreditType, number>> = job.auto_trace
+    ? { property: records, people: records }
+    : { [CREDIT_TYPE_OF[job.type]]: records };
+  let remaining: CreditEstimate['remaining'];
+  const refusals: CreditEstimate['refusals'] = [];
+  const total = Object.values(needed).reduce((a, b) => a + (b ?? 0), 0);
+  if (job.max_credits !== undefined && total > job.max_credits) {
+    refusals.push({
+      message: `job '${job.name}' would spend ${total} credits, more than its max_credits of ${job.max_credits}`,
+      needed: total,
+      remaining: job.max_credits,
+      type: 'max_credits',
+    });
+  }
+  if (client.api === 'v4') {
+    const account = await client.account({ signal });
+    remaining = {};
+    for (const [type, n] of Object.entries(needed) as [CreditType, number][]) {
+      const left = account.credits[type].remaining;
+      remaining[type] = left;
+      if (n > left) {
+        refusals.push({
+          message: `job '${job.name}' needs ${n} ${type} credits, ${left} remain`,
+          needed: n,
+          remaining: left,
+          type,
+        });
+      }
+    }
+  }
+  return { job: job.name, found: numFound, records, needed, remaining, refusals };
+}
+
+function searchRequestOf(job: JobSpec) {
+  return {
+    type: job.type,
+    query: job.query,
+    format: job.format,
+    ...(job.view === undefined ? {} : { view: job.view }),
+    ...(job.type === 'properties'
+      ? {
+          autoTrace: job.auto_trace,
+          ...(job.address_matching === undefined ? {} : { addressMatching: job.address_matching }),
+          ...(job.require_people_data === undefined
+            ? {}
+            : { requirePeopleData: job.require_people_data }),
+        }
+      : {}),
+  };
+}
+
+interface JobContext {
+  spec: PipelineSpec;
+  job: JobSpec;
+  client: ServiceClient;
+  destination: Destination;
+  state: PipelineState;
+  runId: string;
+  options: RunOptions;
+}
+
+async function runJob(ctx: JobContext): Promise<JobSummary> {
+  const { job, options } = ctx;
+  const started = Date.now();
+  const log = options.logger.child({ job: job.name });
+  const summary: JobSummary = {
+    job: job.name,
+    status: 'loaded',
+    download_id: null,
+    reattached: false,
+    found: null,
+    downloaded: 0,
+    loaded: 0,
+    rejected: 0,
+    credits: {},
+    files_loaded: 0,
+    seconds: 0,
+    tables: [job.table],
+  };
+  try {
+    await loadJob(ctx, summary, log);
+  } catch (error) {
+    if (options.signal?.aborted) {
+      summary.status = 'interrupted';
+      summary.message = 'interrupted; run again to pick up where it stopped';
+    } else if (error instanceof CreditGuardError) {
+      summary.status = 'refused';
+      summary.error = { code: error.code, message: error.message };
+      log.error(error.message);
+    } else if (error instanceof SluiceError) {
+      summary.status = summary.status === 'timed_out' ? 'timed_out' : 'failed';
+      summary.error = { code: error.code, message: error.message };
+      log.error(error.message);
+    } else {
+      throw error;
+    }
+  } finally {
+    options.progress.done();
+    summary.seconds = round((Date.now() - started) / 1000);
+  }
+  return summary;
+}
+
+async function loadJob(ctx: JobContext, summary: JobSummary, log: Logger): Promise<void> {
+  const { job, client, state, options, destination } = ctx;
+  const signal = options.signal;
+  let attempt = await state.openAttempt(job.name);
+  if (attempt && options.fresh) {
+    await state.update(attempt, { status: 'abandoned', message: 'abandoned by --fresh' });
+    log.warn(
+      `--fresh: leaving download ${attempt.download_id ?? '(unknown id)'} of an earlier run`,
+    );
+    attempt = undefined;
+  }
+  if (attempt && attempt.spec_hash !== job.downloadHash) {
+    await state.update(attempt, {
+      status: 'superseded',
+      message: 'the job changed in the pipeline file',
+    });
+    log.warn(
+      `the job changed since download ${attempt.download_id ?? '(unknown id)'} was started; starting a new one`,
+    );
+    attempt = undefined;
+  }
+  if (attempt?.status === 'requested') {
+    // An earlier run asked for a download and stopped before it heard the id.
+    const found = await findUnrecordedDownload(client, state, attempt, job, signal);
+    if (found) {
+      await state.update(attempt, {
+        download_id: found.id,
+        status: 'started',
+        started_at: nowIso(),
+      });
+      log.info(`found download ${found.id}, started by an interrupted run; re-attaching`);
+    } else {
+      await state.update(attempt, {
+        status: 'abandoned',
+        message: 'no download found for this request',
+      });
+      attempt = undefined;
+    }
+  }
+
+  if (attempt) {
+    summary.reattached = true;
+    summary.found = attempt.num_found;
+    log.info(`re-attaching to download ${attempt.download_id} started at ${attempt.started_at}`);
+  } else {
+    const estimate = await estimateJob(client, job, signal);
+    summary.found = estimate.found;
+    const refusal = estimate.refusals[0];
+    if (refusal) throw new CreditGuardError(refusal.message, refusal);
+    const loadTable = job.write === 'replace' ? stagingName(job.table) : job.table;
+    if (job.write === 'replace') await destination.dropTable(loadTable);
+    if (estimate.found === 0) {
+      log.info('no records match the query; nothing to download');
+      if (job.write === 'replace')
+        await destination.transaction((tx) => clearTable(destination, tx, job.table));
+      return;
+    }
+    attempt = await state.recordRequest({
+      job: job.name,
+      specHash: job.downloadHash,
+      api: client.api,
+      targetTable: job.table,
+      loadTable,
+      runId: ctx.runId,
+    });
+    const start = await client.startDownload(
+      {
+        ...searchRequestOf(job),
+        ...(job.records === undefined ? {} : { numRecords: job.records }),
+      },
+      { signal },
+    );
+    await state.update(attempt, {
+      download_id: start.id,
+      status: 'started',
+      started_at: nowIso(),
+      num_found: start.numFound ?? estimate.found,
+    });
+    log.info(
+      { download_id: start.id },
+      `started download ${start.id} for ${estimate.records} records`,
+    );
+  }
+  const downloadId = attempt.download_id!;
+  summary.download_id = downloadId;
+
+  const info = await waitForDownload(ctx, attempt, summary, log);
+  summary.downloaded = info.numRecords;
+  const perType = job.auto_trace
+    ? { property: info.numRecords, people: info.numRecords }
+    : { [CREDIT_TYPE_OF[job.type]]: info.numRecords };
+  summary.credits = perType;
+
+  await loadFiles(ctx, attempt, info, summary, log);
+  if (summary.status === 'timed_out') {
+    throw new SluiceError(summary.message ?? 'timed out', {
+      code: 'SLUICE_TIMEOUT',
+      retryable: true,
+    });
+  }
+}
+
+/** The download an interrupted run may have started: new since its request, known to no attempt. */
+async function findUnrecordedDownload(
+  client: ServiceClient,
+  state: PipelineState,
+  attempt: Attempt,
+  job: JobSpec,
+  signal?: AbortSignal,
+): Promise<DownloadInfo | undefined> {
+  const known = await state.knownDownloadIds();
+  // Tolerate clocks that disagree by a few minutes between this machine and the service.
+  const since = Date.parse(attempt.requested_at) - 5 * 60_000;
+  const candidates = (await client.listDownloads({ signal }))
+    .filter((d) => !known.has(d.id))
+    .filter((d) => d.createdAt === undefined || Date.parse(d.createdAt) >= since)
+    .filter(
+      (d) =>
+        (d.type === undefined || d.type === job.type) &&
+        (d.query === undefined || d.query === job.query),
+    )
+    .sort((a, b) => Date.parse(a.createdAt ?? '') - Date.parse(b.createdAt ?? ''));
+  return candidates[0];
+}
+
+async function waitForDownload(
+  ctx: JobContext,
+  attempt: Attempt,
+  summary: JobSummary,
+  log: Logger,
+): Promise<DownloadInfo> {
+  const { job, client, state, options } = ctx;
+  const signal = options.signal;
+  const id = attempt.download_id!;
+  const deadline = Date.now() + job.poll.timeout;
+  let interval = job.poll.interval;
+  const target =
+    job.records === undefined
+      ? (attempt.num_found ?? undefined)
+      : Math.min(job.records, attempt.num_found ?? job.records);
+  options.progress.phase(job.name, 'download', target);
+  let lastState = '';
+  for (;;) {
+    const info = await client.getDownload(id, { signal });
+    options.progress.update(info.numRecords, target);
+    if (info.numRecords !== attempt.num_records)
+      await state.update(attempt, { num_records: info.numRecords });
+    if (info.state !== lastState) {
+      log.info(
+        { download_id: id, state: info.state, records: info.numRecords },
+        `download ${id} is ${info.state}`,
+      );
+      lastState = info.state;
+    }
+    if (info.state === 'completed' || info.state === 'cancelled') return info;
+    if (info.state === 'failed') {
+      await state.update(attempt, {
+        status: 'failed',
+        message: info.error ?? 'the service reported a failure',
+      });
+      throw new SluiceError(
+        `download ${id} failed: ${info.error ?? 'the service gave no reason'}`,
+        { code: 'SLUICE_DOWNLOAD_FAILED' },
+      );
+    }
+    if (Date.now() >= deadline) {
+      summary.status = 'timed_out';
+      if (job.poll.on_timeout === 'cancel') {
+        await client.cancelDownload(id, { signal });
+        summary.message = `download ${id} did not finish within the poll timeout; cancelled it and loaded the records delivered so far`;
+        log.warn(summary.message);
+        // Records delivered before the cancellation are paid for: load them.
+        return waitForCancelled(client, id, signal);
+      }
+      summary.message = `download ${id} did not finish within the poll timeout; left it running, a later run will re-attach to it`;
+      throw new SluiceError(summary.message, { code: 'SLUICE_TIMEOUT', retryable: true });
+    }
+    await sleep(Math.min(interval, Math.max(0, deadline - Date.now())), undefined, { signal });
+    interval = Math.min(interval * 1.5, job.poll.max_interval);
+  }
+}
+
+async function waitForCancelled(
+  client: ServiceClient,
+  id: string,
+  signal?: AbortSignal,
+): Promise<DownloadInfo> {
+  for (let i = 0; ; i++) {
+    const info = await client.getDownload(id, { signal });
+    if (info.state !== 'running' && info.state !== 'queued') return info;
+    if (i > 20)
+      throw new SluiceError(`download ${id} did not stop after it was cancelled`, {
+        code: 'SLUICE_TIMEOUT',
+      });
+    await sleep(500, undefined, { signal });
+  }
+}
+
+async function loadFiles(
+  ctx: JobContext,
+  attempt: Attempt,
+  info: DownloadInfo,
+  summary: JobSummary,
+  log: Logger,
+) {
+  const { job, client, state, destination, options } = ctx;
+  const downloadId = attempt.download_id!;
+  const loaded = await state.loadedFiles(downloadId);
+  await state.update(attempt, { status: 'loading', num_records: info.numRecords });
+  for (const row of loaded.values()) {
+    summary.loaded += row.rows_loaded;
+    summary.rejected += row.rows_rejected;
+  }
+  summary.files_loaded = loaded.size;
+  const known = new Map(
+    (await destination.describeTable(attempt.load_table))?.map((c) => [c.name, c.type]),
+  );
+  const mode = job.write === 'merge' ? 'merge' : 'append';
+  const hints = FIELDS[job.type];
+  options.progress.phase(job.name, 'load', info.numRecords);
+  options.progress.update(summary.loaded + summary.rejected);
+  for (const file of info.files) {
+    if (loaded.has(file.index)) continue;
+    const counts = await destination.transaction(async (tx) => {
+      const stream = await client.openResultFile(downloadId, file, { signal: options.signal });
+      const loadedAt = nowIso();
+      let rows = 0;
+      let rejects = 0;
+      let bytes = 0;
+      for await (const batch of recordBatches(stream, job.format, job.type, {
+        batchSize: BATCH_ROWS,
+      })) {
+        bytes = batch.bytesRead;
+        const good: Row[] = [];
+        const bad = [...batch.rejects];
+        for (const { line, row } of batch.rows) {
+          const missing =
+            mode === 'merge'
+              ? job.key.find((k) => row[k] === undefined || row[k] === null)
+              : undefined;
+          if (missing) {
+            bad.push({
+              line,
+              raw: JSON.stringify(row).slice(0, 10_000),
+              reason: `missing merge key '${missing}'`,
+            });
+            continue;
+          }
+          row._sluice_download_id = downloadId;
+          row._sluice_loaded_at = loadedAt;
+          good.push(row);
+        }
+        if (good.length > 0) {
+          const columns = columnsOf(good, known, hints);
+          await tx.writeRows({ name: attempt.load_table, columns, key: job.key }, good, mode);
+          rows += good.length;
+        }
+        if (bad.length > 0) {
+          await insertRejects(tx, downloadId, job.name, file.name, bad);
+          rejects += bad.length;
+        }
+        options.progress.update(summary.loaded + summary.rejected + rows + rejects);
+      }
+      await tx.db
+        .insertInto('_sluice_files')
+        .values({
+          download_id: downloadId,
+          file_index: file.index,
+          file_name: file.name,
+          table_name: attempt.load_table,
+          rows_loaded: rows,
+          rows_rejected: rejects,
+          bytes,
+          loaded_at: nowIso(),
+          run_id: ctx.runId,
+        })
+        .execute();
+      return { rows, rejects };
+    });
+    summary.loaded += counts.rows;
+    summary.rejected += counts.rejects;
+    summary.files_loaded += 1;
+    log.info(
+      { file: file.name, rows: counts.rows, rejected: counts.rejects },
+      `loaded ${file.name}: ${counts.rows} rows${counts.rejects ? `, ${counts.rejects} rejected` : ''}`,
+    );
+    if (job.max_rejects !== undefined && summary.rejected > job.max_rejects) {
+      await state.update(attempt, {
+        status: 'failed',
+        message: `${summary.rejected} rejected rows, over max_rejects`,
+      });
+      throw new SluiceError(
+        `job '${job.name}': ${summary.rejected} rows rejected, more than max_rejects (${job.max_rejects}); see the _sluice_rejects table`,
+        { code: 'SLUICE_TOO_MANY_REJECTS' },
+      );
+    }
+  }
+  if (summary.rejected > 0)
+    log.warn(
+      `${summary.rejected} rows rejected; they are kept in _sluice_rejects with their reasons`,
+    );
+  const finalStatus = info.state === 'cancelled' ? 'cancelled' : 'loaded';
+  await destination.transaction(async (tx) => {
+    if (job.write === 'replace') {
+      // A download with no files leaves no staging table: the new table is an empty one.
+      if (await destination.tableExists(attempt.load_table))
+        await destination.swapTable(attempt.load_table, job.table, tx);
+      else await clearTable(destination, tx, job.table);
+    }
+    await state.update(attempt, { status: finalStatus, finished_at: nowIso() }, tx.db);
+  });
+}
+
+async function insertRejects(
+  tx: LoadTransaction,
+  downloadId: string,
+  job: string,
+  fileName: string,
+  rejects: { line: number; raw: string; reason: string }[],
+): Promise<void> {
+  const createdAt = nowIso();
+  for (let i = 0; i < rejects.length; i += 500) {
+    await tx.db
+      .insertInto('_sluice_rejects')
+      .values(
+        rejects.slice(i, i + 500).map((r) => ({
+          download_id: downloadId,
+          job,
+          file_name: fileName,
+          line: r.line,
+          raw: r.raw,
+          reason: r.reason,
+          created_at: createdAt,
+        })),
+      )
+      .execute();
+  }
+}
+
+/** The columns a batch needs, widened against what the table already has (`known` is updated). */
+function columnsOf(
+  rows: Row[],
+  known: Map<string, Column['type']>,
+  hints: (typeof FIELDS)[keyof typeof FIELDS],
+): Column[] {
+  const seen = new Map<string, Column['type']>();
+  for (const row of rows) {
+    for (const name in row) {
+      const value = row[name];
+      if (value === null || value === undefined) continue;
+      const type =
+        META_COLUMNS.find((m) => m.name === name)?.type ?? inferColumnType(value, hints[name]);
+      const before = seen.get(name);
+      seen.set(name, before === undefined ? type : widen(before, type));
+    }
+  }
+  const columns: Column[] = [];
+  for (const [name, type] of seen) {
+    const existing = known.get(name);
+    const final = existing === undefined ? type : widen(existing, type);
+    known.set(name, final);
+    columns.push({ name, type: final });
+  }
+  return columns;
+}
+
+async function clearTable(
+  destination: Destination,
+  tx: LoadTransaction,
+  table: string,
+): Promise<void> {
+  if (await destination.tableExists(table)) await tx.db.deleteFrom(table as never).execute();
+}
+
+export function stagingName(table: string): string {
+  return `${table}__sluice_new`;
+}
+
+function round(n: number): number {
+  return Math.round(n * 100) / 100;
+}

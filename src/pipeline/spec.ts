@@ -1,0 +1,400 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import { z } from 'zod';
+import { closest, DATA_TYPES, resolveField } from '../catalog.js';
+import { PipelineSpecError, QueryError } from '../errors.js';
+import { checkQuery } from '../query/index.js';
+
+/**
+ * Pipeline files: YAML -> a validated, resolved spec. Every error names the file, the line and
+ * the field (`pipelines/x.yaml:12: jobs.homes.recods: unknown key; did you mean 'records'?`).
+ */
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `5s`, `2h`, `1h30m`, `500ms`, or a number of seconds. */
+export function parseDuration(value: string | number): number | undefined {
+  if (typeof value === 'number') return value >= 0 ? value * 1000 : undefined;
+  const parts = value.trim().match(/\d+(?:\.\d+)?(?:ms|s|m|h|d)/g);
+  if (!parts || parts.join('') !== value.trim().replaceAll(' ', '')) return undefined;
+  let total = 0;
+  for (const part of parts) {
+    const m = DURATION.exec(part)!;
+    total += Number(m[1]) * UNIT_MS[m[2]!]!;
+  }
+  return total;
+}
+
+const duration = z
+  .union([z.string(), z.number()])
+  .refine((v) => parseDuration(v) !== undefined, {
+    message: "expected a duration such as '5s', '10m', '2h' or a number of seconds",
+  })
+  .transform((v) => parseDuration(v)!);
+
+const identifier = z
+  .string()
+  .regex(
+    /^[A-Za-z_][A-Za-z0-9_]*$/,
+    'expected a name of letters, digits and underscores, not starting with a digit',
+  )
+  .max(63);
+
+const source = z.strictObject({
+  api: z.enum(['v4', 'v3']).default('v4').describe('API version of the service'),
+  url: z.string().url('expected the URL of the v4 or v3 root, e.g. http://127.0.0.1:8787/v4'),
+  email: z.string().optional().describe('v4 login email'),
+  password: z.string().optional().describe('v4 password: use ${SLUICE_PASSWORD}, never a literal'),
+  token: z.string().optional().describe('v3 API token: use ${SLUICE_API_TOKEN}'),
+});
+
+const destinationObject = z.strictObject({
+  url: z.string().describe('sqlite:PATH or postgres://...'),
+  schema: identifier.optional().describe('PostgreSQL schema, default public'),
+});
+
+const poll = z.strictObject({
+  interval: duration.default(5000).describe('time between status checks, e.g. 5s'),
+  max_interval: duration.default(60_000).describe('backoff ceiling between checks'),
+  timeout: duration.default(2 * 3_600_000).describe('give up waiting after this long, e.g. 2h'),
+  on_timeout: z
+    .enum(['cancel', 'leave'])
+    .default('leave')
+    .describe('cancel the download on timeout, or leave it for a later run'),
+});
+
+const job = z.strictObject({
+  type: z.enum(DATA_TYPES).describe('data type: properties, businesses, products or people'),
+  query: z.string().min(1, 'a query is required, e.g. city:Austin'),
+  records: z
+    .union([z.literal('all'), z.number().int().positive()])
+    .default('all')
+    .describe("number of records to download, or 'all'"),
+  view: z.string().optional().describe('a view declared under views:, or a pre-made view'),
+  format: z.enum(['csv', 'json']).default('json'),
+  auto_trace: z.boolean().default(false).describe('properties only: attach matched owners'),
+  address_matching: z.enum(['on', 'off', 'retry']).optional(),
+  require_people_data: z.boolean().optional(),
+  table: identifier.optional().describe('destination table, default the job name'),
+  write: z.enum(['append', 'replace', 'merge']).default('merge'),
+  key: z
+    .union([identifier, z.array(identifier).min(1)])
+    .default('id')
+    .describe('merge key column(s)'),
+  max_credits: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('refuse the job if it would spend more'),
+  max_rejects: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('fail the job past this many rejected rows'),
+  nested: z
+    .enum(['tables', 'json'])
+    .default('json')
+    .describe('nested values as child tables or JSON columns'),
+  people_table: identifier.optional(),
+  poll: poll.default({
+    interval: 5000,
+    max_interval: 60_000,
+    timeout: 2 * 3_600_000,
+    on_timeout: 'leave',
+  }),
+});
+
+const pipelineSchema = z.strictObject({
+  version: z.literal(1, 'the only pipeline file version is 1'),
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected letters, digits, dots, dashes and underscores')
+    .max(100),
+  source,
+  destination: z.union([z.string(), destinationObject]).default('sqlite:data/sluice.sqlite'),
+  views: z
+    .record(z.string().min(1), z.strictObject({ fields: z.array(z.string().min(1)).min(1) }))
+    .default({}),
+  jobs: z
+    .record(identifier, job)
+    .refine((jobs) => Object.keys(jobs).length > 0, 'declare at least one job'),
+});
+
+export type RawPipeline = z.output<typeof pipelineSchema>;
+export type RawJob = z.output<typeof job>;
+
+export interface JobSpec extends Omit<RawJob, 'records' | 'key' | 'table'> {
+  name: string;
+  /** Undefined: every matching record. */
+  records: number | undefined;
+  table: string;
+  key: string[];
+  /** Hash of what decides the download; a later run re-attaches only when it is unchanged. */
+  downloadHash: string;
+}
+
+export interface PipelineSpec {
+  file: string;
+  name: string;
+  source: z.output<typeof source>;
+  destination: { url: string; schema?: string };
+  views: Record<string, { fields: string[] }>;
+  jobs: JobSpec[];
+}
+
+/** JSON Schema of the pipeline format, for editors (`sluice schema`). */
+export function pipelineJsonSchema(): Record<string, unknown> {
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    title: 'sluice pipeline',
+    ...z.toJSONSchema(pipelineSchema, { io: 'input', unrepresentable: 'any' }),
+  };
+}
+
+export async function loadPipeline(
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<PipelineSpec> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new PipelineSpecError(
+      code === 'ENOENT' ? 'no such file' : `cannot read: ${(error as Error).message}`,
+      {
+        file,
+        path: '',
+      },
+    );
+  }
+  return parsePipeline(text, file, env);
+}
+
+export function parsePipeline(
+  text: string,
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+): PipelineSpec {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const lineOf = (offset: number | undefined) =>
+    offset === undefined ? undefined : lines.linePos(offset).line;
+  if (doc.errors.length > 0) {
+    const error = doc.errors[0]!;
+    throw new PipelineSpecError(`invalid YAML: ${error.message.split('\n')[0]}`, {
+      file,
+      line: lineOf(error.pos[0]),
+      path: '',
+    });
+  }
+  interpolate(doc, doc.contents, [], env, file, lineOf);
+  const parsed = pipelineSchema.safeParse(doc.toJS());
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = issue.path.map(String);
+    let where = path;
+    let message = issue.message;
+    if (issue.code === 'unrecognized_keys') {
+      const key = issue.keys[0]!;
+      where = [...path, key];
+      const known = knownKeys(path);
+      const guess = closest(key, known);
+      message = `unknown key '${key}'${guess ? `; did you mean '${guess}'?` : known.length ? `; expected one of: ${known.join(', ')}` : ''}`;
+    } else if (valueAt(doc, path) === undefined) {
+      const choices =
+        'values' in issue
+          ? ` (one of ${issue.values.map((v) => `'${String(v)}'`).join(', ')})`
+          : '';
+      message = `is required${choices}`;
+    } else if (issue.code === 'invalid_value' && 'values' in issue) {
+      const given = valueAt(doc, path);
+      const guess =
+        typeof given === 'string' ? closest(given, issue.values.map(String)) : undefined;
+      message = `expected one of ${issue.values.map((v) => `'${String(v)}'`).join(', ')}${given === undefined ? '' : `, got '${String(given)}'`}${guess ? `; did you mean '${guess}'?` : ''}`;
+    }
+    throw new PipelineSpecError(message, {
+      file,
+      line: lineOf(nodeStart(doc, where)),
+      path: where.join('.'),
+    });
+  }
+  return resolve(parsed.data, file, doc, lineOf);
+}
+
+function resolve(
+  raw: RawPipeline,
+  file: string,
+  doc: Document,
+  lineOf: (offset: number | undefined) => number | undefined,
+): PipelineSpec {
+  const fail = (message: string, path: string[]): never => {
+    throw new PipelineSpecError(message, {
+      file,
+      line: lineOf(nodeStart(doc, path)),
+      path: path.join('.'),
+    });
+  };
+  if (raw.source.api === 'v4' && (!raw.source.email || !raw.source.password)) {
+    fail('the v4 API needs email and password (e.g. ${SLUICE_EMAIL} and ${SLUICE_PASSWORD})', [
+      'source',
+    ]);
+  }
+  if (raw.source.api === 'v3' && !raw.source.token) {
+    fail('the v3 API needs token (e.g. ${SLUICE_API_TOKEN})', ['source']);
+  }
+  const destination =
+    typeof raw.destination === 'string' ? { url: raw.destination } : raw.destination;
+  if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(destination.url)) {
+    fail("expected 'sqlite:PATH' or 'postgres://...'", ['destination']);
+  }
+  const tables = new Map<string, string>();
+  const jobs = Object.entries(raw.jobs).map(([name, j]): JobSpec => {
+    const at = (...rest: string[]) => ['jobs', name, ...rest];
+    if (j.view && !raw.views[j.view] && !/_(all|all_nested|basicFields|pricesFlat)$/.test(j.view)) {
+      const guess = closest(j.view, Object.keys(raw.views));
+      fail(
+        `view '${j.view}' is not declared under views:${guess ? `; did you mean '${guess}'?` : ''}`,
+        at('view'),
+      );
+    }
+    if (j.type !== 'properties') {
+      for (const key of ['auto_trace', 'address_matching', 'require_people_data'] as const) {
+        if (j[key] !== undefined && j[key] !== false)
+          fail(`${key} applies to properties only`, at(key));
+      }
+    }
+    if (j.auto_trace && raw.source.api === 'v3')
+      fail('auto_trace needs the v4 API', at('auto_trace'));
+    try {
+      checkQuery(j.query, j.type);
+    } catch (error) {
+      if (!(error instanceof QueryError)) throw error;
+      fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, at('query'));
+    }
+    const declared = j.view ? raw.views[j.view] : undefined;
+    declared?.fields.forEach((field, i) => {
+      const path = field.endsWith(':*') ? field.slice(0, -2) : field;
+      if (!resolveField(j.type, path)) {
+        fail(
+          `field '${field}' of view '${j.view}' is not a field of ${j.type} (used by job '${name}')`,
+          ['views', j.view!, 'fields', String(i)],
+        );
+      }
+    });
+    const table = j.table ?? name;
+    const other = tables.get(table);
+    if (other) fail(`table '${table}' is already written by job '${other}'`, at('table'));
+    tables.set(table, name);
+    if (table.startsWith('_sluice'))
+      fail("table names starting with '_sluice' are reserved", at('table'));
+    const viewFields = j.view ? raw.views[j.view]?.fields : undefined;
+    const downloadHash = hash({
+      api: raw.source.api,
+      type: j.type,
+      query: j.query,
+      records: j.records,
+      view: j.view ?? null,
+      viewFields: viewFields ?? null,
+      format: j.format,
+      auto_trace: j.auto_trace,
+      address_matching: j.address_matching ?? null,
+      require_people_data: j.require_people_data ?? null,
+    });
+    return {
+      ...j,
+      name,
+      records: j.records === 'all' ? undefined : j.records,
+      table,
+      key: Array.isArray(j.key) ? j.key : [j.key],
+      downloadHash,
+    };
+  });
+  return { file, name: raw.name, source: raw.source, destination, views: raw.views, jobs };
+}
+
+function hash(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 16);
+}
+
+/**
+ * Replaces `${VAR}` and `${VAR:-default}` in string scalars with the environment's values.
+ * Done on the YAML tree, before validation, so an unset variable is reported at its own line.
+ */
+function interpolate(
+  doc: Document,
+  node: unknown,
+  path: string[],
+  env: NodeJS.ProcessEnv,
+  file: string,
+  lineOf: (offset: number | undefined) => number | undefined,
+): void {
+  if (isMap(node)) {
+    for (const pair of node.items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+      interpolate(doc, pair.value, [...path, key], env, file, lineOf);
+    }
+  } else if (isSeq(node)) {
+    node.items.forEach((item, i) => {
+      interpolate(doc, item, [...path, String(i)], env, file, lineOf);
+    });
+  } else if (isScalar(node) && typeof node.value === 'string' && node.value.includes('${')) {
+    node.value = node.value.replace(
+      /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+      (_, name: string, fallback?: string) => {
+        const value = env[name];
+        if (value !== undefined && value !== '') return value;
+        if (fallback !== undefined) return fallback;
+        throw new PipelineSpecError(`environment variable ${name} is not set`, {
+          file,
+          line: lineOf(node.range?.[0]),
+          path: path.join('.'),
+        });
+      },
+    );
+  }
+}
+
+/** Offset of the YAML node at a path, or of its nearest existing parent (for missing keys). */
+function nodeStart(doc: Document, path: string[]): number | undefined {
+  for (let depth = path.length; depth >= 0; depth--) {
+    const parentPath = path.slice(0, depth - 1);
+    const parent = depth === 0 ? undefined : doc.getIn(parentPath, true);
+    if (depth > 0 && isMap(parent)) {
+      const pair = parent.items.find(
+        (p) => isScalar(p.key) && String(p.key.value) === path[depth - 1],
+      );
+      if (pair && isScalar(pair.key)) return pair.key.range?.[0];
+    }
+    const node =
+      depth === 0 ? doc.contents : (doc.getIn(path.slice(0, depth), true) as Node | undefined);
+    if (node && typeof node === 'object' && 'range' in node && node.range) return node.range[0];
+  }
+  return undefined;
+}
+
+function valueAt(doc: Document, path: string[]): unknown {
+  const node = doc.getIn(path, true);
+  return isScalar(node) ? node.value : node === undefined ? undefined : node;
+}
+
+/** The keys allowed at a path of the pipeline format, for "did you mean" hints. */
+function knownKeys(path: string[]): string[] {
+  const shapes: Record<string, string[]> = {
+    '': Object.keys(pipelineSchema.shape),
+    source: Object.keys(source.shape),
+    destination: Object.keys(destinationObject.shape),
+    job: Object.keys(job.shape),
+    poll: Object.keys(poll.shape),
+    view: ['fields'],
+  };
+  if (path.length === 0) return shapes['']!;
+  if (path[0] === 'jobs' && path.length === 2) return shapes.job!;
+  if (path[0] === 'jobs' && path[2] === 'poll') return shapes.poll!;
+  if (path[0] === 'views' && path.length === 2) return shapes.view!;
+  return shapes[path[0]!] ?? [];
+}

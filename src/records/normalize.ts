@@ -1,0 +1,122 @@
+import { type DataType, FIELDS, type FieldDef, type ScalarKind } from '../catalog.js';
+import type { RowValue } from './types.js';
+
+/**
+ * Turns a record as it arrived (CSV cells, all text; or a parsed NDJSON object) into plain
+ * values by the catalogue: numbers from `2022.0`, booleans from `true`, lists from comma-joined
+ * cells, nested objects from JSON text. CSV and NDJSON downloads of the same records decode to
+ * the same values, which is what makes their tables identical.
+ *
+ * Empty text and empty lists decode to null: CSV cannot tell them from a missing value, so
+ * NDJSON must not either.
+ */
+export type Decoder = (value: unknown) => unknown;
+
+/** A cell that cannot be decoded (e.g. JSON text that does not parse): the row is rejected. */
+export class DecodeError extends Error {}
+
+const NUMBER_TEXT = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+function decodeScalar(kind: ScalarKind, value: unknown): unknown {
+  if (value === null || value === undefined || value === '') return null;
+  if (typeof value !== 'string') return value;
+  switch (kind) {
+    case 'number':
+    case 'integer':
+      return NUMBER_TEXT.test(value) ? Number(value) : value;
+    case 'boolean':
+      if (value === 'true' || value === 'True' || value === 'TRUE') return true;
+      if (value === 'false' || value === 'False' || value === 'FALSE') return false;
+      return value;
+    default:
+      return value;
+  }
+}
+
+function decodeList(of: ScalarKind, value: unknown): unknown {
+  if (value === null || value === undefined || value === '') return null;
+  let items: unknown[];
+  if (Array.isArray(value)) items = value;
+  else if (typeof value === 'string') {
+    // A list may also arrive as JSON text (a flattening view, or a variant of the wire).
+    const parsed = value.startsWith('[') ? parseJson(value) : value.split(',');
+    if (!Array.isArray(parsed)) throw new DecodeError('expected a list');
+    items = parsed;
+  } else items = [value];
+  if (items.length === 0) return null;
+  return items.map((item) => decodeScalar(of, item));
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new DecodeError(`not valid JSON: ${text.length > 60 ? `${text.slice(0, 60)}...` : text}`);
+  }
+}
+
+function decodeObjects(fields: Record<string, FieldDef>, value: unknown): unknown {
+  if (value === null || value === undefined || value === '') return null;
+  let parsed: unknown = value;
+  if (typeof value === 'string') parsed = parseJson(value);
+  if (Array.isArray(parsed)) {
+    if (parsed.length === 0) return null;
+    return parsed.map((item) => decodeObject(fields, item));
+  }
+  if (parsed !== null && typeof parsed === 'object') return decodeObject(fields, parsed);
+  throw new DecodeError('expected a list of objects');
+}
+
+function decodeObject(fields: Record<string, FieldDef>, item: unknown): unknown {
+  if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(item as Record<string, unknown>)) {
+    const def = fields[key];
+    out[key] = def === undefined ? value : decoderFor(def)(value);
+  }
+  return out;
+}
+
+const cache = new WeakMap<FieldDef, Decoder>();
+
+export function decoderFor(def: FieldDef): Decoder {
+  let decoder = cache.get(def);
+  if (decoder === undefined) {
+    if (def.kind === 'list') decoder = (v) => decodeList(def.of, v);
+    else if (def.kind === 'objects') decoder = (v) => decodeObjects(def.fields, v);
+    else {
+      const kind = def.kind;
+      decoder = (v) => decodeScalar(kind, v);
+    }
+    cache.set(def, decoder);
+  }
+  return decoder;
+}
+
+/** Fields not in the catalogue keep their value; empty text still means null. */
+const decodeUnknown: Decoder = (v) => (v === '' || v === undefined ? null : v);
+
+/** One decoder per column, looked up once per file rather than once per cell. */
+export function decodersFor(type: DataType, columns: readonly string[]): Decoder[] {
+  const fields = FIELDS[type];
+  return columns.map((name) => {
+    const def = fields[name];
+    return def === undefined ? decodeUnknown : decoderFor(def);
+  });
+}
+
+/** Stores a decoded value in one column: nested values become JSON text (`nested: json`). */
+export function toColumnValue(value: unknown): RowValue {
+  if (value === null || value === undefined) return null;
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      return Number.isFinite(value) ? value : null;
+    case 'bigint':
+      return value.toString();
+    default:
+      return JSON.stringify(value);
+  }
+}

@@ -1,0 +1,22 @@
+import { toColumnValue } from './normalize.js';
+import type { Row } from './types.js';
+
+/** A record decoded by the catalogue: plain values, arrays and objects. */
+export type DecodedRecord = Record<string, unknown>;
+
+/** Turns a decoded record into the row the load stage writes. */
+export type RecordShape = (record: DecodedRecord) => Row;
+
+/** `nested: json`: every nested value is stored as JSON text in its column. */
+export const jsonColumns: RecordShape = (record) => {
+  const row: Row = {};
+  for (const key in record) row[key] = toColumnValue(record[key]);
+  return row;
+};
+
+const RAW_LIMIT = 10_000;
+
+export function cutRaw(raw: string): string {
+  const text = raw.endsWith('\n') ? raw.slice(0, raw.endsWith('\r\n') ? -2 : -1) : raw;
+  return text.length > RAW_LIMIT ? text.slice(0, RAW_LIMIT) : text;
+}

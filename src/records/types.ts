@@ -1,0 +1,32 @@
+/**
+ * What the records stage hands the load stage: rows of plain values, with the line they came
+ * from, or a reject saying why a line could not become a row. Nothing is dropped silently.
+ */
+
+/** A value a destination column can hold. Nested values arrive as JSON text (`nested: json`). */
+export type RowValue = string | number | boolean | null;
+
+export type Row = Record<string, RowValue>;
+
+export interface ParsedRow {
+  /** 1-based line of the record in its file (for CSV, the line where the record starts). */
+  line: number;
+  row: Row;
+}
+
+export interface RejectedLine {
+  line: number;
+  /** The line's text as it was in the file (cut to 10 kB). */
+  raw: string;
+  reason: string;
+}
+
+/** One batch of a file: rows to write and lines to keep aside, in file order. */
+export interface RecordBatch {
+  rows: ParsedRow[];
+  rejects: RejectedLine[];
+  /** Bytes of the file consumed so far (for progress). */
+  bytesRead: number;
+}
+
+export type FileFormat = 'csv' | 'json';

@@ -1,0 +1,282 @@
+import { strict as assert } from 'node:assert';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { downloadsFetchCommand } from '../../src/cli/commands/downloads.js';
+import { createServiceClient } from '../../src/client/index.js';
+import type { ServiceClient } from '../../src/client/types.js';
+import { EmulatorHarness } from '../helpers/emulator.js';
+import { Capture, emulatorEnv, runCli, tempDir } from '../helpers/pipeline.js';
+
+/**
+ * `sluice downloads list|show|cancel|fetch` against a real emulator. Downloads are started with
+ * the library client (the CLI starts them through pipelines); the files `fetch` saves are
+ * compared byte for byte with what the emulator serves at the download's result URLs.
+ */
+
+let h: EmulatorHarness;
+let env: NodeJS.ProcessEnv;
+let client: ServiceClient;
+let completed: string;
+const QUEUE_MS = 60_000;
+
+before(async () => {
+  // 300 records a file, so a 700-record download has three files. Downloads stay queued for a
+  // minute of emulator time, so a test decides when one runs by moving the emulator's clock.
+  h = await EmulatorHarness.start({ scale: 0.05, fileRecords: 300, queueMs: QUEUE_MS });
+  env = emulatorEnv(h);
+  client = createServiceClient({
+    url: h.v4Url,
+    email: h.credentials.email,
+    password: h.credentials.password,
+  });
+  const start = await client.startDownload({
+    type: 'properties',
+    query: '*',
+    numRecords: 700,
+    format: 'csv',
+  });
+  completed = start.id;
+  await h.advanceClock(QUEUE_MS + 1000);
+  assert.equal((await client.getDownload(completed)).state, 'completed');
+});
+after(async () => {
+  await client.close();
+  await h.close();
+});
+
+async function sluice(...argv: string[]) {
+  return runCli(argv, env);
+}
+
+async function json<T = Record<string, unknown>>(...argv: string[]): Promise<T> {
+  const r = await sluice(...argv, '--json');
+  assert.equal(r.code, 0, `sluice ${argv.join(' ')} failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+/** What the emulator serves for each result file of the download, fetched directly. */
+async function servedFiles(id: string): Promise<Map<string, Buffer>> {
+  const info = await client.getDownload(id);
+  const out = new Map<string, Buffer>();
+  for (const file of info.files) {
+    const response = await fetch(file.url);
+    assert.equal(response.status, 200);
+    out.set(file.name, Buffer.from(await response.arrayBuffer()));
+  }
+  return out;
+}
+
+describe('downloads', () => {
+  test('list (text and json)', async () => {
+    const doc = await json<{
+      downloads: { id: string; state: string; numRecords: number; files: unknown[] }[];
+    }>('downloads', 'list');
+    const mine = doc.downloads.find((d) => d.id === completed);
+    assert.ok(mine, 'the download is listed');
+    assert.equal(mine?.state, 'completed');
+    assert.equal(mine?.numRecords, 700);
+    assert.equal(mine?.files.length, 3);
+
+    const r = await sluice('downloads', 'list');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^id\s+state\s+records\s+files\s+created\n/);
+    assert.match(r.stdout, new RegExp(`${completed}\\s+completed\\s+700\\s+3\\s+\\d{4}-`));
+  });
+
+  test('show (text and json)', async () => {
+    const doc = await json<{ id: string; state: string; files: { index: number; name: string }[] }>(
+      'downloads',
+      'show',
+      completed,
+    );
+    assert.equal(doc.id, completed);
+    assert.deepEqual(
+      doc.files,
+      [0, 1, 2].map((n) => ({ index: n, name: `${completed}_${n}.csv` })),
+    );
+    assert.ok(!JSON.stringify(doc).includes('http'), 'no pre-signed URLs in the document');
+
+    const r = await sluice('downloads', 'show', completed);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      new RegExp(`^Download ${completed}\\n {2}state +completed\\n {2}records +700`),
+    );
+    assert.match(
+      r.stdout,
+      new RegExp(`files +${completed}_0\\.csv, ${completed}_1\\.csv, ${completed}_2\\.csv`),
+    );
+  });
+
+  test('show an unknown download: exit 1 with the service message', async () => {
+    const r = await sluice('downloads', 'show', 'nosuch');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /download 'nosuch' not found/);
+    assert.doesNotMatch(r.stderr, /\n\s+at /);
+  });
+
+  test('fetch saves every file, byte for byte, with progress on stderr', async () => {
+    const dir = join(tempDir(), 'out');
+    const r = await sluice('downloads', 'fetch', completed, '--out', dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      new RegExp(`^Saved 3 files \\([\\d,]+ bytes, 700 records\\) of download ${completed} to `),
+    );
+    for (let n = 0; n < 3; n++) {
+      assert.match(
+        r.stderr,
+        new RegExp(`\\[${n + 1}/3\\] ${completed}_${n}\\.csv {2}[\\d,]+ bytes, done`),
+      );
+    }
+    const served = await servedFiles(completed);
+    assert.deepEqual(readdirSync(dir).sort(), [...served.keys()].sort(), 'no .part files left');
+    for (const [name, bytes] of served)
+      assert.ok(readFileSync(join(dir, name)).equals(bytes), `${name} matches`);
+    const rows = [...served.values()].reduce(
+      (sum, b) => sum + b.toString().trimEnd().split('\n').length - 1,
+      0,
+    );
+    assert.equal(rows, 700, 'three CSV files with a header each, 700 records in all');
+  });
+
+  test('fetch refuses to overwrite unless --force; --json reports each file', async () => {
+    const dir = tempDir();
+    const existing = join(dir, `${completed}_1.csv`);
+    writeFileSync(existing, 'keep me');
+    const refused = await sluice('downloads', 'fetch', completed, '--out', dir);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /1 file already exists: .*_1\.csv; add --force to overwrite/);
+    assert.equal(readFileSync(existing, 'utf8'), 'keep me');
+    assert.ok(!existsSync(join(dir, `${completed}_0.csv`)), 'nothing fetched when refusing');
+
+    const doc = await json<{
+      files: { name: string; path: string; bytes: number }[];
+      bytes: number;
+      dir: string;
+    }>('downloads', 'fetch', completed, '--out', dir, '--force');
+    assert.equal(doc.files.length, 3);
+    assert.equal(doc.dir, dir);
+    const served = await servedFiles(completed);
+    for (const f of doc.files) {
+      assert.equal(f.bytes, served.get(f.name)?.length);
+      assert.ok(readFileSync(f.path).equals(served.get(f.name)!));
+    }
+    assert.equal(
+      doc.bytes,
+      doc.files.reduce((s, f) => s + f.bytes, 0),
+    );
+  });
+
+  test('fetch of a queued download refuses without --wait and waits with it', async () => {
+    const start = await client.startDownload({
+      type: 'businesses',
+      query: '*',
+      numRecords: 50,
+      format: 'json',
+    });
+    const dir = tempDir();
+    const r = await sluice('downloads', 'fetch', start.id, '--out', dir);
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      new RegExp(`download ${start.id} is queued \\(0 records so far\\).*add --wait`),
+    );
+    assert.deepEqual(readdirSync(dir), []);
+
+    const stdout = new Capture();
+    const stderr = new Capture();
+    const fetching = downloadsFetchCommand(
+      client,
+      { id: start.id, out: dir, wait: true, pollMs: 20 },
+      { stdout, stderr },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await h.advanceClock(QUEUE_MS + 1000);
+    const doc = await fetching;
+    assert.equal(doc.state, 'completed');
+    assert.equal(doc.numRecords, 50);
+    assert.match(stderr.text, /is queued: 0 records so far/);
+    const lines = readFileSync(join(dir, `${start.id}_0.txt`), 'utf8')
+      .trimEnd()
+      .split('\n');
+    assert.equal(lines.length, 50, 'NDJSON: one record a line');
+    assert.equal(typeof JSON.parse(lines[0]!).id, 'string');
+  });
+
+  test('cancel (text and json)', async () => {
+    const queued = await client.startDownload({
+      type: 'properties',
+      query: '*',
+      numRecords: 900,
+      format: 'csv',
+    });
+    const r = await sluice('downloads', 'cancel', queued.id);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `Cancelled download ${queued.id} before any record was delivered.\n`);
+    const shown = await json<{ state: string }>('downloads', 'show', queued.id);
+    assert.equal(shown.state, 'cancelled');
+
+    const again = await sluice('downloads', 'cancel', queued.id);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /already cancelled/);
+
+    const other = await client.startDownload({
+      type: 'products',
+      query: '*',
+      numRecords: 10,
+      format: 'csv',
+    });
+    const doc = await json<{ id: string; state: string; numRecords: number }>(
+      'downloads',
+      'cancel',
+      other.id,
+    );
+    assert.deepEqual({ id: doc.id, state: doc.state }, { id: other.id, state: 'cancelled' });
+  });
+
+  test('an interrupted fetch exits 130 and leaves no partial file', async () => {
+    const dir = tempDir();
+    const r = await runCli(
+      ['downloads', 'fetch', completed, '--out', dir],
+      env,
+      AbortSignal.abort(),
+    );
+    assert.equal(r.code, 130);
+    assert.deepEqual(readdirSync(dir), []);
+  });
+
+  test('a fetch interrupted mid-file removes the .part file and keeps the whole ones', async () => {
+    const dir = tempDir();
+    const controller = new AbortController();
+    // The real client, except that the second file stalls after its first bytes.
+    const openResultFile: ServiceClient['openResultFile'] = async (id, file, options) => {
+      if (file.index === 0) return client.openResultFile(id, file, options);
+      setTimeout(() => controller.abort(), 50);
+      const stalled = new Readable({ read() {} });
+      stalled.push('id,address\n');
+      return stalled;
+    };
+    const stalling = new Proxy(client, {
+      get(target, prop) {
+        if (prop === 'openResultFile') return openResultFile;
+        const value = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const io = { stdout: new Capture(), stderr: new Capture() };
+    await assert.rejects(
+      downloadsFetchCommand(stalling, { id: completed, out: dir }, io, controller.signal),
+      { name: 'AbortError' },
+    );
+    assert.deepEqual(readdirSync(dir), [`${completed}_0.csv`]);
+  });
+
+  test('missing --out is a usage error', async () => {
+    const r = await sluice('downloads', 'fetch', completed);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--out DIR/);
+  });
+});

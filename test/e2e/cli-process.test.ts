@@ -1,0 +1,62 @@
+import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { EmulatorHarness } from '../helpers/emulator.js';
+import { emulatorEnv } from '../helpers/pipeline.js';
+
+/** The CLI as a user runs it: a separate process, settings from the environment. */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+let h: EmulatorHarness;
+
+before(async () => {
+  h = await EmulatorHarness.start({ scale: 0.05 });
+});
+after(() => h.close());
+
+function sluice(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test('count in a subprocess prints the number and exits 0', async () => {
+  const r = await sluice(['count', 'properties', 'city:Austin'], emulatorEnv(h));
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^\d+\n$/);
+  assert.ok(Number(r.stdout) > 0);
+  assert.equal(r.stderr, '');
+});
+
+test('a user mistake in a subprocess: exit 2, one message, no stack trace', async () => {
+  const { SLUICE_EMAIL: _, ...env } = emulatorEnv(h);
+  const r = await sluice(['count', 'properties', 'city:Austin'], env);
+  assert.equal(r.code, 2);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^sluice: .*SLUICE_EMAIL/);
+  assert.doesNotMatch(r.stderr, /\n\s+at /);
+  assert.ok(!r.stderr.includes(h.credentials.password));
+
+  const bad = await sluice(['count', 'properties', 'city:Austin AND'], emulatorEnv(h));
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /\^/);
+  assert.doesNotMatch(bad.stderr, /\n\s+at /);
+});

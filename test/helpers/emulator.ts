@@ -1,0 +1,92 @@
+import {
+  type EmulatorOptions,
+  type RunningEmulator,
+  startEmulator,
+} from '../../src/emulator/index.js';
+
+export interface FaultRuleInput {
+  /** `METHOD /path-prefix`, `/path-prefix` or `*`. */
+  match: string;
+  /** A status (`'503'`), `reset`, `reset-after`, `cut` or `slow`. */
+  action: string;
+  times?: number;
+  retry_after?: number;
+  delay_ms?: number;
+  after_bytes?: number;
+}
+
+export interface LoggedRequest {
+  method: string;
+  path: string;
+  status: number;
+  time: string;
+  duration_ms: number;
+}
+
+/**
+ * A running emulator on a free port, driven through its control API over real HTTP, as a user's
+ * tests would drive it. Tests start one per file in `before()` and close it in `after()`.
+ */
+export class EmulatorHarness {
+  private constructor(readonly emulator: RunningEmulator) {}
+
+  static async start(options: Partial<EmulatorOptions> = {}): Promise<EmulatorHarness> {
+    return new EmulatorHarness(
+      await startEmulator({ port: 0, queueMs: 50, rate: 100_000, ...options }),
+    );
+  }
+
+  get url(): string {
+    return this.emulator.url;
+  }
+  get v4Url(): string {
+    return this.emulator.v4Url;
+  }
+  get v3Url(): string {
+    return this.emulator.v3Url;
+  }
+  get credentials() {
+    const { email, password, token } = this.emulator.options;
+    return { email, password, token };
+  }
+
+  async control<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${this.url}/_emulator/${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`control ${method} ${path} -> ${response.status}: ${text}`);
+    return JSON.parse(text) as T;
+  }
+
+  reset(): Promise<unknown> {
+    return this.control('POST', 'reset');
+  }
+  setCredits(credits: Record<string, number>): Promise<unknown> {
+    return this.control('PUT', 'credits', credits);
+  }
+  advanceClock(ms: number): Promise<unknown> {
+    return this.control('POST', 'clock', { advance_ms: ms });
+  }
+  expireFiles(): Promise<unknown> {
+    return this.control('POST', 'expire-files');
+  }
+  faults(rules: FaultRuleInput[], spec?: string): Promise<unknown> {
+    return this.control('POST', 'faults', spec === undefined ? { rules } : { rules, spec });
+  }
+  clearFaults(): Promise<unknown> {
+    return this.control('DELETE', 'faults');
+  }
+  requests(): Promise<LoggedRequest[]> {
+    return this.control('GET', 'requests');
+  }
+  outbox(): Promise<{ to: string; subject: string; body: string }[]> {
+    return this.control('GET', 'outbox');
+  }
+
+  close(): Promise<void> {
+    return this.emulator.close();
+  }
+}

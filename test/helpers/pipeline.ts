@@ -1,0 +1,80 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
+import { main } from '../../src/cli/index.js';
+import type { EmulatorHarness } from './emulator.js';
+
+/** A Writable that keeps what was written, for reading a command's output in tests. */
+export class Capture extends Writable {
+  text = '';
+  override _write(chunk: Buffer | string, _encoding: BufferEncoding, callback: () => void): void {
+    this.text += chunk.toString();
+    callback();
+  }
+}
+
+export function tempDir(prefix = 'sluice-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Writes a pipeline file into `dir` whose source is the harness's emulator. */
+export function writePipeline(dir: string, name: string, body: string): string {
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(file, body);
+  return file;
+}
+
+/** Environment for the CLI pointing at the harness's emulator (v4). */
+export function emulatorEnv(
+  harness: EmulatorHarness,
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
+  const { email, password, token } = harness.credentials;
+  return {
+    PATH: process.env.PATH,
+    SLUICE_API_URL: harness.v4Url,
+    SLUICE_EMAIL: email,
+    SLUICE_PASSWORD: password,
+    SLUICE_API_TOKEN: token,
+    ...extra,
+  };
+}
+
+/** Runs the CLI in this process and returns its exit code and output. */
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv, signal?: AbortSignal) {
+  const stdout = new Capture();
+  const stderr = new Capture();
+  const code = await main(argv, {
+    io: { stdout, stderr },
+    env,
+    signal: signal ?? new AbortController().signal,
+  });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+/** Reads rows from a SQLite file with a separate connection, as an analyst would. */
+export function query<T = Record<string, unknown>>(
+  file: string,
+  sql: string,
+  ...params: unknown[]
+): T[] {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+/** Reads the one row a query returns (e.g. a count), failing when there is none. */
+export function queryOne<T = Record<string, unknown>>(
+  file: string,
+  sql: string,
+  ...params: unknown[]
+): T {
+  const [row] = query<T>(file, sql, ...params);
+  if (row === undefined) throw new Error(`no row from: ${sql}`);
+  return row;
+}

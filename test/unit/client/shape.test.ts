@@ -1,0 +1,140 @@
+import { strict as assert } from 'node:assert';
+import { describe, test } from 'node:test';
+import { connectionFromEnv, createServiceClient } from '../../../src/client/index.js';
+import {
+  downloadState,
+  fileNameOf,
+  idOf,
+  resultFiles,
+  totalCost,
+} from '../../../src/client/shape.js';
+import { v3DateToIso } from '../../../src/client/v3.js';
+import { SluiceError, UsageError } from '../../../src/errors.js';
+
+describe('wire forms', () => {
+  test('download states of the contract and of the real service', () => {
+    assert.equal(downloadState('queued', 'x'), 'queued');
+    assert.equal(downloadState('started', 'x'), 'queued');
+    assert.equal(downloadState('in_progress', 'x'), 'running');
+    assert.equal(downloadState('running', 'x'), 'running');
+    assert.equal(downloadState('completed', 'x'), 'completed');
+    assert.equal(downloadState('cancelled', 'x'), 'cancelled');
+    assert.equal(downloadState('Canceled', 'x'), 'cancelled');
+    assert.throws(
+      () => downloadState('exploded', 'get download'),
+      (e: unknown) => {
+        return (
+          e instanceof SluiceError &&
+          e.code === 'SLUICE_API_BAD_RESPONSE' &&
+          /exploded/.test(e.message)
+        );
+      },
+    );
+  });
+
+  test('results as [{url}] or ["url"]; names without the signature', () => {
+    const url = 'https://files.example/bucket/abc_0.csv?X-Signature=secret';
+    const expected = [
+      { index: 0, url, name: 'abc_0.csv' },
+      { index: 1, url: 'https://files.example/abc_1.csv', name: 'abc_1.csv' },
+    ];
+    assert.deepEqual(
+      resultFiles([{ url }, { url: 'https://files.example/abc_1.csv' }], 'x'),
+      expected,
+    );
+    assert.deepEqual(resultFiles([url, 'https://files.example/abc_1.csv'], 'x'), expected);
+    assert.deepEqual(resultFiles(undefined, 'x'), []);
+    assert.throws(() => resultFiles([{}], 'x'), SluiceError);
+    assert.equal(fileNameOf('https://h/p/a%20b_2.txt.gz?sig=1'), 'a b_2.txt.gz');
+  });
+
+  test('ids as strings or integers', () => {
+    assert.equal(idOf('5f2c', 'x'), '5f2c');
+    assert.equal(idOf(42, 'x'), '42');
+    assert.throws(() => idOf(undefined, 'x'), SluiceError);
+    assert.throws(() => idOf('', 'x'), SluiceError);
+  });
+
+  test('cost: total_cost, else the per-type itemization', () => {
+    assert.equal(totalCost({ total_cost: 7, property_cost: 7 }), 7);
+    assert.equal(totalCost({ property_cost: 3, people_cost: 3 }), 6);
+    assert.equal(totalCost({ num_found: 3 }), undefined);
+  });
+
+  test('v3 dates, month and day not padded, as ISO 8601 UTC', () => {
+    assert.equal(v3DateToIso('2017-3-7 17:44:05'), '2017-03-07T17:44:05Z');
+    assert.equal(v3DateToIso('2024-12-31 01:02:03'), '2024-12-31T01:02:03Z');
+    assert.equal(v3DateToIso('yesterday'), undefined);
+    assert.equal(v3DateToIso(undefined), undefined);
+  });
+});
+
+describe('createServiceClient and connectionFromEnv', () => {
+  test('the API version comes from the URL, and credentials are checked before any request', async () => {
+    const v4 = createServiceClient({
+      url: 'http://127.0.0.1:1/v4/',
+      email: 'a@b.c',
+      password: 'pw',
+    });
+    assert.equal(v4.api, 'v4');
+    assert.equal(v4.baseUrl, 'http://127.0.0.1:1/v4');
+    await v4.close();
+    const v3 = createServiceClient({ url: 'http://127.0.0.1:1/api/v3', token: 't' });
+    assert.equal(v3.api, 'v3');
+    await v3.close();
+    const forced = createServiceClient({ url: 'http://127.0.0.1:1/root', api: 'v3', token: 't' });
+    assert.equal(forced.api, 'v3');
+    await forced.close();
+
+    assert.throws(
+      () => createServiceClient({ url: 'http://h/v4', email: 'a@b.c' }),
+      (e: unknown) => {
+        return (
+          e instanceof UsageError &&
+          /SLUICE_PASSWORD/.test(e.message) &&
+          !/SLUICE_EMAIL/.test(e.message)
+        );
+      },
+    );
+    assert.throws(
+      () => createServiceClient({ url: 'http://h/v4' }),
+      /SLUICE_EMAIL and SLUICE_PASSWORD/,
+    );
+    assert.throws(() => createServiceClient({ url: 'http://h/v3' }), /SLUICE_API_TOKEN/);
+    assert.throws(() => createServiceClient({ url: 'http://h/api', token: 't' }), UsageError);
+    assert.throws(
+      () => createServiceClient({ url: 'not a url with s3cret', token: 't' }),
+      (e: unknown) => {
+        return e instanceof UsageError && !e.message.includes('s3cret');
+      },
+    );
+  });
+
+  test('credentials in the URL are taken out of it', async () => {
+    const client = createServiceClient({ url: 'https://tok123:@api.example.com/v3' });
+    assert.equal(client.baseUrl, 'https://api.example.com/v3');
+    await client.close();
+  });
+
+  test('connectionFromEnv reads SLUICE_* and lets overrides win', () => {
+    const env = {
+      SLUICE_API_URL: 'http://h/v4',
+      SLUICE_EMAIL: 'env@example.com',
+      SLUICE_PASSWORD: 'env-pw',
+      SLUICE_API_TOKEN: '',
+    };
+    assert.deepEqual(connectionFromEnv(env), {
+      url: 'http://h/v4',
+      email: 'env@example.com',
+      password: 'env-pw',
+    });
+    assert.deepEqual(connectionFromEnv(env, { url: 'http://other/v3', api: 'v3', token: 'flag' }), {
+      url: 'http://other/v3',
+      api: 'v3',
+      email: 'env@example.com',
+      password: 'env-pw',
+      token: 'flag',
+    });
+    assert.throws(() => connectionFromEnv({}), /SLUICE_API_URL/);
+  });
+});

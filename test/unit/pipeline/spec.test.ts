@@ -1,0 +1,181 @@
+import { strict as assert } from 'node:assert';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { PipelineSpecError } from '../../../src/errors.js';
+import {
+  loadPipeline,
+  parseDuration,
+  parsePipeline,
+  pipelineJsonSchema,
+} from '../../../src/pipeline/spec.js';
+
+const env = {
+  SLUICE_API_URL: 'http://127.0.0.1:8787/v4',
+  SLUICE_EMAIL: 'a@b.c',
+  SLUICE_PASSWORD: 'pw',
+  SLUICE_API_TOKEN: 't',
+};
+
+const BASE = `version: 1
+name: test
+source:
+  api: v4
+  url: \${SLUICE_API_URL}
+  email: \${SLUICE_EMAIL}
+  password: \${SLUICE_PASSWORD}
+destination: sqlite:data/t.sqlite
+views:
+  basic:
+    fields: [id, address, city]
+jobs:
+  homes:
+    type: properties
+    query: 'city:Austin'
+    view: basic
+`;
+
+function specError(text: string, environment: NodeJS.ProcessEnv = env): PipelineSpecError {
+  try {
+    parsePipeline(text, 'p.yaml', environment);
+  } catch (error) {
+    if (!(error instanceof PipelineSpecError)) throw error;
+    return error;
+  }
+  throw new Error('expected a PipelineSpecError');
+}
+
+describe('pipeline files', () => {
+  test('a valid file resolves with defaults filled in', () => {
+    const spec = parsePipeline(BASE, 'p.yaml', env);
+    assert.equal(spec.name, 'test');
+    assert.equal(spec.source.url, 'http://127.0.0.1:8787/v4');
+    const [job] = spec.jobs;
+    assert.equal(job!.table, 'homes');
+    assert.deepEqual(job!.key, ['id']);
+    assert.equal(job!.records, undefined);
+    assert.equal(job!.write, 'merge');
+    assert.equal(job!.poll.interval, 5000);
+    assert.equal(job!.poll.on_timeout, 'leave');
+    assert.match(job!.downloadHash, /^[0-9a-f]{16}$/);
+  });
+
+  test('the download hash changes with what is downloaded, not with how it is loaded', () => {
+    const hash = (text: string) => parsePipeline(text, 'p.yaml', env).jobs[0]!.downloadHash;
+    const base = hash(BASE);
+    assert.equal(hash(`${BASE}    write: append\n    table: other\n`), base);
+    assert.notEqual(hash(BASE.replace('city:Austin', 'city:Dallas')), base);
+    assert.notEqual(hash(BASE.replace('[id, address, city]', '[id, address]')), base);
+  });
+
+  test('an unknown key names its line and suggests the right one', () => {
+    const error = specError(`${BASE}    recods: 10\n`);
+    assert.equal(error.line, 17);
+    assert.equal(error.path, 'jobs.homes.recods');
+    assert.match(
+      error.message,
+      /^p\.yaml:17: jobs\.homes\.recods: unknown key 'recods'; did you mean 'records'\?$/,
+    );
+  });
+
+  test('a wrong enum value names the choices and a close one', () => {
+    const error = specError(`${BASE}    write: marge\n`);
+    assert.equal(error.line, 17);
+    assert.match(
+      error.message,
+      /expected one of 'append', 'replace', 'merge', got 'marge'; did you mean 'merge'\?/,
+    );
+  });
+
+  test('a missing field is reported at its parent', () => {
+    const error = specError(BASE.replace('    type: properties\n', ''));
+    assert.equal(error.path, 'jobs.homes.type');
+    assert.equal(error.line, 13);
+    assert.match(error.message, /is required/);
+  });
+
+  test('an unset environment variable names the variable and its line', () => {
+    const error = specError(BASE, { ...env, SLUICE_PASSWORD: undefined });
+    assert.equal(error.line, 7);
+    assert.match(
+      error.message,
+      /source\.password: environment variable SLUICE_PASSWORD is not set/,
+    );
+    assert.ok(!error.message.includes('pw'));
+  });
+
+  test('${VAR:-default} falls back', () => {
+    const spec = parsePipeline(
+      BASE.replace('${SLUICE_API_URL}', '${NOPE:-http://x.test/v4}'),
+      'p.yaml',
+      env,
+    );
+    assert.equal(spec.source.url, 'http://x.test/v4');
+  });
+
+  test('invalid YAML names its line', () => {
+    const error = specError(`${BASE}    query: [unclosed\n`);
+    assert.match(error.message, /invalid YAML/);
+    assert.ok(error.line !== undefined && error.line >= 17);
+  });
+
+  test('a query error shows a caret under the problem', () => {
+    const error = specError(BASE.replace('city:Austin', 'citty:Austin'));
+    assert.equal(error.line, 15);
+    assert.match(error.message, /citty/);
+    assert.match(error.message, /did you mean 'city'/);
+    assert.match(error.message, /\n\s+citty:Austin\n\s+\^+/);
+  });
+
+  test('an undeclared view and a view field of another type are errors', () => {
+    assert.match(
+      specError(BASE.replace('view: basic', 'view: basc')).message,
+      /view 'basc' is not declared under views:; did you mean 'basic'\?/,
+    );
+    const error = specError(BASE.replace('[id, address, city]', '[id, brand]'));
+    assert.equal(error.path, 'views.basic.fields.1');
+    assert.match(error.message, /'brand' of view 'basic' is not a field of properties/);
+  });
+
+  test('durations', () => {
+    assert.equal(parseDuration('5s'), 5000);
+    assert.equal(parseDuration('1h30m'), 5_400_000);
+    assert.equal(parseDuration('250ms'), 250);
+    assert.equal(parseDuration(2), 2000);
+    assert.equal(parseDuration('soon'), undefined);
+    assert.match(specError(`${BASE}    poll: { interval: soon }\n`).message, /expected a duration/);
+  });
+
+  test('v3 needs a token; property options on other types are refused', () => {
+    assert.match(specError(BASE.replace('api: v4', 'api: v3')).message, /v3 API needs token/);
+    const other = BASE.replace('type: properties', 'type: businesses').replace(
+      '    view: basic\n',
+      '    auto_trace: true\n',
+    );
+    assert.match(specError(other).message, /auto_trace applies to properties only/);
+  });
+
+  test('a missing file is a spec error, not a crash', async () => {
+    await assert.rejects(loadPipeline('/nonexistent/p.yaml', env), /no such file/);
+  });
+
+  test('the JSON Schema describes the format', () => {
+    const schema = pipelineJsonSchema() as {
+      properties: Record<string, unknown>;
+      required: string[];
+    };
+    assert.ok(schema.properties.jobs && schema.properties.source);
+    assert.ok(schema.required.includes('jobs'));
+  });
+});
+
+describe('example pipelines', () => {
+  const dir = fileURLToPath(new URL('../../../pipelines/', import.meta.url));
+  for (const name of readdirSync(dir).filter((f) => f.endsWith('.yaml'))) {
+    test(`${name} is valid`, async () => {
+      const spec = await loadPipeline(join(dir, name), env);
+      assert.ok(spec.jobs.length > 0);
+    });
+  }
+});
