@@ -1,8 +1,14 @@
 import type { Kysely } from 'kysely';
+import { SluiceError } from '../errors.js';
 import type { Column, ColumnType, StateDatabase, TableSpec } from './destination.js';
 
 /** Quotes an identifier for SQLite and PostgreSQL alike: `"name"`, with inner quotes doubled. */
 export function quoteIdent(name: string): string {
+  if (name.length === 0 || name.includes('\u0000')) {
+    throw new SluiceError(`not a usable SQL identifier: ${JSON.stringify(name)}`, {
+      code: 'SLUICE_DESTINATION',
+    });
+  }
   return `"${name.replaceAll('"', '""')}"`;
 }
 

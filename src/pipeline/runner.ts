@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CREDIT_TYPE_OF, type CreditType, FIELDS } from '../catalog.js';
+import type { Kysely } from 'kysely';
+import { CREDIT_TYPE_OF, type CreditType, type FieldMap } from '../catalog.js';
 import { createServiceClient } from '../client/index.js';
 import type { DownloadInfo, ServiceClient } from '../client/types.js';
 import { CreditGuardError, SluiceError } from '../errors.js';
@@ -12,6 +14,7 @@ import type { Row } from '../records/types.js';
 import type { Progress } from './progress.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
 import { type Attempt, nowIso, PipelineState } from './state.js';
+import { JobTables, type RelatedTable } from './tables.js';
 
 export type JobStatus = 'loaded' | 'failed' | 'refused' | 'timed_out' | 'interrupted';
 
@@ -269,10 +272,12 @@ interface JobContext {
   state: PipelineState;
   runId: string;
   options: RunOptions;
+  /** The tables the job writes and how a record is split among them. */
+  tables: JobTables;
 }
 
-async function runJob(ctx: JobContext): Promise<JobSummary> {
-  const { job, options } = ctx;
+async function runJob(base: Omit<JobContext, 'tables'>): Promise<JobSummary> {
+  const { job, options } = base;
   const started = Date.now();
   const log = options.logger.child({ job: job.name });
   const summary: JobSummary = {
@@ -290,7 +295,12 @@ async function runJob(ctx: JobContext): Promise<JobSummary> {
     tables: [job.table],
   };
   try {
-    await loadJob(ctx, summary, log);
+    if (job.people_keys_from) await enrichOwners(base, summary, log);
+    else {
+      const tables = new JobTables(job);
+      summary.tables = tables.names();
+      await loadJob({ ...base, tables }, summary, log);
+    }
   } catch (error) {
     if (options.signal?.aborted) {
       summary.status = 'interrupted';
@@ -312,6 +322,115 @@ async function runJob(ctx: JobContext): Promise<JobSummary> {
   }
   return summary;
 }
+
+/** People keys per owner lookup query: about 40 characters each, so a query stays near 8 kB. */
+export const PEOPLE_KEYS_PER_QUERY = 200;
+
+/**
+ * An owner enrichment job (`people_keys_from`): reads the owners' people keys of the properties
+ * another job loaded, looks them up in chunks (one download per chunk, each re-attachable like
+ * any job's), and merges the people found into the people and link tables that autotrace fills.
+ */
+async function enrichOwners(
+  base: Omit<JobContext, 'tables'>,
+  summary: JobSummary,
+  log: Logger,
+): Promise<void> {
+  const { job, spec, destination } = base;
+  const from = spec.jobs.find((j) => j.name === job.people_keys_from)!;
+  const propertyKey = from.key[0]!;
+  const owners = await ownerPeopleKeys(destination, from.table, propertyKey);
+  const enrichment = { owners, propertiesTable: from.table, propertyKey };
+  summary.tables = new JobTables(job, enrichment).names();
+  if (owners.size === 0) {
+    log.info(`no owner people keys in ${from.table}; nothing to look up`);
+    return;
+  }
+  const keys = [...owners.keys()].sort();
+  const ids: string[] = [];
+  for (let i = 0; i * PEOPLE_KEYS_PER_QUERY < keys.length; i++) {
+    const chunk = keys.slice(i * PEOPLE_KEYS_PER_QUERY, (i + 1) * PEOPLE_KEYS_PER_QUERY);
+    const query = chunk
+      .map((k) => `keys:"${k.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)
+      .join(' OR ');
+    const part: JobSpec = {
+      ...job,
+      name: `${job.name}#${i + 1}`,
+      query,
+      records: undefined,
+      downloadHash: createHash('sha256')
+        .update(`${job.downloadHash}\u0000${query}`)
+        .digest('hex')
+        .slice(0, 16),
+    };
+    const partSummary: JobSummary = {
+      ...summary,
+      download_id: null,
+      found: null,
+      downloaded: 0,
+      loaded: 0,
+      rejected: 0,
+      credits: {},
+      files_loaded: 0,
+      reattached: false,
+    };
+    log.info(`looking up ${chunk.length} owners' people keys (part ${i + 1})`);
+    try {
+      await loadJob(
+        { ...base, job: part, tables: new JobTables(part, enrichment) },
+        partSummary,
+        log,
+      );
+    } finally {
+      if (partSummary.download_id) ids.push(partSummary.download_id);
+      summary.download_id = ids.join(',') || null;
+      summary.reattached ||= partSummary.reattached;
+      summary.found = (summary.found ?? 0) + (partSummary.found ?? 0);
+      summary.downloaded += partSummary.downloaded;
+      summary.loaded += partSummary.loaded;
+      summary.rejected += partSummary.rejected;
+      summary.files_loaded += partSummary.files_loaded;
+      for (const [type, n] of Object.entries(partSummary.credits) as [CreditType, number][]) {
+        summary.credits[type] = (summary.credits[type] ?? 0) + n;
+      }
+      if (partSummary.status !== 'loaded') summary.status = partSummary.status;
+      if (partSummary.message) summary.message = partSummary.message;
+    }
+  }
+}
+
+/** Owner people key -> keys of the properties it owns, from a loaded properties table. */
+async function ownerPeopleKeys(
+  destination: Destination,
+  table: string,
+  propertyKey: string,
+): Promise<Map<string, (string | number)[]>> {
+  const owners = new Map<string, (string | number)[]>();
+  const columns = await destination.describeTable(table);
+  if (!columns?.some((c) => c.name === OWNER_KEY_FIELD)) {
+    throw new SluiceError(
+      `table ${table} has no ${OWNER_KEY_FIELD} column to take owners' people keys from: include ${OWNER_KEY_FIELD} in its job's view`,
+      { code: 'SLUICE_USAGE' },
+    );
+  }
+  const rows = await (destination.db as unknown as Kysely<Record<string, Record<string, unknown>>>)
+    .selectFrom(table)
+    .select([`${propertyKey} as property`, `${OWNER_KEY_FIELD} as owner`])
+    .where(OWNER_KEY_FIELD, 'is not', null)
+    .execute();
+  for (const row of rows) {
+    const owner = row.owner;
+    const property = row.property;
+    if (typeof owner !== 'string' || (typeof property !== 'string' && typeof property !== 'number'))
+      continue;
+    const list = owners.get(owner);
+    if (list) list.push(property);
+    else owners.set(owner, [property]);
+  }
+  return owners;
+}
+
+const OWNER_KEY_FIELD = 'mostRecentOwnerPeopleKey';
 
 async function loadJob(ctx: JobContext, summary: JobSummary, log: Logger): Promise<void> {
   const { job, client, state, options, destination } = ctx;
@@ -363,7 +482,12 @@ async function loadJob(ctx: JobContext, summary: JobSummary, log: Logger): Promi
     const refusal = estimate.refusals[0];
     if (refusal) throw new CreditGuardError(refusal.message, refusal);
     const loadTable = job.write === 'replace' ? stagingName(job.table) : job.table;
-    if (job.write === 'replace') await destination.dropTable(loadTable);
+    if (job.write === 'replace') {
+      await destination.dropTable(loadTable);
+      for (const table of ctx.tables.relatedTables()) {
+        if (table.staged) await destination.dropTable(stagingName(table.name));
+      }
+    }
     if (estimate.found === 0) {
       log.info('no records match the query; nothing to download');
       if (job.write === 'replace')
@@ -511,6 +635,12 @@ async function waitForCancelled(
   }
 }
 
+/** Table names as written: staged tables go to their `__sluice_new` twin in `replace` mode. */
+function physicalName(ctx: JobContext, attempt: Attempt, table: RelatedTable | string): string {
+  if (typeof table === 'string') return table === ctx.tables.main ? attempt.load_table : table;
+  return ctx.job.write === 'replace' && table.staged ? stagingName(table.name) : table.name;
+}
+
 async function loadFiles(
   ctx: JobContext,
   attempt: Attempt,
@@ -518,7 +648,7 @@ async function loadFiles(
   summary: JobSummary,
   log: Logger,
 ) {
-  const { job, client, state, destination, options } = ctx;
+  const { job, client, state, destination, options, tables } = ctx;
   const downloadId = attempt.download_id!;
   const loaded = await state.loadedFiles(downloadId);
   await state.update(attempt, { status: 'loading', num_records: info.numRecords });
@@ -527,71 +657,87 @@ async function loadFiles(
     summary.rejected += row.rows_rejected;
   }
   summary.files_loaded = loaded.size;
-  const known = new Map(
-    (await destination.describeTable(attempt.load_table))?.map((c) => [c.name, c.type]),
-  );
   const mode = job.write === 'merge' ? 'merge' : 'append';
-  const hints = FIELDS[job.type];
+  const known = new KnownColumns(destination);
   options.progress.phase(job.name, 'load', info.numRecords);
   options.progress.update(summary.loaded + summary.rejected);
   for (const file of info.files) {
     if (loaded.has(file.index)) continue;
-    const counts = await destination.transaction(async (tx) => {
-      const stream = await client.openResultFile(downloadId, file, { signal: options.signal });
-      const loadedAt = nowIso();
-      let rows = 0;
-      let rejects = 0;
-      let bytes = 0;
-      for await (const batch of recordBatches(stream, job.format, job.type, {
-        batchSize: BATCH_ROWS,
-      })) {
-        bytes = batch.bytesRead;
-        const good: Row[] = [];
-        const bad = [...batch.rejects];
-        for (const { line, row } of batch.rows) {
-          const missing =
-            mode === 'merge'
-              ? job.key.find((k) => row[k] === undefined || row[k] === null)
-              : undefined;
-          if (missing) {
-            bad.push({
-              line,
-              raw: JSON.stringify(row).slice(0, 10_000),
-              reason: `missing merge key '${missing}'`,
-            });
-            continue;
+    const counts = await destination
+      .transaction(async (tx) => {
+        const stream = await client.openResultFile(downloadId, file, { signal: options.signal });
+        const loadedAt = nowIso();
+        let rows = 0;
+        let rejects = 0;
+        let bytes = 0;
+        for await (const batch of recordBatches(stream, job.format, job.type, {
+          batchSize: BATCH_ROWS,
+          shape: tables.shape,
+        })) {
+          bytes = batch.bytesRead;
+          const good: Row[] = [];
+          const related = new Map<string, Map<string, Row>>();
+          const bad = [...batch.rejects];
+          for (const parsed of batch.rows) {
+            const { line, row } = parsed;
+            const missing =
+              mode === 'merge'
+                ? job.key.find((k) => row[k] === undefined || row[k] === null)
+                : undefined;
+            if (missing) {
+              bad.push({
+                line,
+                raw: JSON.stringify(row).slice(0, 10_000),
+                reason: `missing merge key '${missing}'`,
+              });
+              continue;
+            }
+            row._sluice_download_id = downloadId;
+            row._sluice_loaded_at = loadedAt;
+            good.push(row);
+            if (parsed.related)
+              collectRelated(related, parsed.related, tables, downloadId, loadedAt);
           }
-          row._sluice_download_id = downloadId;
-          row._sluice_loaded_at = loadedAt;
-          good.push(row);
+          if (good.length > 0) {
+            await writeTable(
+              tx,
+              known,
+              attempt.load_table,
+              good,
+              job.key,
+              mode,
+              tables.hintsOf(job.table),
+            );
+            rows += good.length;
+          }
+          await writeRelated(ctx, tx, known, attempt, good, related, mode);
+          if (bad.length > 0) {
+            await insertRejects(tx, downloadId, job.name, file.name, bad);
+            rejects += bad.length;
+          }
+          options.progress.update(summary.loaded + summary.rejected + rows + rejects);
         }
-        if (good.length > 0) {
-          const columns = columnsOf(good, known, hints);
-          await tx.writeRows({ name: attempt.load_table, columns, key: job.key }, good, mode);
-          rows += good.length;
-        }
-        if (bad.length > 0) {
-          await insertRejects(tx, downloadId, job.name, file.name, bad);
-          rejects += bad.length;
-        }
-        options.progress.update(summary.loaded + summary.rejected + rows + rejects);
-      }
-      await tx.db
-        .insertInto('_sluice_files')
-        .values({
-          download_id: downloadId,
-          file_index: file.index,
-          file_name: file.name,
-          table_name: attempt.load_table,
-          rows_loaded: rows,
-          rows_rejected: rejects,
-          bytes,
-          loaded_at: nowIso(),
-          run_id: ctx.runId,
-        })
-        .execute();
-      return { rows, rejects };
-    });
+        await tx.db
+          .insertInto('_sluice_files')
+          .values({
+            download_id: downloadId,
+            file_index: file.index,
+            file_name: file.name,
+            table_name: attempt.load_table,
+            rows_loaded: rows,
+            rows_rejected: rejects,
+            bytes,
+            loaded_at: nowIso(),
+            run_id: ctx.runId,
+          })
+          .execute();
+        return { rows, rejects };
+      })
+      .catch((error: unknown) => {
+        // A rolled-back transaction may have added columns we no longer have.
+        known.forget();
+        throw error;
+      });
     summary.loaded += counts.rows;
     summary.rejected += counts.rejects;
     summary.files_loaded += 1;
@@ -618,12 +764,141 @@ async function loadFiles(
   await destination.transaction(async (tx) => {
     if (job.write === 'replace') {
       // A download with no files leaves no staging table: the new table is an empty one.
-      if (await destination.tableExists(attempt.load_table))
-        await destination.swapTable(attempt.load_table, job.table, tx);
-      else await clearTable(destination, tx, job.table);
+      const swaps = [
+        job.table,
+        ...tables
+          .relatedTables()
+          .filter((t) => t.staged)
+          .map((t) => t.name),
+      ];
+      for (const table of swaps) {
+        if (await destination.tableExists(stagingName(table)))
+          await destination.swapTable(stagingName(table), table, tx);
+        else await clearTable(destination, tx, table);
+      }
     }
     await state.update(attempt, { status: finalStatus, finished_at: nowIso() }, tx.db);
   });
+  summary.tables = tables.names();
+}
+
+/** Adds a record's related rows to the batch, the last one winning for the same identity. */
+function collectRelated(
+  into: Map<string, Map<string, Row>>,
+  from: Map<string, Row[]>,
+  tables: JobTables,
+  downloadId: string,
+  loadedAt: string,
+): void {
+  for (const [name, rows] of from) {
+    const table = tables.related(name);
+    let byIdentity = into.get(name);
+    if (byIdentity === undefined) {
+      byIdentity = new Map();
+      into.set(name, byIdentity);
+    }
+    for (const row of rows) {
+      row._sluice_download_id = downloadId;
+      row._sluice_loaded_at = loadedAt;
+      byIdentity.set(identityOf(table, row), row);
+    }
+  }
+}
+
+/** What makes a related row the same row: its key, or its parent and position, or all of it. */
+function identityOf(table: RelatedTable, row: Row): string {
+  if (table.key.length > 0) return JSON.stringify(table.key.map((k) => row[k] ?? null));
+  const parts: unknown[] = [];
+  for (const name in row) {
+    if (name.startsWith('_parent_') || name === '_position' || !('_position' in row)) {
+      if (!name.startsWith('_sluice_')) parts.push(name, row[name]);
+    }
+  }
+  return JSON.stringify(parts);
+}
+
+/**
+ * Writes a batch's related rows. Rows that belong to a parent loaded in this batch are deleted
+ * first (child rows of a re-loaded property, a person's phones, a property's owner links), so
+ * that no stale row survives a merge.
+ */
+async function writeRelated(
+  ctx: JobContext,
+  tx: LoadTransaction,
+  known: KnownColumns,
+  attempt: Attempt,
+  parents: Row[],
+  related: Map<string, Map<string, Row>>,
+  mode: 'append' | 'merge',
+): Promise<void> {
+  const { tables } = ctx;
+  // Parents first: the people table before its phones, so keys are read from written rows.
+  const ordered = tables
+    .relatedTables()
+    .sort((a, b) => Number(!!a.replaceBy) - Number(!!b.replaceBy));
+  for (const table of ordered) {
+    const rows = [...(related.get(table.name)?.values() ?? [])];
+    const name = physicalName(ctx, attempt, table);
+    if (table.replaceBy && (mode === 'merge' || !table.onlyWhenMerging)) {
+      const { column, parentTable, parentKey } = table.replaceBy;
+      const parentRows =
+        parentTable === tables.main ? parents : [...(related.get(parentTable)?.values() ?? [])];
+      const keys = new Set<string | number>();
+      for (const row of parentRows) {
+        const value = row[parentKey];
+        if (typeof value === 'string' || typeof value === 'number') keys.add(value);
+      }
+      if (keys.size > 0 && (await known.exists(name)))
+        await tx.deleteWhereIn(name, column, [...keys]);
+    }
+    if (rows.length > 0) {
+      await writeTable(
+        tx,
+        known,
+        name,
+        rows,
+        table.key,
+        table.key.length > 0 ? 'merge' : 'append',
+        table.hints,
+      );
+    }
+  }
+}
+
+async function writeTable(
+  tx: LoadTransaction,
+  known: KnownColumns,
+  name: string,
+  rows: Row[],
+  key: string[],
+  mode: 'append' | 'merge',
+  hints: FieldMap,
+): Promise<void> {
+  const columns = columnsOf(rows, await known.of(name), hints);
+  await tx.writeRows({ name, columns, key }, rows, mode);
+}
+
+/** Columns of the tables a load writes, read once and kept up to date as batches widen them. */
+class KnownColumns {
+  readonly #tables = new Map<string, Map<string, Column['type']>>();
+  constructor(readonly destination: Destination) {}
+
+  async of(name: string): Promise<Map<string, Column['type']>> {
+    let columns = this.#tables.get(name);
+    if (columns === undefined) {
+      columns = new Map((await this.destination.describeTable(name))?.map((c) => [c.name, c.type]));
+      this.#tables.set(name, columns);
+    }
+    return columns;
+  }
+
+  async exists(name: string): Promise<boolean> {
+    return (await this.of(name)).size > 0;
+  }
+
+  forget(): void {
+    this.#tables.clear();
+  }
 }
 
 async function insertRejects(
@@ -653,11 +928,7 @@ async function insertRejects(
 }
 
 /** The columns a batch needs, widened against what the table already has (`known` is updated). */
-function columnsOf(
-  rows: Row[],
-  known: Map<string, Column['type']>,
-  hints: (typeof FIELDS)[keyof typeof FIELDS],
-): Column[] {
+function columnsOf(rows: Row[], known: Map<string, Column['type']>, hints: FieldMap): Column[] {
   const seen = new Map<string, Column['type']>();
   for (const row of rows) {
     for (const name in row) {

@@ -67,7 +67,7 @@ const poll = z.strictObject({
 
 const job = z.strictObject({
   type: z.enum(DATA_TYPES).describe('data type: properties, businesses, products or people'),
-  query: z.string().min(1, 'a query is required, e.g. city:Austin'),
+  query: z.string().min(1, 'a query is required, e.g. city:Austin').optional(),
   records: z
     .union([z.literal('all'), z.number().int().positive()])
     .default('all')
@@ -97,9 +97,14 @@ const job = z.strictObject({
     .describe('fail the job past this many rejected rows'),
   nested: z
     .enum(['tables', 'json'])
-    .default('json')
+    .default('tables')
     .describe('nested values as child tables or JSON columns'),
-  people_table: identifier.optional(),
+  people_table: identifier.optional().describe("autotrace: the people table, default 'people'"),
+  people_keys_from: identifier
+    .optional()
+    .describe(
+      'people jobs: look up the owners of the properties loaded by this job (by their people keys) instead of a query',
+    ),
   poll: poll.default({
     interval: 5000,
     max_interval: 60_000,
@@ -127,8 +132,10 @@ const pipelineSchema = z.strictObject({
 export type RawPipeline = z.output<typeof pipelineSchema>;
 export type RawJob = z.output<typeof job>;
 
-export interface JobSpec extends Omit<RawJob, 'records' | 'key' | 'table'> {
+export interface JobSpec extends Omit<RawJob, 'records' | 'key' | 'table' | 'query'> {
   name: string;
+  /** For an owner enrichment job, a stand-in: its queries are built from people keys. */
+  query: string;
   /** Undefined: every matching record. */
   records: number | undefined;
   table: string;
@@ -270,8 +277,40 @@ function resolve(
     }
     if (j.auto_trace && raw.source.api === 'v3')
       fail('auto_trace needs the v4 API', at('auto_trace'));
+    if (j.people_keys_from !== undefined) {
+      const from = raw.jobs[j.people_keys_from];
+      const names = Object.keys(raw.jobs);
+      if (j.type !== 'people') fail('people_keys_from applies to jobs of type people', at('type'));
+      if (!from) {
+        const guess = closest(j.people_keys_from, names);
+        fail(
+          `no job '${j.people_keys_from}' in this file${guess ? `; did you mean '${guess}'?` : ''}`,
+          at('people_keys_from'),
+        );
+      } else if (from.type !== 'properties') {
+        fail(`job '${j.people_keys_from}' is not a properties job`, at('people_keys_from'));
+      } else if (names.indexOf(j.people_keys_from) > names.indexOf(name)) {
+        fail(`job '${j.people_keys_from}' must come before this job`, at('people_keys_from'));
+      }
+      if (j.query !== undefined)
+        fail('a job with people_keys_from builds its own queries: remove query', at('query'));
+      if (j.write !== 'merge')
+        fail(
+          'a job with people_keys_from merges into the people table: write must be merge',
+          at('write'),
+        );
+    } else if (j.query === undefined) {
+      fail('a query is required, e.g. city:Austin', at());
+    }
+    if (j.nested === 'tables' && j.write === 'merge' && Array.isArray(j.key) && j.key.length > 1) {
+      fail(
+        'nested: tables links child rows by one key column; use one key or nested: json',
+        at('key'),
+      );
+    }
+    const query = j.query ?? 'keys:*';
     try {
-      checkQuery(j.query, j.type);
+      checkQuery(query, j.type);
     } catch (error) {
       if (!(error instanceof QueryError)) throw error;
       fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, at('query'));
@@ -286,7 +325,7 @@ function resolve(
         );
       }
     });
-    const table = j.table ?? name;
+    const table = j.table ?? (j.people_keys_from ? (j.people_table ?? 'people') : name);
     const other = tables.get(table);
     if (other) fail(`table '${table}' is already written by job '${other}'`, at('table'));
     tables.set(table, name);
@@ -296,7 +335,7 @@ function resolve(
     const downloadHash = hash({
       api: raw.source.api,
       type: j.type,
-      query: j.query,
+      query,
       records: j.records,
       view: j.view ?? null,
       viewFields: viewFields ?? null,
@@ -309,8 +348,9 @@ function resolve(
       ...j,
       name,
       records: j.records === 'all' ? undefined : j.records,
+      query,
       table,
-      key: Array.isArray(j.key) ? j.key : [j.key],
+      key: j.people_keys_from ? ['people_key'] : Array.isArray(j.key) ? j.key : [j.key],
       downloadHash,
     };
   });

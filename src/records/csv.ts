@@ -61,7 +61,7 @@ export async function* csvBatches(
       try {
         const decoded: DecodedRecord = {};
         for (let i = 0; i < columns.length; i++) decoded[columns[i]!] = decoders[i]!(record[i]);
-        rows.push({ line, row: shape(decoded) });
+        rows.push({ line, ...shape(decoded) });
       } catch (error) {
         if (!(error instanceof DecodeError)) throw error;
         rejects.push({ line, raw: cutRaw(raw), reason: error.message });

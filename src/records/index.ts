@@ -6,7 +6,7 @@ import { jsonColumns, type RecordShape } from './shape.js';
 import type { FileFormat, RecordBatch } from './types.js';
 
 export type { DecodedRecord, RecordShape } from './shape.js';
-export { jsonColumns } from './shape.js';
+export { jsonColumns, jsonRow } from './shape.js';
 export type * from './types.js';
 
 export interface RecordBatchOptions {

@@ -59,7 +59,7 @@ export async function* ndjsonBatches(
         const decoder = decoderOf(key);
         decoded[key] = decoder === null ? (v === '' ? null : v) : decoder(v);
       }
-      rows.push({ line: lineNo, row: shape(decoded) });
+      rows.push({ line: lineNo, ...shape(decoded) });
     } catch (error) {
       if (!(error instanceof DecodeError)) throw error;
       rejects.push({ line: lineNo, raw: cutRaw(line), reason: error.message });

@@ -1,18 +1,20 @@
 import { toColumnValue } from './normalize.js';
-import type { Row } from './types.js';
+import type { ParsedRow, Row } from './types.js';
 
 /** A record decoded by the catalogue: plain values, arrays and objects. */
 export type DecodedRecord = Record<string, unknown>;
 
-/** Turns a decoded record into the row the load stage writes. */
-export type RecordShape = (record: DecodedRecord) => Row;
+/** Turns a decoded record into the row the load stage writes, and rows of related tables. */
+export type RecordShape = (record: DecodedRecord) => Omit<ParsedRow, 'line'>;
 
 /** `nested: json`: every nested value is stored as JSON text in its column. */
-export const jsonColumns: RecordShape = (record) => {
+export function jsonRow(record: DecodedRecord): Row {
   const row: Row = {};
   for (const key in record) row[key] = toColumnValue(record[key]);
   return row;
-};
+}
+
+export const jsonColumns: RecordShape = (record) => ({ row: jsonRow(record) });
 
 const RAW_LIMIT = 10_000;
 

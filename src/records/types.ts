@@ -12,6 +12,8 @@ export interface ParsedRow {
   /** 1-based line of the record in its file (for CSV, the line where the record starts). */
   line: number;
   row: Row;
+  /** Rows of related tables from the same record (child tables, people, links), by table. */
+  related?: Map<string, Row[]>;
 }
 
 export interface RejectedLine {

@@ -91,15 +91,16 @@ describe('write modes', () => {
       assert.equal(ids, 450, write);
       const files = query<{ n: number }>(db, 'select count(*) n from _sluice_files');
       assert.equal(files[0]!.n, 6, 'each run loads its own download, three files each');
-      const tables = query<{ name: string }>(
+      const staging = query<{ name: string }>(
         db,
-        "select name from sqlite_master where type = 'table' and name like 'homes%'",
+        "select name from sqlite_master where type = 'table' and name like '%sluice_new%'",
       );
-      assert.deepEqual(
-        tables.map((t) => t.name),
-        ['homes'],
-        'no staging table is left behind',
+      assert.deepEqual(staging, [], 'no staging table is left behind');
+      const orphans = queryOne<{ n: number }>(
+        db,
+        'select count(*) n from homes__prices where _parent_id not in (select id from homes)',
       );
+      assert.equal(orphans.n, 0, 'child rows all belong to a row of the table');
       const meta = query<{ d: string }>(db, 'select distinct _sluice_download_id d from homes');
       assert.equal(
         meta.length,

@@ -14,6 +14,7 @@ import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } f
 import pg from 'pg';
 import copyStreams from 'pg-copy-streams';
 import { SluiceError } from '../../errors.js';
+import { widen } from '../../records/infer.js';
 import type { Row, RowValue } from '../../records/types.js';
 import type {
   Column,
@@ -24,6 +25,7 @@ import type {
   StateDatabase,
   TableSpec,
 } from '../destination.js';
+import { keyIndexName, quoteIdent } from '../schema.js';
 
 const INT8_OID = 20;
 const JSON_OID = 114;
@@ -52,15 +54,6 @@ const typeParsers = {
   },
 } as pg.CustomTypesConfig;
 
-/** Quotes an identifier: `"name"`, with any `"` doubled. */
-export function quoteIdent(name: string): string {
-  if (name.length === 0)
-    throw new SluiceError('empty SQL identifier', { code: 'SLUICE_DESTINATION' });
-  if (name.includes('\u0000'))
-    throw new SluiceError('SQL identifier contains NUL', { code: 'SLUICE_DESTINATION' });
-  return `"${name.replaceAll('"', '""')}"`;
-}
-
 const PG_TYPE: Record<ColumnType, string> = {
   boolean: 'boolean',
   integer: 'bigint',
@@ -69,17 +62,6 @@ const PG_TYPE: Record<ColumnType, string> = {
   json: 'jsonb',
   text: 'text',
 };
-
-const NUMERIC_ORDER: ColumnType[] = ['boolean', 'integer', 'real', 'text'];
-
-/** The narrowest type both `a` and `b` fit in (boolean -> integer -> real -> text; others -> text). */
-export function widenType(a: ColumnType, b: ColumnType): ColumnType {
-  if (a === b) return a;
-  const ia = NUMERIC_ORDER.indexOf(a);
-  const ib = NUMERIC_ORDER.indexOf(b);
-  if (ia >= 0 && ib >= 0) return NUMERIC_ORDER[Math.max(ia, ib)]!;
-  return 'text';
-}
 
 /** Maps a PostgreSQL type (as `information_schema.columns.data_type` spells it) to a ColumnType. */
 function columnTypeOf(dataType: string): ColumnType {
@@ -275,10 +257,18 @@ class PostgresLoadTransaction implements LoadTransaction {
       }
       const keyList = table.key.map(quoteIdent).join(', ');
       if (cache.keyIndex !== keyList) {
-        const index = quoteIdent(`${table.name}__sluice_key`);
-        await this.client.query(
-          `CREATE UNIQUE INDEX IF NOT EXISTS ${index} ON ${target} (${keyList})`,
+        // Look first: CREATE INDEX IF NOT EXISTS takes a SHARE lock even when the index is there,
+        // which deadlocks two transactions merging into the same table at once.
+        const indexName = keyIndexName(table.name);
+        const found = await this.client.query<{ present: boolean }>(
+          'SELECT to_regclass($1) IS NOT NULL AS present',
+          [this.owner.qualified(indexName)],
         );
+        if (!found.rows[0]?.present) {
+          await this.client.query(
+            `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(indexName)} ON ${target} (${keyList})`,
+          );
+        }
         cache.keyIndex = keyList;
       }
       if (rows.length === 0) return;
@@ -316,9 +306,10 @@ class PostgresLoadTransaction implements LoadTransaction {
     return this.serial(async () => {
       if (values.length === 0) return;
       if (!(await this.owner.tableExistsOn(this.client, table))) return;
+      // `= ANY($1)` lets PostgreSQL type the array as the column's, so an index on it is used.
       await this.client.query(
-        `DELETE FROM ${this.owner.qualified(table)} WHERE ${quoteIdent(column)}::text = ANY($1::text[])`,
-        [values.map(String)],
+        `DELETE FROM ${this.owner.qualified(table)} WHERE ${quoteIdent(column)} = ANY($1)`,
+        [[...values]],
       );
     });
   }
@@ -361,7 +352,7 @@ class PostgresLoadTransaction implements LoadTransaction {
         cache.columns.push({ ...wanted });
         continue;
       }
-      const widened = widenType(existing.type, wanted.type);
+      const widened = widen(existing.type, wanted.type);
       if (widened !== existing.type) {
         alters.push(
           `ALTER COLUMN ${col} TYPE ${PG_TYPE[widened]} USING ${castExpression(col, existing.type, widened)}`,
@@ -552,7 +543,7 @@ class PostgresDestination implements Destination {
       await client.query(`DROP TABLE IF EXISTS ${this.qualified(target)}`);
       await client.query(`ALTER TABLE ${this.qualified(staging)} RENAME TO ${quoteIdent(target)}`);
       await client.query(
-        `ALTER INDEX IF EXISTS ${this.qualified(`${staging}__sluice_key`)} RENAME TO ${quoteIdent(`${target}__sluice_key`)}`,
+        `ALTER INDEX IF EXISTS ${this.qualified(keyIndexName(staging))} RENAME TO ${quoteIdent(keyIndexName(target))}`,
       );
       tx.forget(staging);
       tx.forget(target);

@@ -1,0 +1,128 @@
+import { type DataType, FIELDS, type FieldDef, type FieldMap } from '../catalog.js';
+import { toColumnValue } from './normalize.js';
+import type { DecodedRecord } from './shape.js';
+import type { Row } from './types.js';
+
+/**
+ * `nested: tables`: a record becomes one row of its table plus rows of child tables.
+ *
+ * - An array of objects `f` becomes the child table `<table>__f` (snake_case), one row per item,
+ *   linked to its parent by `_parent_<key>` (the top-level record's key) and `_position` (the
+ *   item's index); items of a deeper array also carry `_parent_position`, their parent item's
+ *   index (`<table>__people__phone_numbers`).
+ * - A plain object `o` flattens into `o__sub` columns.
+ * - An array of plain values stays one JSON column.
+ */
+
+/** Child table name part for a field: `phoneNumbers` -> `phone_numbers`. */
+export function snakeCase(name: string): string {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+    .toLowerCase();
+}
+
+export function childTableName(parent: string, field: string): string {
+  return `${parent}__${snakeCase(field)}`;
+}
+
+export function parentColumn(key: string): string {
+  return `_parent_${key}`;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function isObjectArray(value: unknown): value is Record<string, unknown>[] {
+  return Array.isArray(value) && value.length > 0 && value.every(isPlainObject);
+}
+
+export interface NestedTables {
+  /** The record's own row. */
+  row: Row;
+  /** Child table name -> its rows from this record. */
+  children: Map<string, Row[]>;
+}
+
+/**
+ * Splits a decoded record. `parentKey` holds the `_parent_<key>` values of the top-level record,
+ * `null` when the record is itself the top level (then they are read from its row).
+ */
+export function splitRecord(
+  record: DecodedRecord,
+  table: string,
+  key: readonly string[],
+): NestedTables {
+  const row: Row = {};
+  const children = new Map<string, Row[]>();
+  flattenInto(row, record, '', table, children, undefined);
+  const link: Row = {};
+  for (const k of key) link[parentColumn(k)] = row[k] ?? null;
+  for (const rows of children.values()) for (const child of rows) Object.assign(child, link);
+  return { row, children };
+}
+
+function flattenInto(
+  row: Row,
+  value: Record<string, unknown>,
+  prefix: string,
+  table: string,
+  children: Map<string, Row[]>,
+  position: number | undefined,
+): void {
+  for (const name in value) {
+    const v = value[name];
+    const column = prefix + name;
+    if (isObjectArray(v)) {
+      const child = childTableName(table, column);
+      let rows = children.get(child);
+      if (rows === undefined) {
+        rows = [];
+        children.set(child, rows);
+      }
+      for (let i = 0; i < v.length; i++) {
+        const item: Row = {};
+        if (position !== undefined) item._parent_position = position;
+        item._position = i;
+        rows.push(item);
+        flattenInto(item, v[i]!, '', child, children, i);
+      }
+    } else if (isPlainObject(v)) {
+      flattenInto(row, v, `${column}__`, table, children, position);
+    } else {
+      row[column] = toColumnValue(v);
+    }
+  }
+}
+
+/**
+ * The catalogue's field definitions for each table a record of `type` may produce, so that child
+ * columns get the same type hints (dates, JSON lists) as top-level ones.
+ */
+export function tableHints(type: DataType, table: string): Map<string, FieldMap> {
+  const out = new Map<string, FieldMap>();
+  const walk = (fields: FieldMap, name: string) => {
+    const flat: FieldMap = {};
+    const add = (defs: FieldMap, prefix: string) => {
+      for (const [field, def] of Object.entries(defs)) {
+        flat[prefix + field] = def;
+        if (def.kind === 'objects') {
+          walk(def.fields, childTableName(name, prefix + field));
+          add(def.fields, `${prefix}${field}__`); // the same field may arrive as one object
+        }
+      }
+    };
+    add(fields, '');
+    out.set(name, flat);
+  };
+  walk(FIELDS[type], table);
+  return out;
+}
+
+/** Child tables the catalogue says a record of `type` may produce, deepest last. */
+export function catalogueChildTables(type: DataType, table: string): string[] {
+  return [...tableHints(type, table).keys()].filter((t) => t !== table);
+}
+
+export type { FieldDef };
