@@ -10,7 +10,8 @@ import { openDestination } from '../load/index.js';
 import type { Logger } from '../log.js';
 import { recordBatches } from '../records/index.js';
 import { inferColumnType, widen } from '../records/infer.js';
-import type { Row } from '../records/types.js';
+import { type ParseJob, ParserPool } from '../records/parallel.js';
+import type { RecordBatch, Row } from '../records/types.js';
 import type { Progress } from './progress.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
 import { type Attempt, nowIso, PipelineState } from './state.js';
@@ -661,100 +662,77 @@ async function loadFiles(
   const known = new KnownColumns(destination);
   options.progress.phase(job.name, 'load', info.numRecords);
   options.progress.update(summary.loaded + summary.rejected);
-  for (const file of info.files) {
-    if (loaded.has(file.index)) continue;
-    const counts = await destination
-      .transaction(async (tx) => {
-        const stream = await client.openResultFile(downloadId, file, { signal: options.signal });
-        const loadedAt = nowIso();
-        let rows = 0;
-        let rejects = 0;
-        let bytes = 0;
-        for await (const batch of recordBatches(stream, job.format, job.type, {
-          batchSize: BATCH_ROWS,
-          shape: tables.shape,
-        })) {
-          bytes = batch.bytesRead;
-          const good: Row[] = [];
-          const related = new Map<string, Map<string, Row>>();
-          const bad = [...batch.rejects];
-          for (const parsed of batch.rows) {
-            const { line, row } = parsed;
-            const missing =
-              mode === 'merge'
-                ? job.key.find((k) => row[k] === undefined || row[k] === null)
-                : undefined;
-            if (missing) {
-              bad.push({
-                line,
-                raw: JSON.stringify(row).slice(0, 10_000),
-                reason: `missing merge key '${missing}'`,
-              });
-              continue;
-            }
-            row._sluice_download_id = downloadId;
-            row._sluice_loaded_at = loadedAt;
-            good.push(row);
-            if (parsed.related)
-              collectRelated(related, parsed.related, tables, downloadId, loadedAt);
-          }
-          if (good.length > 0) {
-            await writeTable(
-              tx,
-              known,
-              attempt.load_table,
-              good,
-              job.key,
-              mode,
-              tables.hintsOf(job.table),
-            );
-            rows += good.length;
-          }
-          await writeRelated(ctx, tx, known, attempt, good, related, mode);
-          if (bad.length > 0) {
-            await insertRejects(tx, downloadId, job.name, file.name, bad);
-            rejects += bad.length;
-          }
-          options.progress.update(summary.loaded + summary.rejected + rows + rejects);
-        }
-        await tx.db
-          .insertInto('_sluice_files')
-          .values({
-            download_id: downloadId,
-            file_index: file.index,
-            file_name: file.name,
-            table_name: attempt.load_table,
-            rows_loaded: rows,
-            rows_rejected: rejects,
-            bytes,
-            loaded_at: nowIso(),
-            run_id: ctx.runId,
-          })
-          .execute();
-        return { rows, rejects };
-      })
-      .catch((error: unknown) => {
-        // A rolled-back transaction may have added columns we no longer have.
-        known.forget();
-        throw error;
+  const pending = info.files.filter((file) => !loaded.has(file.index));
+  const workers = parseWorkers(options.env ?? process.env, info.numRecords);
+  const pool = workers > 0 ? new ParserPool(workers) : undefined;
+  const open = async (file: DownloadInfo['files'][number]): Promise<ParseJob> => {
+    const stream = await client.openResultFile(downloadId, file, { signal: options.signal });
+    if (pool) {
+      return pool.parse(stream, {
+        format: job.format,
+        job,
+        enrichment: tables.enrichment,
+        batchSize: BATCH_ROWS,
+        maxBuffered: 3,
       });
-    summary.loaded += counts.rows;
-    summary.rejected += counts.rejects;
-    summary.files_loaded += 1;
-    log.info(
-      { file: file.name, rows: counts.rows, rejected: counts.rejects },
-      `loaded ${file.name}: ${counts.rows} rows${counts.rejects ? `, ${counts.rejects} rejected` : ''}`,
-    );
-    if (job.max_rejects !== undefined && summary.rejected > job.max_rejects) {
-      await state.update(attempt, {
-        status: 'failed',
-        message: `${summary.rejected} rejected rows, over max_rejects`,
-      });
-      throw new SluiceError(
-        `job '${job.name}': ${summary.rejected} rows rejected, more than max_rejects (${job.max_rejects}); see the _sluice_rejects table`,
-        { code: 'SLUICE_TOO_MANY_REJECTS' },
-      );
     }
+    const batches = recordBatches(stream, job.format, job.type, {
+      batchSize: BATCH_ROWS,
+      shape: tables.shape,
+    });
+    return { batches, cancel: () => stream.destroy() };
+  };
+  let next: Promise<ParseJob> | undefined;
+  try {
+    for (let i = 0; i < pending.length; i++) {
+      const file = pending[i]!;
+      const current = next ?? open(file);
+      current.catch(() => {}); // handled when awaited inside the transaction
+      next = undefined;
+      const counts = await destination
+        .transaction(async (tx) => {
+          const parsing = await current;
+          if (pool && i + 1 < pending.length) {
+            // The next file downloads and parses while this one is written.
+            next = open(pending[i + 1]!);
+            next.catch(() => {});
+          }
+          try {
+            return await loadFile(ctx, tx, known, attempt, file, parsing.batches, mode, summary);
+          } finally {
+            parsing.cancel();
+          }
+        })
+        .catch((error: unknown) => {
+          // A rolled-back transaction may have added columns we no longer have.
+          known.forget();
+          throw error;
+        });
+      summary.loaded += counts.rows;
+      summary.rejected += counts.rejects;
+      summary.files_loaded += 1;
+      log.info(
+        { file: file.name, rows: counts.rows, rejected: counts.rejects },
+        `loaded ${file.name}: ${counts.rows} rows${counts.rejects ? `, ${counts.rejects} rejected` : ''}`,
+      );
+      if (job.max_rejects !== undefined && summary.rejected > job.max_rejects) {
+        await state.update(attempt, {
+          status: 'failed',
+          message: `${summary.rejected} rejected rows, over max_rejects`,
+        });
+        throw new SluiceError(
+          `job '${job.name}': ${summary.rejected} rows rejected, more than max_rejects (${job.max_rejects}); see the _sluice_rejects table`,
+          { code: 'SLUICE_TOO_MANY_REJECTS' },
+        );
+      }
+    }
+  } finally {
+    // A file started ahead of a failed one is dropped, its worker stopped.
+    next?.then(
+      (job) => job.cancel(),
+      () => {},
+    );
+    await pool?.close();
   }
   if (summary.rejected > 0)
     log.warn(
@@ -781,6 +759,94 @@ async function loadFiles(
   });
   summary.tables = tables.names();
 }
+
+/** Loads one result file's batches inside the caller's transaction, with its `_sluice_files` row. */
+async function loadFile(
+  ctx: JobContext,
+  tx: LoadTransaction,
+  known: KnownColumns,
+  attempt: Attempt,
+  file: DownloadInfo['files'][number],
+  batches: AsyncIterable<RecordBatch>,
+  mode: 'append' | 'merge',
+  summary: JobSummary,
+): Promise<{ rows: number; rejects: number }> {
+  const { job, options, tables } = ctx;
+  const downloadId = attempt.download_id!;
+  const loadedAt = nowIso();
+  let rows = 0;
+  let rejects = 0;
+  let bytes = 0;
+  for await (const batch of batches) {
+    bytes = batch.bytesRead;
+    const good: Row[] = [];
+    const related = new Map<string, Map<string, Row>>();
+    const bad = [...batch.rejects];
+    for (const parsed of batch.rows) {
+      const { line, row } = parsed;
+      const missing =
+        mode === 'merge' ? job.key.find((k) => row[k] === undefined || row[k] === null) : undefined;
+      if (missing) {
+        bad.push({
+          line,
+          raw: JSON.stringify(row).slice(0, 10_000),
+          reason: `missing merge key '${missing}'`,
+        });
+        continue;
+      }
+      row._sluice_download_id = downloadId;
+      row._sluice_loaded_at = loadedAt;
+      good.push(row);
+      if (parsed.related) collectRelated(related, parsed.related, tables, downloadId, loadedAt);
+    }
+    if (good.length > 0) {
+      await writeTable(
+        tx,
+        known,
+        attempt.load_table,
+        good,
+        job.key,
+        mode,
+        tables.hintsOf(job.table),
+      );
+      rows += good.length;
+    }
+    await writeRelated(ctx, tx, known, attempt, good, related, mode);
+    if (bad.length > 0) {
+      await insertRejects(tx, downloadId, job.name, file.name, bad);
+      rejects += bad.length;
+    }
+    options.progress.update(summary.loaded + summary.rejected + rows + rejects);
+  }
+  await tx.db
+    .insertInto('_sluice_files')
+    .values({
+      download_id: downloadId,
+      file_index: file.index,
+      file_name: file.name,
+      table_name: attempt.load_table,
+      rows_loaded: rows,
+      rows_rejected: rejects,
+      bytes,
+      loaded_at: nowIso(),
+      run_id: ctx.runId,
+    })
+    .execute();
+  return { rows, rejects };
+}
+
+/** Environment `SLUICE_PARSE_WORKERS`: 0 parses in the main thread; default 2 for large downloads. */
+export function parseWorkers(env: NodeJS.ProcessEnv, records: number): number {
+  const set = env.SLUICE_PARSE_WORKERS;
+  if (set !== undefined && set !== '') {
+    const n = Number(set);
+    return Number.isInteger(n) && n >= 0 ? Math.min(n, 4) : 0;
+  }
+  return records >= PARSE_WORKERS_FROM ? 2 : 0;
+}
+
+/** Downloads smaller than this are parsed in the main thread: a worker's start costs more. */
+const PARSE_WORKERS_FROM = 5000;
 
 /** Adds a record's related rows to the batch, the last one winning for the same identity. */
 function collectRelated(

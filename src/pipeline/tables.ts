@@ -54,7 +54,7 @@ export class JobTables {
 
   constructor(
     readonly job: JobSpec,
-    enrichment?: Enrichment,
+    readonly enrichment?: Enrichment,
   ) {
     this.main = job.table;
     const nested = job.nested === 'tables';

@@ -56,19 +56,22 @@ try {
     console.log(
       `${format}: ${files.length} files, ${(bytes / 1e6).toFixed(0)} MB, warmed in the emulator's spool`,
     );
-    results.push(await sluiceRun(format, bytes));
-    if (format === 'csv') results.push(await sqliteImport(files, bytes));
+    results.push(await sluiceRun(format, 'json', bytes));
+    if (format === 'csv') {
+      results.push(await sluiceRun(format, 'tables', bytes));
+      results.push(await sqliteImport(files, bytes));
+    }
   }
   const reference = results.find((r) => r.label.startsWith('sqlite3'));
   console.log('');
   console.log(
-    `${'loader'.padEnd(28)} ${'rows'.padStart(9)} ${'s'.padStart(7)} ${'rows/s'.padStart(9)} ${'MB/s'.padStart(6)} ${'peak RSS'.padStart(9)}  vs sqlite3`,
+    `${'loader'.padEnd(34)} ${'rows'.padStart(9)} ${'s'.padStart(7)} ${'rows/s'.padStart(9)} ${'MB/s'.padStart(6)} ${'peak RSS'.padStart(9)}  vs sqlite3`,
   );
   for (const r of results) {
     const rate = r.rows / r.seconds;
     const ratio = reference ? (rate / (reference.rows / reference.seconds)).toFixed(2) : '-';
     console.log(
-      `${r.label.padEnd(28)} ${String(r.rows).padStart(9)} ${r.seconds.toFixed(1).padStart(7)} ${Math.round(rate).toString().padStart(9)} ${(r.bytes / 1e6 / r.seconds).toFixed(1).padStart(6)} ${`${r.peakRssMb.toFixed(0)} MB`.padStart(9)}  ${ratio}x`,
+      `${r.label.padEnd(34)} ${String(r.rows).padStart(9)} ${r.seconds.toFixed(1).padStart(7)} ${Math.round(rate).toString().padStart(9)} ${(r.bytes / 1e6 / r.seconds).toFixed(1).padStart(6)} ${`${r.peakRssMb.toFixed(0)} MB`.padStart(9)}  ${ratio}x`,
     );
   }
 } finally {
@@ -108,9 +111,13 @@ async function warm(format: 'csv' | 'json'): Promise<string[]> {
   return paths;
 }
 
-async function sluiceRun(format: 'csv' | 'json', bytes: number): Promise<Measure> {
-  const db = join(dir, `sluice-${format}.sqlite`);
-  const pipeline = join(dir, `bench-${format}.yaml`);
+async function sluiceRun(
+  format: 'csv' | 'json',
+  nested: 'json' | 'tables',
+  bytes: number,
+): Promise<Measure> {
+  const db = join(dir, `sluice-${format}-${nested}.sqlite`);
+  const pipeline = join(dir, `bench-${format}-${nested}.yaml`);
   writeFileSync(
     pipeline,
     `version: 1
@@ -124,6 +131,7 @@ jobs:
     records: ${RECORDS}
     format: ${format}
     write: append
+    nested: ${nested}
     poll: { interval: 100ms, max_interval: 100ms }
 `,
   );
@@ -137,7 +145,7 @@ jobs:
   );
   if (code !== 0) throw new Error(`sluice run failed (${code}): ${stderr}`);
   const rows = countRows(db);
-  return { label: `sluice run (${format})`, rows, bytes, seconds, peakRssMb };
+  return { label: `sluice run (${format}, nested ${nested})`, rows, bytes, seconds, peakRssMb };
 }
 
 async function sqliteImport(files: string[], bytes: number): Promise<Measure> {

@@ -38,6 +38,10 @@ export function emulatorEnv(
     SLUICE_EMAIL: email,
     SLUICE_PASSWORD: password,
     SLUICE_API_TOKEN: token,
+    // Lets a test run choose where parsing happens (e.g. SLUICE_PARSE_WORKERS=2 forces workers).
+    ...(process.env.SLUICE_PARSE_WORKERS === undefined
+      ? {}
+      : { SLUICE_PARSE_WORKERS: process.env.SLUICE_PARSE_WORKERS }),
     ...extra,
   };
 }

@@ -1,0 +1,136 @@
+import { strict as assert } from 'node:assert';
+import { Readable } from 'node:stream';
+import { describe, it } from 'node:test';
+import { csvRow } from '../../../src/emulator/render.js';
+import { parsePipeline } from '../../../src/pipeline/spec.js';
+import { JobTables } from '../../../src/pipeline/tables.js';
+import { recordBatches } from '../../../src/records/index.js';
+import { ParserPool } from '../../../src/records/parallel.js';
+import type { RecordBatch } from '../../../src/records/types.js';
+
+const spec = parsePipeline(
+  `version: 1
+name: p
+source: { api: v4, url: 'http://x.test/v4', email: e, password: p }
+jobs:
+  homes:
+    type: properties
+    query: '*'
+    format: csv
+    auto_trace: true
+`,
+  'p.yaml',
+  {},
+);
+const job = spec.jobs[0]!;
+
+function csvFile(n: number): string {
+  const columns = ['id', 'yearBuilt', 'prices', 'people'];
+  let text = `${columns.join(',')}\n`;
+  for (let i = 0; i < n; i++) {
+    if (i % 97 === 5) {
+      text += 'broken,row,with,too,many,cells\n';
+      continue;
+    }
+    text += csvRow(
+      columns,
+      {
+        id: `p${i}`,
+        yearBuilt: 1950 + (i % 70),
+        prices: [{ amountMin: i * 10, currency: 'USD' }],
+        people: [
+          {
+            name: `Owner ${i}`,
+            title: 'owner',
+            firstName: 'A',
+            lastName: `B${i % 13}`,
+            people_keys: [`a/b${i % 13}/x`],
+          },
+        ],
+      },
+      true,
+    );
+  }
+  return text;
+}
+
+/** A source that hands the text over in uneven chunks. */
+function source(text: string): Readable {
+  const buffer = Buffer.from(text);
+  const chunks: Buffer[] = [];
+  for (let i = 0, size = 1000; i < buffer.length; i += size, size = (size * 7) % 5000 || 999) {
+    chunks.push(buffer.subarray(i, i + size));
+  }
+  return Readable.from(chunks);
+}
+
+async function collect(batches: AsyncIterable<RecordBatch>) {
+  const out: RecordBatch[] = [];
+  for await (const batch of batches) out.push(batch);
+  return out;
+}
+
+describe('parsing in worker threads', () => {
+  it('gives exactly the batches of parsing in this thread, related rows included', async () => {
+    const text = csvFile(3000);
+    const tables = new JobTables(job);
+    const here = await collect(
+      recordBatches(source(text), 'csv', 'properties', { batchSize: 500, shape: tables.shape }),
+    );
+    const pool = new ParserPool(2);
+    try {
+      const request = { format: 'csv' as const, job, batchSize: 500, maxBuffered: 2 };
+      // Two files at once, as when the next file is parsed ahead.
+      const first = pool.parse(source(text), request);
+      const second = pool.parse(source(text), request);
+      const [a, b] = await Promise.all([collect(first.batches), collect(second.batches)]);
+      // Byte counts come at other chunk boundaries; everything else is the same.
+      const strip = (batches: RecordBatch[]) =>
+        batches.map(({ rows, rejects }) => ({ rows, rejects }));
+      assert.deepEqual(strip(a), strip(here));
+      assert.deepEqual(strip(b), strip(here));
+      assert.equal(a.at(-1)?.bytesRead, Buffer.byteLength(text));
+      const rows = a.reduce((n, batch) => n + batch.rows.length, 0);
+      const rejects = a.reduce((n, batch) => n + batch.rejects.length, 0);
+      assert.equal(rows + rejects, 3000);
+      assert.ok(rejects > 0);
+      assert.ok(a[0]?.rows[0]?.related?.get('people')?.length, 'autotrace people rows come across');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a file given up half way frees its worker for the next one', async () => {
+    const pool = new ParserPool(1);
+    try {
+      const request = { format: 'csv' as const, job, batchSize: 100, maxBuffered: 1 };
+      const first = pool.parse(source(csvFile(2000)), request);
+      const iterator = first.batches[Symbol.asyncIterator]();
+      assert.equal((await iterator.next()).done, false);
+      first.cancel();
+      const second = pool.parse(source(csvFile(300)), request);
+      const batches = await collect(second.batches);
+      assert.equal(
+        batches.reduce((n, b) => n + b.rows.length + b.rejects.length, 0),
+        300,
+      );
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a source that fails fails the parse with its error', async () => {
+    const pool = new ParserPool(1);
+    try {
+      const failing = new Readable({
+        read() {
+          this.destroy(new Error('connection reset'));
+        },
+      });
+      const job2 = pool.parse(failing, { format: 'json', job, batchSize: 10, maxBuffered: 1 });
+      await assert.rejects(collect(job2.batches), /connection reset/);
+    } finally {
+      await pool.close();
+    }
+  });
+});
