@@ -159,3 +159,9 @@ function compactText(value: unknown): string {
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/** The job's table and how many related tables it also wrote (`--json` lists them all). */
+export function tablesText(tables: string[]): string {
+  const [main, ...rest] = tables;
+  return rest.length === 0 ? (main ?? '') : `${main} (+${rest.length} related)`;
+}

@@ -136,7 +136,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
   const seq = state.nextSeq();
   const download: Download = {
     seq,
-    publicId: publicIdOf(seq, ctx.options.seed),
+    publicId: publicIdOf(seq, ctx.options.seed ^ state.idSalt),
     api: req.api,
     type: req.type,
     query: req.query,

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { CREDIT_TYPE_OF, CREDIT_TYPES, type CreditType, type DataType } from '../catalog.js';
 import type { Clock } from './clock.js';
 import type { MatchSet } from './search.js';
@@ -93,6 +93,11 @@ export class EmulatorState {
   passwordGeneration = 0;
   /** File URLs of an older generation answer 403; `POST /_emulator/expire-files` bumps it. */
   fileUrlGeneration = 0;
+  /**
+   * Mixed into download ids, drawn anew at start and on reset: like the real service's, an id is
+   * never reused, so a client's state from an earlier emulator never matches a new download.
+   */
+  idSalt = 0;
   #nextSeq = 1;
 
   constructor(
@@ -126,6 +131,7 @@ export class EmulatorState {
     this.passwordGeneration = 0;
     // Never back to 0: URLs issued before a reset must not open the files of new downloads.
     this.fileUrlGeneration += 1;
+    this.idSalt = randomInt(0x7fffffff);
     this.#nextSeq = 1;
   }
 

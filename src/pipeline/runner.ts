@@ -66,12 +66,13 @@ export interface RunOptions {
 }
 
 /** Rows written per statement batch inside a file's transaction. */
-const BATCH_ROWS = 2000;
+const BATCH_ROWS = 500;
 
 export const META_COLUMNS: Column[] = [
   { name: '_sluice_download_id', type: 'text' },
   { name: '_sluice_loaded_at', type: 'timestamp' },
 ];
+const META_TYPES = new Map(META_COLUMNS.map((c) => [c.name, c.type]));
 
 /** Where a pipeline's data goes: `SLUICE_DESTINATION` overrides the file. */
 export function destinationOf(spec: PipelineSpec, env: NodeJS.ProcessEnv) {
@@ -247,6 +248,42 @@ export async function estimateJob(
   return { job: job.name, found: numFound, records, needed, remaining, refusals };
 }
 
+/**
+ * What an owner lookup (`people_keys_from`) could cost, before its properties are loaded: at most
+ * one person per property of the job it reads, one people credit each.
+ */
+export async function estimateOwnerLookup(
+  client: ServiceClient,
+  job: JobSpec,
+  properties: number,
+  signal?: AbortSignal,
+): Promise<CreditEstimate> {
+  const needed = { people: properties };
+  const refusals: CreditEstimate['refusals'] = [];
+  if (job.max_credits !== undefined && properties > job.max_credits) {
+    refusals.push({
+      message: `job '${job.name}' could spend ${properties} credits (one per owner), more than its max_credits of ${job.max_credits}`,
+      needed: properties,
+      remaining: job.max_credits,
+      type: 'max_credits',
+    });
+  }
+  let remaining: CreditEstimate['remaining'];
+  if (client.api === 'v4') {
+    const left = (await client.account({ signal })).credits.people.remaining;
+    remaining = { people: left };
+    if (properties > left) {
+      refusals.push({
+        message: `job '${job.name}' could need up to ${properties} people credits, ${left} remain`,
+        needed: properties,
+        remaining: left,
+        type: 'people',
+      });
+    }
+  }
+  return { job: job.name, found: properties, records: properties, needed, remaining, refusals };
+}
+
 function searchRequestOf(job: JobSpec) {
   return {
     type: job.type,
@@ -277,11 +314,8 @@ interface JobContext {
   tables: JobTables;
 }
 
-async function runJob(base: Omit<JobContext, 'tables'>): Promise<JobSummary> {
-  const { job, options } = base;
-  const started = Date.now();
-  const log = options.logger.child({ job: job.name });
-  const summary: JobSummary = {
+function newJobSummary(job: JobSpec): JobSummary {
+  return {
     job: job.name,
     status: 'loaded',
     download_id: null,
@@ -295,6 +329,13 @@ async function runJob(base: Omit<JobContext, 'tables'>): Promise<JobSummary> {
     seconds: 0,
     tables: [job.table],
   };
+}
+
+async function runJob(base: Omit<JobContext, 'tables'>): Promise<JobSummary> {
+  const { job, options } = base;
+  const started = Date.now();
+  const log = options.logger.child({ job: job.name });
+  const summary = newJobSummary(job);
   try {
     if (job.people_keys_from) await enrichOwners(base, summary, log);
     else {
@@ -364,17 +405,7 @@ async function enrichOwners(
         .digest('hex')
         .slice(0, 16),
     };
-    const partSummary: JobSummary = {
-      ...summary,
-      download_id: null,
-      found: null,
-      downloaded: 0,
-      loaded: 0,
-      rejected: 0,
-      credits: {},
-      files_loaded: 0,
-      reattached: false,
-    };
+    const partSummary = newJobSummary(part);
     log.info(`looking up ${chunk.length} owners' people keys (part ${i + 1})`);
     try {
       await loadJob(
@@ -692,7 +723,7 @@ async function loadFiles(
       const counts = await destination
         .transaction(async (tx) => {
           const parsing = await current;
-          if (pool && i + 1 < pending.length) {
+          if (pool && pool.size > 1 && i + 1 < pending.length) {
             // The next file downloads and parses while this one is written.
             next = open(pending[i + 1]!);
             next.catch(() => {});
@@ -835,14 +866,18 @@ async function loadFile(
   return { rows, rejects };
 }
 
-/** Environment `SLUICE_PARSE_WORKERS`: 0 parses in the main thread; default 2 for large downloads. */
+/**
+ * Parse workers for a download: `SLUICE_PARSE_WORKERS` (0 parses in the main thread), else one
+ * for large downloads. One worker keeps a run under 200 MB; two also parse the next file while
+ * the current one is written, about 15% faster here for about 50 MB more.
+ */
 export function parseWorkers(env: NodeJS.ProcessEnv, records: number): number {
   const set = env.SLUICE_PARSE_WORKERS;
   if (set !== undefined && set !== '') {
     const n = Number(set);
     return Number.isInteger(n) && n >= 0 ? Math.min(n, 4) : 0;
   }
-  return records >= PARSE_WORKERS_FROM ? 2 : 0;
+  return records >= PARSE_WORKERS_FROM ? 1 : 0;
 }
 
 /** Downloads smaller than this are parsed in the main thread: a worker's start costs more. */
@@ -873,14 +908,17 @@ function collectRelated(
 
 /** What makes a related row the same row: its key, or its parent and position, or all of it. */
 function identityOf(table: RelatedTable, row: Row): string {
-  if (table.key.length > 0) return JSON.stringify(table.key.map((k) => row[k] ?? null));
-  const parts: unknown[] = [];
-  for (const name in row) {
-    if (name.startsWith('_parent_') || name === '_position' || !('_position' in row)) {
-      if (!name.startsWith('_sluice_')) parts.push(name, row[name]);
-    }
+  const { key } = table;
+  if (key.length === 1) return String(row[key[0]!]);
+  if (key.length > 1) return key.map((k) => String(row[k])).join('\u0000');
+  const parent = table.replaceBy?.column;
+  if (parent !== undefined && '_position' in row) {
+    return `${String(row[parent])}\u0000${String(row._parent_position ?? '')}\u0000${String(row._position)}`;
   }
-  return JSON.stringify(parts);
+  let identity = '';
+  for (const name in row)
+    if (!name.startsWith('_sluice_')) identity += `${String(row[name])}\u0000`;
+  return identity;
 }
 
 /**
@@ -1000,20 +1038,19 @@ function columnsOf(rows: Row[], known: Map<string, Column['type']>, hints: Field
     for (const name in row) {
       const value = row[name];
       if (value === null || value === undefined) continue;
-      const type =
-        META_COLUMNS.find((m) => m.name === name)?.type ?? inferColumnType(value, hints[name]);
       const before = seen.get(name);
-      seen.set(name, before === undefined ? type : widen(before, type));
+      if (before === 'text') continue; // nothing is wider
+      const type = META_TYPES.get(name) ?? inferColumnType(value, hints[name]);
+      if (before !== type) seen.set(name, before === undefined ? type : widen(before, type));
     }
   }
-  const columns: Column[] = [];
   for (const [name, type] of seen) {
     const existing = known.get(name);
-    const final = existing === undefined ? type : widen(existing, type);
-    known.set(name, final);
-    columns.push({ name, type: final });
+    known.set(name, existing === undefined ? type : widen(existing, type));
   }
-  return columns;
+  // Every column of the table: rows are written whole (a field now absent becomes NULL), and
+  // one statement serves every batch of a table.
+  return [...known].map(([name, type]) => ({ name, type }));
 }
 
 async function clearTable(

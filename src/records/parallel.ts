@@ -48,11 +48,17 @@ const WORKER_URL = new URL(
  * Built code runs the worker file directly. Run from source (tests, `npm run demo`), the worker
  * first registers tsx's loader in its own thread, as loaders are per thread.
  */
+/**
+ * A parse worker holds a few batches at a time; a small heap keeps its garbage collected early,
+ * so the process stays small whatever the download's size.
+ */
+const WORKER_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 };
+
 function startWorker(): Worker {
-  if (!FROM_SOURCE) return new Worker(WORKER_URL);
+  if (!FROM_SOURCE) return new Worker(WORKER_URL, { resourceLimits: WORKER_LIMITS });
   const tsx = import.meta.resolve('tsx/esm/api');
   const code = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL.href)}); });`;
-  return new Worker(code, { eval: true });
+  return new Worker(code, { eval: true, resourceLimits: WORKER_LIMITS });
 }
 
 /** A file being parsed: its batches, in order, and a way to stop early. */

@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse';
 import type { ColumnType, Destination, TableSpec } from '../../src/load/destination.js';
-import { openPostgresDestination } from '../../src/load/postgres/postgres-destination.js';
+import { openPostgresDestination, PG_TYPE } from '../../src/load/postgres/postgres-destination.js';
 import type { Row, RowValue } from '../../src/records/types.js';
 import { dropSchema, postgresUrl, randomSchemaName } from '../helpers/postgres.js';
 
@@ -69,14 +69,6 @@ const COLUMNS: [string, ColumnType][] = [
   ['stories', 'integer'],
   ['features', 'json'],
 ];
-const PG_TYPE: Record<ColumnType, string> = {
-  boolean: 'boolean',
-  integer: 'bigint',
-  real: 'double precision',
-  timestamp: 'timestamptz',
-  json: 'jsonb',
-  text: 'text',
-};
 
 // A small deterministic PRNG, so every run loads the same data.
 let seed = 42;

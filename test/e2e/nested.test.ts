@@ -169,6 +169,24 @@ for (const kind of destinationKinds()) {
       );
       assert.ok(phones.n > 0);
       assert.equal(phones.dups, 0, "a person's phones are not duplicated by a second run");
+      // The analyst's queries of the README run as written on this destination.
+      const withPhones = await t.all(`select h.address, p."firstName", p."lastName", ph.number
+        from homes h
+        join homes__owners o on o.property_id = h.id
+        join people p on p.people_key = o.people_key
+        join people__phone_numbers ph on ph._parent_people_key = p.people_key`);
+      assert.ok(withPhones.length > 0);
+      const perOwner = await t.all<{
+        properties: number;
+      }>(`select p.people_key, p."firstName", p."lastName", count(*) as properties
+        from homes__owners o join people p on p.people_key = o.people_key
+        group by p.people_key, p."firstName", p."lastName"
+        order by properties desc limit 20`);
+      assert.ok((perOwner[0]?.properties ?? 0) >= 1);
+      const history = await t.all(`select h.address, pr."amountMin", pr."dateSeen"
+        from homes h join homes__prices pr on pr._parent_id = h.id
+        order by h.id, pr._position`);
+      assert.ok(history.length > 0);
       const deep = await t.tables('homes__people__');
       assert.deepEqual(deep, ['homes__people__phone_numbers'], 'deeper arrays nest again');
     });

@@ -1,10 +1,10 @@
 import { fileURLToPath } from 'node:url';
-import { startEmulator } from '../../emulator/index.js';
 import { createLogger } from '../../log.js';
 import { createProgress } from '../../pipeline/progress.js';
 import { runPipeline } from '../../pipeline/runner.js';
 import { loadPipeline } from '../../pipeline/spec.js';
 import { exitCodeOfRun } from '../exit-codes.js';
+import { tablesText } from '../format.js';
 import { type Io, writeJson, writeLine } from '../output.js';
 
 /** pipelines/demo.yaml of this package, wherever it is run from (src/ or dist/). */
@@ -22,6 +22,7 @@ export async function demoCommand(
   env: NodeJS.ProcessEnv,
   signal: AbortSignal,
 ): Promise<number> {
+  const { startEmulator } = await import('../../emulator/index.js');
   const emulator = await startEmulator({ port: 0, queueMs: 300, rate: 4000 });
   try {
     const demoEnv = {
@@ -54,7 +55,7 @@ export async function demoCommand(
     for (const job of summary.jobs) {
       writeLine(
         io.stdout,
-        `  ${job.job.padEnd(20)} ${job.status.padEnd(8)} ${String(job.loaded).padStart(6)} rows into ${job.tables.join(', ')}${job.rejected ? ` (${job.rejected} rejected)` : ''}`,
+        `  ${job.job.padEnd(20)} ${job.status.padEnd(8)} ${String(job.loaded).padStart(6)} rows into ${tablesText(job.tables)}${job.rejected ? ` (${job.rejected} rejected)` : ''}`,
       );
     }
     const db = summary.destination.replace(/^sqlite:/, '');
@@ -67,6 +68,10 @@ export async function demoCommand(
     writeLine(
       io.stdout,
       `  sqlite3 ${db} "select name, city, numEmployeesMax from austin_businesses order by numEmployeesMax desc limit 5"`,
+    );
+    writeLine(
+      io.stdout,
+      `  sqlite3 ${db} "select h.address, p.amountMin, p.dateSeen from texas_homes h join texas_homes__prices p on p._parent_id = h.id limit 5"`,
     );
     writeLine(
       io.stdout,

@@ -1,5 +1,7 @@
 import type { Argv } from 'yargs';
-import { DEFAULT_OPTIONS, type EmulatorOptions, startEmulator } from '../../emulator/index.js';
+// The emulator (Fastify and the data generator) loads only when this command runs.
+import type { RunningEmulator } from '../../emulator/index.js';
+import { DEFAULT_OPTIONS, type EmulatorOptions } from '../../emulator/options.js';
 import { UsageError } from '../../errors.js';
 import { type Io, writeLine } from '../output.js';
 
@@ -121,8 +123,9 @@ export function toEmulatorOptions(args: EmulatorArgs, io: Io): Partial<EmulatorO
 
 /** `sluice emulator`: runs until interrupted. */
 export async function runEmulator(args: EmulatorArgs, io: Io, signal: AbortSignal): Promise<void> {
-  let emulator: Awaited<ReturnType<typeof startEmulator>>;
+  let emulator: RunningEmulator;
   try {
+    const { startEmulator } = await import('../../emulator/index.js');
     emulator = await startEmulator(toEmulatorOptions(args, io));
   } catch (error) {
     if (error instanceof RangeError) throw new UsageError(error.message);

@@ -3,15 +3,18 @@ import { openDestination } from '../../load/index.js';
 import { createLogger, type LogFormat } from '../../log.js';
 import { createProgress } from '../../pipeline/progress.js';
 import {
+  type CreditEstimate,
   clientFor,
   destinationOf,
   estimateJob,
+  estimateOwnerLookup,
   type RunSummary,
   runPipeline,
 } from '../../pipeline/runner.js';
 import { loadPipeline, type PipelineSpec, pipelineJsonSchema } from '../../pipeline/spec.js';
 import { PipelineState } from '../../pipeline/state.js';
 import { EXIT, exitCodeOfRun } from '../exit-codes.js';
+import { tablesText } from '../format.js';
 import type { CliContext } from '../index.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
@@ -80,8 +83,16 @@ export async function planCommand(
   const spec = await loadPipeline(args.file, env);
   const client = clientFor(spec);
   try {
-    const estimates = [];
-    for (const job of spec.jobs) estimates.push(await estimateJob(client, job));
+    const estimates: CreditEstimate[] = [];
+    for (const job of spec.jobs) {
+      const from = job.people_keys_from;
+      const source = from === undefined ? undefined : estimates.find((e) => e.job === from);
+      estimates.push(
+        source
+          ? await estimateOwnerLookup(client, job, source.records)
+          : await estimateJob(client, job),
+      );
+    }
     const refused = estimates.some((e) => e.refusals.length > 0);
     if (args.json) {
       writeJson(io.stdout, {
@@ -181,7 +192,7 @@ function printSummary(summary: RunSummary, io: Io): void {
         j.rejected,
         creditsText(j.credits),
         j.seconds,
-        j.tables.join(', '),
+        tablesText(j.tables),
       ]),
     ),
   );

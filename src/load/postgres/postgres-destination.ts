@@ -54,7 +54,7 @@ const typeParsers = {
   },
 } as pg.CustomTypesConfig;
 
-const PG_TYPE: Record<ColumnType, string> = {
+export const PG_TYPE: Record<ColumnType, string> = {
   boolean: 'boolean',
   integer: 'bigint',
   real: 'double precision',

@@ -199,6 +199,7 @@ export class SqliteDestination implements Destination {
     const cacheKey = JSON.stringify([spec.name, mode, spec.key, names]);
     let statement = this.#statements.get(cacheKey);
     if (statement === undefined) {
+      if (this.#statements.size >= 256) this.#statements.clear(); // bounded, whatever the data
       const cols = names.map(quoteIdent).join(', ');
       const params = names.map(() => '?').join(', ');
       let text = `INSERT INTO ${quoteIdent(spec.name)} (${cols}) VALUES (${params})`;

@@ -1,7 +1,11 @@
 /**
- * Loader speed and memory: `sluice run` into SQLite against `sqlite3 .import` of the same CSV.
+ * Loader speed and memory, end to end: `sluice run` against each database's own bulk loader
+ * reading the same CSV result files: `sqlite3 .import` for SQLite, `psql \copy` for PostgreSQL.
  *
- *   npx tsx test/bench/load-sqlite.ts [--records 1000000] [--formats csv,json]
+ *   npx tsx test/bench/load.ts [--records 1000000] [--formats csv,json] [--destinations sqlite,postgres]
+ *
+ * PostgreSQL comes from SLUICE_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test);
+ * each run there loads into a throwaway schema, dropped at the end.
  *
  * The emulator runs in this process and serves a download of property records (about 1.3 KB
  * each). Its result files are rendered once by a warm-up download first, so the emulator is not
@@ -18,14 +22,20 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { startEmulator } from '../../src/emulator/index.js';
+import { dropSchema, postgresUrl, queryPostgres, randomSchemaName } from '../helpers/postgres.js';
 
 const { values } = parseArgs({
   options: {
     records: { type: 'string', default: '1000000' },
     formats: { type: 'string', default: 'csv,json' },
     keep: { type: 'boolean', default: false },
+    destinations: { type: 'string', default: 'sqlite' },
   },
 });
+const DESTINATIONS = values.destinations.split(',') as ('sqlite' | 'postgres')[];
+const PG_URL = postgresUrl();
+const schema = randomSchemaName('sluice_bench');
+let runs = 0;
 const RECORDS = Number(values.records);
 const FORMATS = values.formats.split(',') as ('csv' | 'json')[];
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -49,34 +59,53 @@ interface Measure {
 }
 
 try {
-  const results: Measure[] = [];
-  for (const format of FORMATS) {
-    const files = await warm(format);
-    const bytes = files.reduce((sum, f) => sum + statSync(f).size, 0);
-    console.log(
-      `${format}: ${files.length} files, ${(bytes / 1e6).toFixed(0)} MB, warmed in the emulator's spool`,
-    );
-    results.push(await sluiceRun(format, 'json', bytes));
-    if (format === 'csv') {
-      results.push(await sluiceRun(format, 'tables', bytes));
-      results.push(await sqliteImport(files, bytes));
+  for (const destination of DESTINATIONS) {
+    const results: Measure[] = [];
+    for (const format of FORMATS) {
+      const files = await warm(format);
+      const bytes = files.reduce((sum, f) => sum + statSync(f).size, 0);
+      console.log(
+        `${format}: ${files.length} files, ${(bytes / 1e6).toFixed(0)} MB, warmed in the emulator's spool`,
+      );
+      if (destination === 'sqlite') {
+        results.push(await sluiceRun(destination, format, 'json', 'append', bytes));
+        if (format === 'csv') {
+          results.push(await sluiceRun(destination, format, 'tables', 'append', bytes));
+          results.push(await sqliteImport(files, bytes));
+        }
+      } else {
+        results.push(await sluiceRun(destination, format, 'json', 'append', bytes));
+        if (format === 'csv') {
+          results.push(await sluiceRun(destination, format, 'json', 'merge', bytes));
+          results.push(await psqlCopy(files, bytes));
+        }
+      }
     }
+    report(destination, results);
   }
-  const reference = results.find((r) => r.label.startsWith('sqlite3'));
+} finally {
+  await emulator.close();
+  if (DESTINATIONS.includes('postgres')) await dropSchema(schema, PG_URL);
+  if (!values.keep) rmSync(dir, { recursive: true, force: true });
+}
+
+function report(destination: string, results: Measure[]) {
+  const reference = results.find(
+    (r) => r.label.startsWith('sqlite3') || r.label.startsWith('psql'),
+  );
+  const name = destination === 'sqlite' ? 'sqlite3' : 'psql';
   console.log('');
   console.log(
-    `${'loader'.padEnd(34)} ${'rows'.padStart(9)} ${'s'.padStart(7)} ${'rows/s'.padStart(9)} ${'MB/s'.padStart(6)} ${'peak RSS'.padStart(9)}  vs sqlite3`,
+    `${`loader (${destination})`.padEnd(40)} ${'rows'.padStart(9)} ${'s'.padStart(7)} ${'rows/s'.padStart(9)} ${'MB/s'.padStart(6)} ${'peak RSS'.padStart(9)}  vs ${name}`,
   );
   for (const r of results) {
     const rate = r.rows / r.seconds;
     const ratio = reference ? (rate / (reference.rows / reference.seconds)).toFixed(2) : '-';
     console.log(
-      `${r.label.padEnd(34)} ${String(r.rows).padStart(9)} ${r.seconds.toFixed(1).padStart(7)} ${Math.round(rate).toString().padStart(9)} ${(r.bytes / 1e6 / r.seconds).toFixed(1).padStart(6)} ${`${r.peakRssMb.toFixed(0)} MB`.padStart(9)}  ${ratio}x`,
+      `${r.label.padEnd(40)} ${String(r.rows).padStart(9)} ${r.seconds.toFixed(1).padStart(7)} ${Math.round(rate).toString().padStart(9)} ${(r.bytes / 1e6 / r.seconds).toFixed(1).padStart(6)} ${`${r.peakRssMb.toFixed(0)} MB`.padStart(9)}  ${ratio}x`,
     );
   }
-} finally {
-  await emulator.close();
-  if (!values.keep) rmSync(dir, { recursive: true, force: true });
+  console.log('');
 }
 
 /** Downloads the records once through the API so the emulator renders (spools) every file. */
@@ -112,40 +141,46 @@ async function warm(format: 'csv' | 'json'): Promise<string[]> {
 }
 
 async function sluiceRun(
+  destination: 'sqlite' | 'postgres',
   format: 'csv' | 'json',
   nested: 'json' | 'tables',
+  write: 'append' | 'merge',
   bytes: number,
 ): Promise<Measure> {
+  const table = `homes_${++runs}`;
   const db = join(dir, `sluice-${format}-${nested}.sqlite`);
-  const pipeline = join(dir, `bench-${format}-${nested}.yaml`);
+  const pipeline = join(dir, `bench-${format}-${nested}-${write}-${destination}.yaml`);
+  const where =
+    destination === 'sqlite' ? `sqlite:${db}` : `{ url: '${PG_URL}', schema: ${schema} }`;
   writeFileSync(
     pipeline,
     `version: 1
 name: bench-${format}
 source: { api: v4, url: '${emulator.v4Url}', email: '${email}', password: '${password}' }
-destination: sqlite:${db}
+destination: ${where}
 jobs:
   homes:
     type: properties
     query: '*'
     records: ${RECORDS}
     format: ${format}
-    write: append
+    table: ${table}
+    write: ${write}
     nested: ${nested}
     poll: { interval: 100ms, max_interval: 100ms }
 `,
   );
-  const entry = existsSync(join(ROOT, 'dist/cli/main.js'))
-    ? ['dist/cli/main.js']
-    : ['--import', 'tsx', 'src/cli/main.ts'];
+  // What users run: the installed command (bin/sluice.js, the built code).
+  if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error('run `npm run build` first');
   const { seconds, peakRssMb, code, stderr } = await measure(
-    process.execPath,
-    [...entry, 'run', pipeline, '--no-progress', '--json'],
+    join(ROOT, 'bin/sluice.js'),
+    ['run', pipeline, '--no-progress', '--json'],
     ROOT,
   );
   if (code !== 0) throw new Error(`sluice run failed (${code}): ${stderr}`);
-  const rows = countRows(db);
-  return { label: `sluice run (${format}, nested ${nested})`, rows, bytes, seconds, peakRssMb };
+  const rows = destination === 'sqlite' ? countRows(db, table) : await countPostgres(table);
+  const label = `sluice run (${format}, ${write}, nested ${nested})`;
+  return { label, rows, bytes, seconds, peakRssMb };
 }
 
 async function sqliteImport(files: string[], bytes: number): Promise<Measure> {
@@ -164,12 +199,53 @@ async function sqliteImport(files: string[], bytes: number): Promise<Measure> {
     dir,
   );
   if (code !== 0) throw new Error(`sqlite3 failed (${code}): ${stderr}`);
-  return { label: 'sqlite3 .import (csv)', rows: countRows(db), bytes, seconds, peakRssMb };
+  return {
+    label: 'sqlite3 .import (csv)',
+    rows: countRows(db, 'homes'),
+    bytes,
+    seconds,
+    peakRssMb,
+  };
 }
 
-function countRows(db: string): number {
+/** `psql \copy` of the same CSV files into a table of text columns named by their header. */
+async function psqlCopy(files: string[], bytes: number): Promise<Measure> {
+  const header = readFileSync(files[0]!, 'utf8').slice(0, 100_000).split('\n')[0]!.split(',');
+  const table = `"${schema}".psql_homes`;
+  const create = `CREATE TABLE ${table} (${header.map((c) => `"${c}" text`).join(', ')})`;
+  await queryPostgres(create, [], PG_URL);
+  const script = join(dir, 'copy.sql');
+  writeFileSync(
+    script,
+    `${files.map((f) => `\\copy ${table} FROM '${f}' CSV HEADER`).join('\n')}\n`,
+  );
+  const { seconds, peakRssMb, code, stderr } = await measure(
+    'psql',
+    [PG_URL, '-q', '-v', 'ON_ERROR_STOP=1', '-f', script],
+    dir,
+  );
+  if (code !== 0) throw new Error(`psql failed (${code}): ${stderr}`);
+  return {
+    label: 'psql \\copy (csv)',
+    rows: await countPostgres('psql_homes'),
+    bytes,
+    seconds,
+    peakRssMb,
+  };
+}
+
+async function countPostgres(table: string): Promise<number> {
+  const [row] = await queryPostgres<{ n: string }>(
+    `SELECT count(*) AS n FROM "${schema}"."${table}"`,
+    [],
+    PG_URL,
+  );
+  return Number(row?.n ?? 0);
+}
+
+function countRows(db: string, table: string): number {
   return Number(
-    execFileSync('sqlite3', [db, 'select count(*) from homes'], { encoding: 'utf8' }).trim(),
+    execFileSync('sqlite3', [db, `select count(*) from "${table}"`], { encoding: 'utf8' }).trim(),
   );
 }
 
