@@ -34,13 +34,18 @@ const SOURCE = `source:
   password: \${SLUICE_PASSWORD}`;
 const POLL = 'poll: { interval: 50ms, max_interval: 200ms, timeout: 60s }';
 
-async function run(target: TestTarget, name: string, jobs: string): Promise<RunSummary> {
+async function run(
+  target: TestTarget,
+  name: string,
+  jobs: string,
+  env: Record<string, string> = {},
+): Promise<RunSummary> {
   const file = writePipeline(
     dir,
     `${target.kind}-${name}`,
     `version: 1\nname: ${name}\n${SOURCE}\ndestination: ${target.destinationYaml}\njobs:\n${jobs}`,
   );
-  const result = await runCli(['run', file, '--json', '--no-progress'], emulatorEnv(harness));
+  const result = await runCli(['run', file, '--json', '--no-progress'], emulatorEnv(harness, env));
   assert.equal(result.code, 0, result.stderr + result.stdout);
   return JSON.parse(result.stdout);
 }
@@ -189,6 +194,23 @@ for (const kind of destinationKinds()) {
       assert.ok(history.length > 0);
       const deep = await t.tables('homes__people__');
       assert.deepEqual(deep, ['homes__people__phone_numbers'], 'deeper arrays nest again');
+    });
+
+    test('parsing in worker threads loads the same tables as parsing in the main thread', {
+      skip: reason,
+    }, async () => {
+      const inline = await target('parse-inline');
+      const workers = await target('parse-workers');
+      const job = `  homes:\n    type: properties\n    query: 'province:TX'\n    records: 600\n    format: csv\n    auto_trace: true\n    ${POLL}\n`;
+      await run(inline, 'parse-inline', job, { SLUICE_PARSE_WORKERS: '0' });
+      await run(workers, 'parse-workers', job, { SLUICE_PARSE_WORKERS: '2' });
+      const tables = await inline.tables('');
+      assert.deepEqual(await workers.tables(''), tables);
+      for (const table of tables.filter((t) => !t.startsWith('_sluice_'))) {
+        const a = await contents(inline, table);
+        assert.ok(a.length > 0, `${table} has rows`);
+        assert.deepEqual(await contents(workers, table), a, `${table} differs`);
+      }
     });
 
     test('an enrichment job gives the same people and link tables as autotrace', {
