@@ -817,6 +817,37 @@ for (const h of harnesses) {
       }));
 
     if (h.kind === 'postgres') {
+      it('every pooled connection starts in the schema, in UTC, keeping the URL options', async () => {
+        const schema = `${randomSchemaName()} odd "name"`;
+        const url = new URL(postgresUrl());
+        url.searchParams.set('options', '-c statement_timeout=123456');
+        const dest = await openPostgresDestination(url.toString(), { schema });
+        try {
+          const db = dest.db as unknown as Kysely<AnyDatabase>;
+          // Several connections at once, so that more than one pooled client is checked.
+          const settings = await Promise.all(
+            [1, 2, 3].map(() =>
+              sql<{
+                path: string;
+                tz: string;
+                timeout: string;
+              }>`SELECT current_schema() AS path, current_setting('TimeZone') AS tz, current_setting('statement_timeout') AS timeout, pg_sleep(0.05)`.execute(
+                db,
+              ),
+            ),
+          );
+          for (const { rows } of settings) {
+            assert.deepEqual(
+              { ...rows[0], pg_sleep: undefined },
+              { path: schema, tz: 'UTC', timeout: '123456ms', pg_sleep: undefined },
+            );
+          }
+        } finally {
+          await dest.close();
+          await dropSchema(schema);
+        }
+      });
+
       it('description and errors never contain the password', async () => {
         const secret = 'S3cr3t-pa55word';
         const base = new URL(postgresUrl());

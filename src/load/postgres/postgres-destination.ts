@@ -4,7 +4,7 @@
  *
  * Every table, the `_sluice_*` state tables included, lives in one schema (default `public`),
  * created when missing. Names are always quoted and schema-qualified in the SQL built here; each
- * pooled connection also gets `search_path` set to the schema (and `TimeZone` to UTC, so ISO
+ * connection also starts with `search_path` set to the schema (and `TimeZone` to UTC, so ISO
  * timestamps without an offset mean UTC), and the Kysely instances use `withSchema`.
  */
 import { createHash } from 'node:crypto';
@@ -630,6 +630,31 @@ function scrub(error: unknown, secrets: string[]): unknown {
 }
 
 /**
+ * The pool's connection settings. Session settings go in each connection's startup packet, so
+ * every pooled connection has them before its first query: `search_path` to the schema (then
+ * public) and `TimeZone` to UTC, so ISO timestamps read back the same everywhere. `options`
+ * already in the URL are kept, ahead of these (pg would let the URL's replace them otherwise).
+ */
+function connectionConfig(url: string, schema: string): pg.PoolConfig {
+  // In the startup options, a backslash escapes a space or a backslash inside one value.
+  const path = `${quoteIdent(schema)},public`.replace(/[\\ ]/g, '\\$&');
+  const ours = `-c search_path=${path} -c TimeZone=UTC`;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // Not a URL; pg reports it when connecting.
+    return { connectionString: url, options: ours };
+  }
+  const inUrl = parsed.searchParams.get('options');
+  parsed.searchParams.delete('options');
+  return {
+    connectionString: parsed.toString(),
+    options: inUrl ? `${inUrl} ${ours}` : ours,
+  };
+}
+
+/**
  * Connects to PostgreSQL at `url`, creates `options.schema` (default `public`) when missing and
  * returns the destination. Fails with a SluiceError (code `SLUICE_DESTINATION_UNREACHABLE`, no
  * password in it) when the server cannot be reached.
@@ -641,13 +666,9 @@ export async function openPostgresDestination(
   const schema = options.schema ?? 'public';
   const { description: where, secrets } = redact(url);
   const description = `${where} (schema ${schema})`;
-  const pool = new pg.Pool({ connectionString: url, types: typeParsers });
+  const pool = new pg.Pool({ ...connectionConfig(url, schema), types: typeParsers });
   // An idle client that loses its connection emits here; the next query reports the problem.
   pool.on('error', () => {});
-  const setup = `SET search_path TO ${quoteIdent(schema)}, public; SET TimeZone TO 'UTC'`;
-  pool.on('connect', (client) => {
-    client.query(setup).catch(() => {});
-  });
   try {
     const client = await pool.connect();
     try {
