@@ -85,6 +85,37 @@ export function clientFor(spec: PipelineSpec): ServiceClient {
   return createServiceClient({ api, url, email, password, token });
 }
 
+const LOCK_POLL_MS = 1000;
+
+/**
+ * Takes the pipeline's lock on the destination, so that two runs never both start a download.
+ * Without `wait`, a held lock is an error (exit 1, retryable); with it, the run says it is
+ * waiting and tries again every second until the other run ends or this one is interrupted.
+ */
+async function acquireLock(
+  destination: Destination,
+  pipeline: string,
+  options: RunOptions,
+): Promise<{ release(): Promise<void> }> {
+  const name = `pipeline:${pipeline}`;
+  let lock = await destination.lock(name, false);
+  if (lock) return lock;
+  const busy = `another run of pipeline '${pipeline}' is in progress on ${destination.description}`;
+  if (options.wait !== true) {
+    throw new SluiceError(`${busy}; wait for it, or run with --wait`, {
+      code: 'SLUICE_LOCKED',
+      retryable: true,
+    });
+  }
+  options.logger?.info(`${busy}; waiting for it to end`);
+  while (!lock) {
+    await sleep(LOCK_POLL_MS, undefined, options.signal ? { signal: options.signal } : {});
+    lock = await destination.lock(name, false);
+  }
+  options.logger?.info('the other run ended; going on');
+  return lock;
+}
+
 /**
  * Runs a pipeline: keeps its views in step, then for each job checks the credits, starts (or
  * re-attaches to) its download, waits for it, and loads each result file exactly once.
@@ -101,13 +132,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
   const log = options.logger;
   try {
     await destination.ensureStateTables();
-    const lock = await destination.lock(`pipeline:${spec.name}`, options.wait === true);
-    if (!lock) {
-      throw new SluiceError(
-        `another run of pipeline '${spec.name}' is in progress on ${destination.description}; wait for it, or run with --wait`,
-        { code: 'SLUICE_LOCKED', retryable: true },
-      );
-    }
+    const lock = await acquireLock(destination, spec.name, options);
     const state = new PipelineState(destination.db, spec.name);
     const runId = await state.startRun();
     const summary: RunSummary = {

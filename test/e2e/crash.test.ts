@@ -1,21 +1,20 @@
 import { strict as assert } from 'node:assert';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { EmulatorHarness } from '../helpers/emulator.js';
 import {
-  emulatorEnv,
-  query,
-  queryOne,
-  runCli,
-  tempDir,
-  writePipeline,
-} from '../helpers/pipeline.js';
+  destinationKinds,
+  openTarget,
+  skipReason,
+  type TestTarget,
+} from '../helpers/destinations.js';
+import { EmulatorHarness } from '../helpers/emulator.js';
+import { emulatorEnv, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
 
 /**
  * Credits are money: a run killed at any moment and run again must pay for its download once and
- * load every file exactly once. These tests really SIGKILL a `sluice run` process.
+ * load every file exactly once. These tests really SIGKILL a `sluice run` process, on each
+ * destination.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -31,10 +30,10 @@ before(async () => {
 });
 after(() => harness.close());
 
-function pipeline(name: string, db: string): string {
+function pipeline(name: string, target: TestTarget): string {
   return writePipeline(
     dir,
-    name,
+    `${target.kind}-${name}`,
     `version: 1
 name: ${name}
 source:
@@ -42,7 +41,7 @@ source:
   url: \${SLUICE_API_URL}
   email: \${SLUICE_EMAIL}
   password: \${SLUICE_PASSWORD}
-destination: sqlite:${db}
+destination: ${target.destinationYaml}
 jobs:
   homes:
     type: properties
@@ -85,121 +84,136 @@ async function kill(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-test('SIGKILL while polling and again mid-file: one download, every record loaded once', async () => {
-  const db = join(dir, 'crash.sqlite');
-  const file = pipeline('crash', db);
-  const state = harness.emulator.context.state;
-
-  // 1. Killed while it polls a running download.
-  const first = startRun(file);
-  await until('the first poll', async () =>
-    (await harness.requests()).some(
-      (r) => r.method === 'GET' && r.path.startsWith('/v4/downloads/'),
-    ),
-  );
-  await kill(first);
-  assert.equal(state.downloads.length, 1);
-  const downloadId = state.downloads[0]!.publicId;
-  const recorded = query<{ download_id: string; status: string }>(
-    db,
-    'select download_id, status from _sluice_downloads',
-  );
-  assert.deepEqual(
-    recorded,
-    [{ download_id: downloadId, status: 'started' }],
-    'the id was recorded before the first poll',
-  );
-
-  // 2. Let the download finish, then kill the next run while it loads the second file.
-  await harness.advanceClock(60_000);
-  await harness.faults([{ match: `GET /files/${downloadId}_1`, action: 'slow', delay_ms: 10_000 }]);
-  const second = startRun(file);
-  await until('the second file to be requested', async () =>
-    (await harness.requests()).some((r) => r.path === `/files/${downloadId}_1.csv`),
-  );
-  await new Promise((r) => setTimeout(r, 200));
-  await kill(second);
-  const loadedSoFar = query<{ file_index: number }>(
-    db,
-    'select file_index from _sluice_files order by file_index',
-  );
-  assert.deepEqual(
-    loadedSoFar,
-    [{ file_index: 0 }],
-    'the first file committed, the second did not',
-  );
-  const { rows } = queryOne<{ rows: number }>(db, 'select count(*) rows from homes');
-  assert.equal(rows, 200, 'no row of the interrupted file is visible');
-
-  // 3. A clean run finishes the job.
-  await harness.clearFaults();
-  const third = await runCli(['run', file, '--json', '--no-progress'], emulatorEnv(harness));
-  assert.equal(third.code, 0, third.stderr);
-  const job = JSON.parse(third.stdout).jobs[0];
-  assert.equal(job.reattached, true);
-  assert.equal(job.download_id, downloadId);
-
-  const { n, ids } = queryOne<{ n: number; ids: number }>(
-    db,
-    'select count(*) n, count(distinct id) ids from homes',
-  );
-  assert.equal(n, RECORDS, 'the table holds exactly the downloaded records');
-  assert.equal(ids, RECORDS, 'no duplicates');
-  const files = query<{ n: number }>(db, 'select count(*) n from _sluice_files');
-  assert.equal(files[0]!.n, RECORDS / 200);
-  assert.equal(state.downloads.length, 1, 'the emulator saw one download started for the job');
-  const starts = (await harness.requests()).filter(
-    (r) => r.method === 'POST' && r.path === '/v4/properties/search',
-  );
-  // One count (the credit guard) and one download start, both in the first run.
-  assert.equal(starts.length, 2);
-});
-
-test('a run killed between asking for a download and hearing its id adopts that download', async () => {
-  await harness.reset();
-  const db = join(dir, 'window.sqlite');
-  const file = pipeline('window', db);
-  // The first run only gets as far as recording the request; simulate its crash right after the
-  // service created the download, before the id reached the state table.
-  const setup = await runCli(['validate', file], emulatorEnv(harness));
-  assert.equal(setup.code, 0, setup.stderr);
-  const { openSqliteDestination } = await import('../../src/load/sqlite/sqlite-destination.js');
-  const { PipelineState } = await import('../../src/pipeline/state.js');
-  const destination = await openSqliteDestination(db);
-  await destination.ensureStateTables();
-  const stateTables = new PipelineState(destination.db, 'window');
-  const { loadPipeline } = await import('../../src/pipeline/spec.js');
-  const spec = await loadPipeline(file, emulatorEnv(harness));
-  await stateTables.recordRequest({
-    job: 'homes',
-    specHash: spec.jobs[0]!.downloadHash,
-    api: 'v4',
-    targetTable: 'homes',
-    loadTable: 'homes',
-    runId: 'crashed-run',
+for (const kind of destinationKinds()) {
+  const reason = await skipReason(kind);
+  const targets: TestTarget[] = [];
+  const target = async (name: string) => {
+    const t = await openTarget(kind, dir, name);
+    targets.push(t);
+    return t;
+  };
+  after(async () => {
+    for (const t of targets) await t.dispose();
   });
-  await destination.close();
-  const { createServiceClient } = await import('../../src/client/index.js');
-  const client = createServiceClient({ url: harness.v4Url, ...harness.credentials });
-  const started = await client.startDownload({
-    type: 'properties',
-    query: '*',
-    numRecords: RECORDS,
-    format: 'csv',
-  });
-  await client.close();
-  await harness.advanceClock(60_000);
 
-  const run = await runCli(['run', file, '--json', '--no-progress'], emulatorEnv(harness));
-  assert.equal(run.code, 0, run.stderr);
-  const job = JSON.parse(run.stdout).jobs[0];
-  assert.equal(job.download_id, started.id);
-  assert.equal(job.reattached, true);
-  assert.equal(
-    harness.emulator.context.state.downloads.length,
-    1,
-    'no second download was paid for',
-  );
-  const { n } = queryOne<{ n: number }>(db, 'select count(*) n from homes');
-  assert.equal(n, RECORDS);
-});
+  describe(`crashes on ${kind}`, { skip: reason }, () => {
+    test('SIGKILL while polling and again mid-file: one download, every record loaded once', async () => {
+      await harness.reset();
+      const t = await target('crash');
+      const file = pipeline('crash', t);
+      const state = harness.emulator.context.state;
+
+      // 1. Killed while it polls a running download.
+      const first = startRun(file);
+      await until('the first poll', async () =>
+        (await harness.requests()).some(
+          (r) => r.method === 'GET' && r.path.startsWith('/v4/downloads/'),
+        ),
+      );
+      await kill(first);
+      assert.equal(state.downloads.length, 1);
+      const downloadId = state.downloads[0]!.publicId;
+      const recorded = await t.all<{ download_id: string; status: string }>(
+        'select download_id, status from _sluice_downloads',
+      );
+      assert.deepEqual(
+        recorded,
+        [{ download_id: downloadId, status: 'started' }],
+        'the id was recorded before the first poll',
+      );
+
+      // 2. Let the download finish, then kill the next run while it loads the second file.
+      await harness.advanceClock(60_000);
+      await harness.faults([
+        { match: `GET /files/${downloadId}_1`, action: 'slow', delay_ms: 10_000 },
+      ]);
+      const second = startRun(file);
+      await until('the second file to be requested', async () =>
+        (await harness.requests()).some((r) => r.path === `/files/${downloadId}_1.csv`),
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      await kill(second);
+      const loadedSoFar = await t.all<{ file_index: number }>(
+        'select file_index from _sluice_files order by file_index',
+      );
+      assert.deepEqual(
+        loadedSoFar,
+        [{ file_index: 0 }],
+        'the first file committed, the second did not',
+      );
+      const { rows } = await t.one<{ rows: number }>('select count(*) as rows from homes');
+      assert.equal(rows, 200, 'no row of the interrupted file is visible');
+
+      // 3. A clean run finishes the job.
+      await harness.clearFaults();
+      const third = await runCli(['run', file, '--json', '--no-progress'], emulatorEnv(harness));
+      assert.equal(third.code, 0, third.stderr);
+      const job = JSON.parse(third.stdout).jobs[0];
+      assert.equal(job.reattached, true);
+      assert.equal(job.download_id, downloadId);
+
+      const { n, ids } = await t.one<{ n: number; ids: number }>(
+        'select count(*) as n, count(distinct id) as ids from homes',
+      );
+      assert.equal(n, RECORDS, 'the table holds exactly the downloaded records');
+      assert.equal(ids, RECORDS, 'no duplicates');
+      const files = await t.one<{ n: number }>('select count(*) as n from _sluice_files');
+      assert.equal(files.n, RECORDS / 200);
+      assert.equal(state.downloads.length, 1, 'the emulator saw one download started for the job');
+      const starts = (await harness.requests()).filter(
+        (r) => r.method === 'POST' && r.path === '/v4/properties/search',
+      );
+      // One count (the credit guard) and one download start, both in the first run.
+      assert.equal(starts.length, 2);
+    });
+
+    test('a run killed between asking for a download and hearing its id adopts that download', async () => {
+      await harness.reset();
+      const t = await target('window');
+      const file = pipeline('window', t);
+      // The first run only gets as far as recording the request; simulate its crash right after the
+      // service created the download, before the id reached the state table.
+      const setup = await runCli(['validate', file], emulatorEnv(harness));
+      assert.equal(setup.code, 0, setup.stderr);
+      const { openDestination } = await import('../../src/load/index.js');
+      const { PipelineState } = await import('../../src/pipeline/state.js');
+      const destination = await openDestination(t.url, t.schema ? { schema: t.schema } : {});
+      await destination.ensureStateTables();
+      const stateTables = new PipelineState(destination.db, 'window');
+      const { loadPipeline } = await import('../../src/pipeline/spec.js');
+      const spec = await loadPipeline(file, emulatorEnv(harness));
+      await stateTables.recordRequest({
+        job: 'homes',
+        specHash: spec.jobs[0]!.downloadHash,
+        api: 'v4',
+        targetTable: 'homes',
+        loadTable: 'homes',
+        runId: 'crashed-run',
+      });
+      await destination.close();
+      const { createServiceClient } = await import('../../src/client/index.js');
+      const client = createServiceClient({ url: harness.v4Url, ...harness.credentials });
+      const started = await client.startDownload({
+        type: 'properties',
+        query: '*',
+        numRecords: RECORDS,
+        format: 'csv',
+      });
+      await client.close();
+      await harness.advanceClock(60_000);
+
+      const run = await runCli(['run', file, '--json', '--no-progress'], emulatorEnv(harness));
+      assert.equal(run.code, 0, run.stderr);
+      const job = JSON.parse(run.stdout).jobs[0];
+      assert.equal(job.download_id, started.id);
+      assert.equal(job.reattached, true);
+      assert.equal(
+        harness.emulator.context.state.downloads.length,
+        1,
+        'no second download was paid for',
+      );
+      const { n } = await t.one<{ n: number }>('select count(*) as n from homes');
+      assert.equal(n, RECORDS);
+    });
+  });
+}

@@ -14,6 +14,9 @@ export interface TestTarget {
   kind: Kind;
   /** The `destination:` value for a pipeline file. */
   destinationYaml: string;
+  /** What `openDestination(url, { schema })` takes to open the same destination in a test. */
+  url: string;
+  schema?: string;
   all<T = Record<string, unknown>>(sql: string): Promise<T[]>;
   one<T = Record<string, unknown>>(sql: string): Promise<T>;
   tables(prefix: string): Promise<string[]>;
@@ -60,6 +63,7 @@ export async function openTarget(kind: Kind, dir: string, name: string): Promise
     return {
       kind,
       destinationYaml: `sqlite:${file}`,
+      url: `sqlite:${file}`,
       all,
       one: async <T>(sql: string) => first(await all<T>(sql), sql),
       tables: async (prefix) =>
@@ -86,6 +90,8 @@ export async function openTarget(kind: Kind, dir: string, name: string): Promise
   return {
     kind,
     destinationYaml: `{ url: '${postgresUrl()}', schema: ${schema} }`,
+    url: postgresUrl(),
+    schema,
     all,
     one: async <T>(sql: string) => first(await all<T>(sql), sql),
     tables: async (prefix) =>
