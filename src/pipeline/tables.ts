@@ -20,7 +20,10 @@ export interface RelatedTable {
   replaceBy?: { column: string; parentTable: string; parentKey: string };
   /** Built aside and swapped in with the job's table (`write: replace`). */
   staged: boolean;
-  /** Deleted-and-reloaded only when the job merges (child tables); always for people and links. */
+  /**
+   * Deleted-and-reloaded only when the job merges (child tables); always for people and links.
+   * People tables are shared by jobs and runs, so even `replace` merges into them.
+   */
   onlyWhenMerging: boolean;
   hints: FieldMap;
 }
@@ -113,7 +116,9 @@ export class JobTables {
         name: linkTable,
         key: [],
         replaceBy: { column: propertyColumn, parentTable, parentKey: parentKeyColumn },
-        staged: false,
+        // An autotrace job's links describe its own table's rows: `replace` swaps them in with
+        // it. An enrichment job merges into the links of another job's table.
+        staged: enrichment === undefined,
         onlyWhenMerging: false,
         hints: { title: { kind: 'string' } },
       });

@@ -4,12 +4,12 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
   destinationKinds,
-  openTarget,
   skipReason,
   type TestTarget,
+  targetFactory,
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { emulatorEnv, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
 
 /**
  * Credits are money: a run killed at any moment and run again must pay for its download once and
@@ -34,15 +34,7 @@ function pipeline(name: string, target: TestTarget): string {
   return writePipeline(
     dir,
     `${target.kind}-${name}`,
-    `version: 1
-name: ${name}
-source:
-  api: v4
-  url: \${SLUICE_API_URL}
-  email: \${SLUICE_EMAIL}
-  password: \${SLUICE_PASSWORD}
-destination: ${target.destinationYaml}
-jobs:
+    `${pipelineHead(name, target.destinationYaml)}jobs:
   homes:
     type: properties
     query: '*'
@@ -86,15 +78,8 @@ async function kill(child: ChildProcess): Promise<void> {
 
 for (const kind of destinationKinds()) {
   const reason = await skipReason(kind);
-  const targets: TestTarget[] = [];
-  const target = async (name: string) => {
-    const t = await openTarget(kind, dir, name);
-    targets.push(t);
-    return t;
-  };
-  after(async () => {
-    for (const t of targets) await t.dispose();
-  });
+  /** A fresh destination of this kind: a new SQLite file or a new PostgreSQL schema. */
+  const target = targetFactory(kind, () => dir);
 
   describe(`crashes on ${kind}`, { skip: reason }, () => {
     test('SIGKILL while polling and again mid-file: one download, every record loaded once', async () => {

@@ -6,12 +6,12 @@ import type { RunSummary } from '../../src/pipeline/runner.js';
 import { catalogueChildTables } from '../../src/records/nested.js';
 import {
   destinationKinds,
-  openTarget,
   skipReason,
   type TestTarget,
+  targetFactory,
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { emulatorEnv, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
 
 /**
  * Nested records as related tables, and autotrace merges, end to end on each destination: the
@@ -27,11 +27,6 @@ before(async () => {
 });
 after(() => harness.close());
 
-const SOURCE = `source:
-  api: v4
-  url: \${SLUICE_API_URL}
-  email: \${SLUICE_EMAIL}
-  password: \${SLUICE_PASSWORD}`;
 const POLL = 'poll: { interval: 50ms, max_interval: 200ms, timeout: 60s }';
 
 async function run(
@@ -43,7 +38,7 @@ async function run(
   const file = writePipeline(
     dir,
     `${target.kind}-${name}`,
-    `version: 1\nname: ${name}\n${SOURCE}\ndestination: ${target.destinationYaml}\njobs:\n${jobs}`,
+    `${pipelineHead(name, target.destinationYaml)}jobs:\n${jobs}`,
   );
   const result = await runCli(['run', file, '--json', '--no-progress'], emulatorEnv(harness, env));
   assert.equal(result.code, 0, result.stderr + result.stdout);
@@ -75,15 +70,7 @@ async function contents(target: TestTarget, table: string): Promise<unknown[]> {
 for (const kind of destinationKinds()) {
   describe(`nested tables on ${kind}`, async () => {
     const reason = await skipReason(kind);
-    const targets: TestTarget[] = [];
-    const target = async (name: string) => {
-      const t = await openTarget(kind, dir, name);
-      targets.push(t);
-      return t;
-    };
-    after(async () => {
-      for (const t of targets) await t.dispose();
-    });
+    const target = targetFactory(kind, () => dir);
 
     for (const type of Object.keys(QUERIES) as DataType[]) {
       test(`${type}: a child table per array of objects; CSV and NDJSON give identical tables`, {
@@ -194,6 +181,32 @@ for (const kind of destinationKinds()) {
       assert.ok(history.length > 0);
       const deep = await t.tables('homes__people__');
       assert.deepEqual(deep, ['homes__people__phone_numbers'], 'deeper arrays nest again');
+    });
+
+    test("replace swaps an autotrace job's owner links in with its table; people are kept", {
+      skip: reason,
+    }, async () => {
+      const t = await target('replace-owners');
+      const job = (city: string) =>
+        `  homes:\n    type: properties\n    query: 'city:${city} AND province:TX'\n    records: 80\n    format: json\n    write: replace\n    auto_trace: true\n    ${POLL}\n`;
+      await run(t, 'replace-owners', job('Austin'));
+      const austinPeople = await t.one<{ n: number }>('select count(*) as n from people');
+      await run(t, 'replace-owners', job('Dallas'));
+      const homes = await t.all<{ city: string }>('select distinct city from homes');
+      assert.deepEqual(homes, [{ city: 'Dallas' }]);
+      const stale = await t.one<{ n: number }>(
+        'select count(*) as n from homes__owners o where not exists (select 1 from homes h where h.id = o.property_id)',
+      );
+      assert.equal(stale.n, 0, 'no link to a property the new table does not hold');
+      const links = await t.one<{ n: number }>('select count(*) as n from homes__owners');
+      assert.equal(links.n, 80, 'one link per traced property');
+      const people = await t.one<{ n: number }>('select count(*) as n from people');
+      assert.ok(people.n > austinPeople.n, 'the people table, shared by runs, is merged into');
+      assert.deepEqual(
+        (await t.tables('')).filter((name) => name.includes('sluice_new')),
+        [],
+        'no staging table is left behind',
+      );
     });
 
     test('parsing in worker threads loads the same tables as parsing in the main thread', {

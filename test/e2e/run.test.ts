@@ -3,12 +3,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import {
   destinationKinds,
-  openTarget,
   skipReason,
   type TestTarget,
+  targetFactory,
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { emulatorEnv, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
 
 /**
  * `sluice run` end to end on each destination: the CLI in this process against a live emulator
@@ -32,15 +32,7 @@ function pipeline(name: string, target: TestTarget, job: JobOptions = {}): strin
   return writePipeline(
     dir,
     `${target.kind}-${name}`,
-    `version: 1
-name: ${name}
-source:
-  api: v4
-  url: \${SLUICE_API_URL}
-  email: \${SLUICE_EMAIL}
-  password: \${SLUICE_PASSWORD}
-destination: ${target.destinationYaml}
-${view}jobs:
+    `${pipelineHead(name, target.destinationYaml)}${view}jobs:
   homes:
     type: properties
     query: '${job.query ?? 'province:TX'}'
@@ -90,16 +82,8 @@ async function runJson(file: string, env = emulatorEnv(harness), extra: string[]
 
 for (const kind of destinationKinds()) {
   const reason = await skipReason(kind);
-  const targets: TestTarget[] = [];
   /** A fresh destination of this kind: a new SQLite file or a new PostgreSQL schema. */
-  const target = async (name: string) => {
-    const t = await openTarget(kind, dir, name);
-    targets.push(t);
-    return t;
-  };
-  after(async () => {
-    for (const t of targets) await t.dispose();
-  });
+  const target = targetFactory(kind, () => dir);
 
   describe(`write modes on ${kind}`, { skip: reason }, () => {
     test('append adds every run, merge keeps one row per id, replace swaps in the new table', async () => {

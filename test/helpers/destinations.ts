@@ -4,6 +4,7 @@
  * schema dropped afterwards. Rows are read back with a separate connection, as an analyst would.
  */
 import { join } from 'node:path';
+import { after } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { dropSchema, postgresSkipReason, postgresUrl, randomSchemaName } from './postgres.js';
@@ -48,6 +49,25 @@ const pgTypes = {
       ? (v: string) => Number(v)
       : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
 };
+
+/**
+ * Opens fresh targets of `kind` under `dir()` for one suite, and disposes of them after it
+ * (PostgreSQL schemas are dropped). Call it where the suite is declared.
+ */
+export function targetFactory(
+  kind: Kind,
+  dir: () => string,
+): (name: string) => Promise<TestTarget> {
+  const targets: TestTarget[] = [];
+  after(async () => {
+    for (const t of targets) await t.dispose();
+  });
+  return async (name) => {
+    const t = await openTarget(kind, dir(), name);
+    targets.push(t);
+    return t;
+  };
+}
 
 export async function openTarget(kind: Kind, dir: string, name: string): Promise<TestTarget> {
   if (kind === 'sqlite') {

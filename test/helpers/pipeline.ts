@@ -26,6 +26,19 @@ export function writePipeline(dir: string, name: string, body: string): string {
   return file;
 }
 
+/** A pipeline file's opening lines, with the emulator of `emulatorEnv` as its v4 source. */
+export function pipelineHead(name: string, destinationYaml: string): string {
+  return `version: 1
+name: ${name}
+source:
+  api: v4
+  url: \${SLUICE_API_URL}
+  email: \${SLUICE_EMAIL}
+  password: \${SLUICE_PASSWORD}
+destination: ${destinationYaml}
+`;
+}
+
 /** Environment for the CLI pointing at the harness's emulator (v4). */
 export function emulatorEnv(
   harness: EmulatorHarness,
