@@ -1,14 +1,30 @@
 import type { Readable } from 'node:stream';
-import { type CsvError, parse } from 'csv-parse';
+import { StringDecoder } from 'node:string_decoder';
+import { type Options, parse } from 'csv-parse/sync';
 import type { DataType } from '../catalog.js';
 import { DecodeError, type Decoder, decodersFor } from './normalize.js';
 import { cutRaw, type DecodedRecord, type RecordShape } from './shape.js';
-import type { RecordBatch, RejectedLine } from './types.js';
+import type { ParsedRow, RecordBatch, RejectedLine } from './types.js';
+
+/** Text gathered before csv-parse is called on it: large enough that a call costs little. */
+const BLOCK_CHARS = 256 * 1024;
+
+const CSV_OPTIONS: Options = {
+  relax_column_count: true,
+  // A lone CR is data, as it is for the record splitter below.
+  record_delimiter: ['\r\n', '\n'],
+};
 
 /**
  * Streams a CSV result file through csv-parse, in batches. The header names the columns; a line
  * with the wrong number of cells, broken quoting or an undecodable cell becomes a reject with
- * its line, raw text and reason, and parsing goes on.
+ * its line, raw text and reason, and parsing goes on at the next line.
+ *
+ * The text is cut into whole records first (a newline outside quotes ends one), and csv-parse
+ * parses blocks of whole records. A block it refuses is parsed again record by record, so one
+ * broken record costs only itself: a record that runs over several lines because of an
+ * unbalanced quote is rejected for its first line, and the lines after it are read again as
+ * records of their own. So every record of the file is loaded or rejected, none swallowed.
  */
 export async function* csvBatches(
   source: Readable,
@@ -17,68 +33,239 @@ export async function* csvBatches(
   batchSize: number,
 ): AsyncGenerator<RecordBatch> {
   let bytesRead = 0;
-  source.on('data', (chunk: Buffer) => {
-    bytesRead += chunk.length;
-  });
-  let rejects: RejectedLine[] = [];
-  const parser = parse({
-    bom: true,
-    relax_column_count: true,
-    info: true,
-    raw: true,
-    skip_records_with_error: true,
-    on_skip: (error: CsvError | undefined, raw?: string) => {
-      if (!error) return;
-      const line = typeof error.lines === 'number' ? error.lines : 0;
-      rejects.push({ line, raw: cutRaw(raw ?? ''), reason: error.message });
-    },
-  });
-  source.on('error', (error) => parser.destroy(error));
-  source.pipe(parser);
-
+  const decoder = new StringDecoder('utf8');
+  let splitter = new RecordSplitter();
+  let pending = '';
+  let nextLine = 1;
   let columns: string[] | undefined;
   let decoders: Decoder[] = [];
-  let rows: RecordBatch['rows'] = [];
-  for await (const { record, info, raw } of parser as AsyncIterable<{
-    record: string[];
-    info: { lines: number };
-    raw: string;
-  }>) {
-    const line = info.lines - newlinesWithin(raw);
+  let rows: ParsedRow[] = [];
+  let rejects: RejectedLine[] = [];
+
+  const reject = (line: number, raw: string, reason: string) =>
+    rejects.push({ line, raw: cutRaw(raw), reason });
+
+  /** One parsed record, at `line`, whose text is `raw`. */
+  const take = (record: string[], line: number, raw: string) => {
     if (columns === undefined) {
       columns = record;
       decoders = decodersFor(type, columns);
-      continue;
+      return;
     }
     if (record.length !== columns.length) {
-      if (record.length === 1 && record[0] === '') continue; // a blank line
-      rejects.push({
-        line,
-        raw: cutRaw(raw),
-        reason: `expected ${columns.length} cells as in the header, got ${record.length}`,
-      });
-    } else {
-      try {
-        const decoded: DecodedRecord = {};
-        for (let i = 0; i < columns.length; i++) decoded[columns[i]!] = decoders[i]!(record[i]);
-        rows.push({ line, ...shape(decoded) });
-      } catch (error) {
-        if (!(error instanceof DecodeError)) throw error;
-        rejects.push({ line, raw: cutRaw(raw), reason: error.message });
-      }
+      if (record.length === 1 && record[0] === '') return; // a blank line
+      reject(line, raw, `expected ${columns.length} cells as in the header, got ${record.length}`);
+      return;
     }
+    try {
+      const decoded: DecodedRecord = {};
+      for (let i = 0; i < columns.length; i++) decoded[columns[i]!] = decoders[i]!(record[i]);
+      rows.push({ line, ...shape(decoded) });
+    } catch (error) {
+      if (!(error instanceof DecodeError)) throw error;
+      reject(line, raw, error.message);
+    }
+  };
+
+  /**
+   * Parses `text`, whole records ending at `ends`, whose first line is `firstLine`. Returns how
+   * much of it was used: all of it, unless a broken record moved where later records end and
+   * `final` is false; then the rest is read again with the text that follows it.
+   */
+  const parseBlock = (text: string, ends: number[], firstLine: number, final: boolean) => {
+    let records: string[][] | undefined;
+    try {
+      records = parse(text, CSV_OPTIONS) as string[][];
+    } catch {
+      // Somewhere in the block a record is broken: find it, one record at a time.
+    }
+    if (records === undefined || records.length !== ends.length) {
+      return parseEach(text, ends, firstLine, final);
+    }
+    let start = 0;
+    let line = firstLine;
+    for (let i = 0; i < records.length; i++) {
+      const end = ends[i]!;
+      const raw = text.slice(start, end);
+      take(records[i]!, line, raw);
+      line += newlines(raw);
+      start = end;
+    }
+    return text.length;
+  };
+
+  /**
+   * Record by record: each is parsed alone. A record that fails and runs over several lines
+   * does so because of an unbalanced quote: its first line is rejected, and the text after that
+   * line is cut into records again, so the quote no longer pairs with one further down.
+   */
+  const parseEach = (
+    text: string,
+    recordEnds: number[],
+    firstLine: number,
+    final: boolean,
+  ): number => {
+    let ends = recordEnds;
+    let k = 0;
+    let start = 0;
+    let line = firstLine;
+    while (k < ends.length) {
+      const end = ends[k]!;
+      const raw = text.slice(start, end);
+      const failure = parseOne(raw, line);
+      const newline = raw.indexOf('\n');
+      if (failure !== undefined && newline >= 0 && newline < raw.length - 1) {
+        reject(line, raw.slice(0, newline + 1), failure);
+        start += newline + 1;
+        line += 1;
+        ends = new RecordSplitter(start).split(text, final);
+        k = 0;
+        continue;
+      }
+      if (failure !== undefined) reject(line, raw, failure);
+      line += newlines(raw);
+      start = end;
+      k++;
+    }
+    return start;
+  };
+
+  /** Parses one record's text; undefined when it was taken, else why it could not be. */
+  const parseOne = (raw: string, line: number): string | undefined => {
+    let records: string[][];
+    try {
+      records = parse(raw, CSV_OPTIONS) as string[][];
+    } catch (error) {
+      return csvReason(error, line);
+    }
+    if (records.length === 0) return undefined;
+    if (records.length > 1) return 'more than one record where one was expected';
+    take(records[0]!, line, raw);
+    return undefined;
+  };
+
+  const drain = function* (): Generator<RecordBatch> {
     if (rows.length >= batchSize) {
       yield { rows, rejects, bytesRead };
       rows = [];
       rejects = [];
     }
+  };
+
+  let first = true;
+  for await (const chunk of source as AsyncIterable<Buffer>) {
+    bytesRead += chunk.length;
+    let text = decoder.write(chunk);
+    if (first && text.length > 0) {
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      first = false;
+    }
+    pending += text;
+    if (pending.length < BLOCK_CHARS) continue;
+    const ends = splitter.split(pending, false);
+    const cut = ends.at(-1);
+    if (cut === undefined) continue;
+    const block = pending.slice(0, cut);
+    const used = parseBlock(block, ends, nextLine, false);
+    nextLine += newlines(used === block.length ? block : block.slice(0, used));
+    if (used === block.length) {
+      pending = pending.slice(cut);
+      splitter.rebase(cut);
+    } else {
+      pending = pending.slice(used);
+      splitter = new RecordSplitter();
+    }
+    yield* drain();
   }
+  pending += decoder.end();
+  if (first && pending.charCodeAt(0) === 0xfeff) pending = pending.slice(1);
+  if (pending.length > 0) {
+    // The rest, the last record included even without its newline or its closing quote.
+    parseBlock(pending, splitter.split(pending, true), nextLine, true);
+  }
+  yield* drain();
   if (rows.length > 0 || rejects.length > 0) yield { rows, rejects, bytesRead };
 }
 
-/** Newlines inside a record's raw text, not counting the one that ends it. */
-function newlinesWithin(raw: string): number {
+/**
+ * Finds where records end in CSV text: just past each newline that is outside quotes. Scanning
+ * resumes where it stopped when more text arrives, so each character is looked at once.
+ */
+class RecordSplitter {
+  #pos: number;
+  #inQuotes = false;
+
+  /** Starts at `from`, outside quotes. */
+  constructor(from = 0) {
+    this.#pos = from;
+  }
+
+  /**
+   * The end offsets of the whole records in `text` from where the last call stopped. With
+   * `final`, text after the last newline (or inside an unclosed quote) ends one more record.
+   */
+  split(text: string, final: boolean): number[] {
+    const ends: number[] = [];
+    const start = this.#pos;
+    let i = start;
+    let inQuotes = this.#inQuotes;
+    let lastEnd = -1;
+    let nextQuote = text.indexOf('"', i);
+    while (i < text.length) {
+      if (inQuotes) {
+        if (nextQuote < 0) {
+          i = text.length;
+          break;
+        }
+        // A doubled quote inside a quoted cell closes and opens again: the same result.
+        inQuotes = false;
+        i = nextQuote + 1;
+        nextQuote = text.indexOf('"', i);
+        continue;
+      }
+      const newline = text.indexOf('\n', i);
+      if (newline < 0) {
+        if (nextQuote < 0) {
+          i = text.length;
+          break;
+        }
+        inQuotes = true;
+        i = nextQuote + 1;
+        nextQuote = text.indexOf('"', i);
+        continue;
+      }
+      if (nextQuote >= 0 && nextQuote < newline) {
+        inQuotes = true;
+        i = nextQuote + 1;
+        nextQuote = text.indexOf('"', i);
+        continue;
+      }
+      ends.push(newline + 1);
+      lastEnd = newline + 1;
+      i = newline + 1;
+    }
+    this.#pos = i;
+    this.#inQuotes = inQuotes;
+    if (final && (lastEnd < 0 ? text.length > start : lastEnd < text.length)) {
+      ends.push(text.length);
+    }
+    return ends;
+  }
+
+  /** The caller dropped the text before `offset`: positions move back by as much. */
+  rebase(offset: number): void {
+    this.#pos -= offset;
+  }
+}
+
+function newlines(text: string): number {
   let n = 0;
-  for (let i = raw.indexOf('\n'); i >= 0 && i < raw.length - 1; i = raw.indexOf('\n', i + 1)) n++;
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++;
   return n;
+}
+
+/** What csv-parse said, with the line in the file rather than in the piece it was given. */
+function csvReason(error: unknown, line: number): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/\bat line \d+/g, `at line ${line}`);
 }

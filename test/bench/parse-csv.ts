@@ -1,7 +1,9 @@
 /**
  * Where the CSV loader's time goes, one stage at a time, on the same property file (about
- * 1.3 KB a row): csv-parse with its default options, with the options the loader uses (raw text
- * and line info, for rejects), then decoding by the catalogue, then shaping into tables.
+ * 1.3 KB a row): csv-parse's stream with its default options, and with raw text and line info
+ * (what a loader needs for rejects, if it asks csv-parse for them); then the loader's own
+ * reading (src/records/csv.ts: whole records cut out first, csv-parse on blocks of them, the
+ * raw text and lines known without asking), decoding by the catalogue, and shaping into tables.
  *
  *   npx tsx test/bench/parse-csv.ts [--records 40000]
  */

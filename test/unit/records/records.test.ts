@@ -134,6 +134,60 @@ describe('records', () => {
     assert.match(rejects[0]?.raw ?? '', /p2,"Dal"/);
   });
 
+  it('a broken quote costs only its own record: the lines after it are read again', async () => {
+    const text = 'id,city\n1,x\n2,"bro"ken\n3,y\n4,"unclosed\n5,z\n6,"multi\nline"\n7,w';
+    const { rows, rejects } = await collect(recordBatches(chunked(text), 'csv', 'properties'));
+    assert.deepEqual(
+      rows.map((r) => [r.line, r.row.id, r.row.city]),
+      [
+        [2, '1', 'x'],
+        [4, '3', 'y'],
+        [6, '5', 'z'],
+        [7, '6', 'multi\nline'],
+        [9, '7', 'w'],
+      ],
+    );
+    assert.deepEqual(
+      rejects.map((r) => [r.line, r.raw]),
+      [
+        [3, '2,"bro"ken'],
+        [5, '4,"unclosed'],
+      ],
+    );
+    assert.match(rejects[0]!.reason, /Invalid Closing Quote.* at line 3 /);
+    assert.match(rejects[1]!.reason, /quote/i);
+  });
+
+  it('every record of a large file is loaded or rejected, across blocks and chunks', async () => {
+    const lines = ['id,city'];
+    const broken = new Set([700, 4200, 9100]);
+    for (let i = 1; i <= 12_000; i++) {
+      if (broken.has(i)) lines.push(`r${i},"unclosed ${'x'.repeat(40)}`);
+      else if (i % 1000 === 0) lines.push(`r${i},"two\nlines, ""quoted"""`);
+      else lines.push(`r${i},${'c'.repeat(40)}`);
+    }
+    const text = `${lines.join('\n')}\n`;
+    const { rows, rejects } = await collect(
+      recordBatches(chunked(text, 4096), 'csv', 'properties', { batchSize: 500 }),
+    );
+    assert.equal(rows.length + rejects.length, 12_000);
+    assert.deepEqual(
+      rejects.map((r) => r.raw.split(',')[0]),
+      ['r700', 'r4200', 'r9100'],
+    );
+    // Each record's line is where it starts in the file: one more per two-line record before it.
+    const lineOf = (i: number) => i + 1 + Math.floor((i - 1) / 1000);
+    for (const row of rows) {
+      const i = Number((row.row.id as string).slice(1));
+      assert.equal(row.line, lineOf(i), `line of ${row.row.id}`);
+    }
+    assert.deepEqual(
+      rejects.map((r) => r.line),
+      [700, 4200, 9100].map(lineOf),
+    );
+    assert.equal(rows.find((r) => r.row.id === 'r2000')?.row.city, 'two\nlines, "quoted"');
+  });
+
   it('keeps broken NDJSON lines aside and goes on', async () => {
     const text =
       '{"id":"a"}\n{"id": "broken-1", "address": "12 Truncated St\n[1,2]\n{"id":"b"}\r\n';
