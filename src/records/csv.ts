@@ -2,12 +2,15 @@ import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { type Options, parse } from 'csv-parse/sync';
 import type { DataType } from '../catalog.js';
+import { SluiceError } from '../errors.js';
 import { DecodeError, type Decoder, decodersFor } from './normalize.js';
 import { cutRaw, type DecodedRecord, type RecordShape } from './shape.js';
 import type { ParsedRow, RecordBatch, RejectedLine } from './types.js';
 
 /** Text gathered before csv-parse is called on it: large enough that a call costs little. */
 const BLOCK_CHARS = 256 * 1024;
+
+const MAX_RECORD_CHARS = 16 * BLOCK_CHARS;
 
 const CSV_OPTIONS: Options = {
   relax_column_count: true,
@@ -42,18 +45,25 @@ export async function* csvBatches(
   let rows: ParsedRow[] = [];
   let rejects: RejectedLine[] = [];
 
-  const reject = (line: number, raw: string, reason: string) =>
+  const reject = (line: number, raw: string, reason: string) => {
+    // Without its header a file cannot be read: the next line would be taken for it.
+    if (columns === undefined) {
+      throw new SluiceError(`the header line of the file cannot be read: ${reason}`, {
+        code: 'SLUICE_BAD_FILE',
+      });
+    }
     rejects.push({ line, raw: cutRaw(raw), reason });
+  };
 
   /** One parsed record, at `line`, whose text is `raw`. */
   const take = (record: string[], line: number, raw: string) => {
+    if (raw === '\n' || raw === '\r\n' || raw === '') return; // a blank line
     if (columns === undefined) {
       columns = record;
       decoders = decodersFor(type, columns);
       return;
     }
     if (record.length !== columns.length) {
-      if (record.length === 1 && record[0] === '') return; // a blank line
       reject(line, raw, `expected ${columns.length} cells as in the header, got ${record.length}`);
       return;
     }
@@ -105,12 +115,22 @@ export async function* csvBatches(
     firstLine: number,
     final: boolean,
   ): number => {
-    let ends = recordEnds;
+    let ends: number[] | undefined = recordEnds;
     let k = 0;
     let start = 0;
     let line = firstLine;
-    while (k < ends.length) {
-      const end = ends[k]!;
+    for (;;) {
+      let end: number;
+      if (ends !== undefined) {
+        if (k >= ends.length) break;
+        end = ends[k++]!;
+      } else {
+        end = nextRecordEnd(text, start);
+        if (end < 0) {
+          if (!final || start >= text.length) break;
+          end = text.length;
+        }
+      }
       const raw = text.slice(start, end);
       const failure = parseOne(raw, line);
       const newline = raw.indexOf('\n');
@@ -118,14 +138,12 @@ export async function* csvBatches(
         reject(line, raw.slice(0, newline + 1), failure);
         start += newline + 1;
         line += 1;
-        ends = new RecordSplitter(start).split(text, final);
-        k = 0;
+        ends = undefined; // cut the rest again, one record at a time
         continue;
       }
       if (failure !== undefined) reject(line, raw, failure);
       line += newlines(raw);
       start = end;
-      k++;
     }
     return start;
   };
@@ -145,9 +163,9 @@ export async function* csvBatches(
   };
 
   const drain = function* (): Generator<RecordBatch> {
-    if (rows.length >= batchSize) {
-      yield { rows, rejects, bytesRead };
-      rows = [];
+    while (rows.length >= batchSize) {
+      yield { rows: rows.slice(0, batchSize), rejects, bytesRead };
+      rows = rows.slice(batchSize);
       rejects = [];
     }
   };
@@ -164,7 +182,16 @@ export async function* csvBatches(
     if (pending.length < BLOCK_CHARS) continue;
     const ends = splitter.split(pending, false);
     const cut = ends.at(-1);
-    if (cut === undefined) continue;
+    if (cut === undefined) {
+      if (pending.length < MAX_RECORD_CHARS) continue;
+      // No record ends in this much text: an unclosed quote. Reject its first line, go on.
+      const used = parseBlock(pending, [pending.length], nextLine, false);
+      nextLine += newlines(pending.slice(0, used));
+      pending = pending.slice(used);
+      splitter = new RecordSplitter();
+      yield* drain();
+      continue;
+    }
     const block = pending.slice(0, cut);
     const used = parseBlock(block, ends, nextLine, false);
     nextLine += newlines(used === block.length ? block : block.slice(0, used));
@@ -194,10 +221,12 @@ export async function* csvBatches(
 class RecordSplitter {
   #pos: number;
   #inQuotes = false;
+  #recordStart: number;
 
   /** Starts at `from`, outside quotes. */
   constructor(from = 0) {
     this.#pos = from;
+    this.#recordStart = from;
   }
 
   /**
@@ -246,7 +275,8 @@ class RecordSplitter {
     }
     this.#pos = i;
     this.#inQuotes = inQuotes;
-    if (final && (lastEnd < 0 ? text.length > start : lastEnd < text.length)) {
+    if (lastEnd >= 0) this.#recordStart = lastEnd;
+    if (final && this.#recordStart < text.length) {
       ends.push(text.length);
     }
     return ends;
@@ -255,6 +285,7 @@ class RecordSplitter {
   /** The caller dropped the text before `offset`: positions move back by as much. */
   rebase(offset: number): void {
     this.#pos -= offset;
+    this.#recordStart -= offset;
   }
 }
 
@@ -267,5 +298,19 @@ function newlines(text: string): number {
 /** What csv-parse said, with the line in the file rather than in the piece it was given. */
 function csvReason(error: unknown, line: number): string {
   const message = error instanceof Error ? error.message : String(error);
-  return message.replace(/\bat line \d+/g, `at line ${line}`);
+  return message.replace(/\bat line (\d+)/g, (_, n: string) => `at line ${line + Number(n) - 1}`);
+}
+
+/** Just past the first newline outside quotes from `from`, or -1 if there is none. */
+function nextRecordEnd(text: string, from: number): number {
+  let i = from;
+  let newline = text.indexOf('\n', i);
+  for (;;) {
+    const quote = text.indexOf('"', i);
+    if (quote < 0 || (newline >= 0 && newline < quote)) return newline < 0 ? -1 : newline + 1;
+    const close = text.indexOf('"', quote + 1);
+    if (close < 0) return -1;
+    i = close + 1;
+    if (newline >= 0 && newline < i) newline = text.indexOf('\n', i);
+  }
 }

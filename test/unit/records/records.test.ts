@@ -188,6 +188,56 @@ describe('records', () => {
     assert.equal(rows.find((r) => r.row.id === 'r2000')?.row.city, 'two\nlines, "quoted"');
   });
 
+  it('reads the last record without a newline whatever the chunks; batches keep their size', async () => {
+    const lines = ['id,city'];
+    for (let i = 1; i <= 6000; i++) lines.push(`r${i},${'c'.repeat(40)}`);
+    const text = lines.join('\n');
+    for (const size of [Buffer.byteLength(text), 65_536, 4096]) {
+      const { rows, rejects, batchCount } = await collect(
+        recordBatches(chunked(text, size), 'csv', 'properties', { batchSize: 500 }),
+      );
+      assert.equal(rows.length, 6000, `chunks of ${size}`);
+      assert.equal(rejects.length, 0);
+      assert.equal(rows.at(-1)?.row.id, 'r6000');
+      assert.equal(batchCount, 12, 'batches of 500 rows');
+    }
+    // An unclosed quote early in a large file costs its line, not the rest of the file.
+    const broken = [lines[0], '0,"unclosed', ...lines.slice(1)].join('\n');
+    const { rows, rejects } = await collect(
+      recordBatches(chunked(broken, Buffer.byteLength(broken)), 'csv', 'properties'),
+    );
+    assert.equal(rows.length, 6000);
+    assert.deepEqual(
+      rejects.map((r) => [r.line, r.raw]),
+      [[2, '0,"unclosed']],
+    );
+  });
+
+  it('skips blank lines, before the header too; a broken header fails the file', async () => {
+    const { rows } = await collect(
+      recordBatches(chunked('\nid\r\n1\n\n2\r\n\r\n'), 'csv', 'properties'),
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.line, r.row.id]),
+      [
+        [3, '1'],
+        [5, '2'],
+      ],
+    );
+    await assert.rejects(
+      collect(recordBatches(chunked('id,"city\n1,x\n2,y\n'), 'csv', 'properties')),
+      /header line of the file cannot be read/,
+    );
+  });
+
+  it("says where a quote breaks in a record's later line", async () => {
+    const { rejects } = await collect(
+      recordBatches(chunked('id,city\n1,"a\nb"c\n2,d\n'), 'csv', 'properties'),
+    );
+    assert.equal(rejects[0]?.line, 2);
+    assert.match(rejects[0]?.reason ?? '', /at line 3\b/);
+  });
+
   it('keeps broken NDJSON lines aside and goes on', async () => {
     const text =
       '{"id":"a"}\n{"id": "broken-1", "address": "12 Truncated St\n[1,2]\n{"id":"b"}\r\n';
