@@ -3,7 +3,7 @@ import { pipeline, Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { ApiError, SluiceError } from '../errors.js';
 import type { HttpTransport, StreamResponse } from './http.js';
-import type { ResultFileRef } from './types.js';
+import type { CallOptions, DownloadInfo, ResultFileRef } from './types.js';
 
 export interface OpenFileOptions {
   http: HttpTransport;
@@ -168,4 +168,32 @@ function contentLength(res: StreamResponse): number | undefined {
 function rangeStart(headers: IncomingHttpHeaders): number | undefined {
   const m = /^bytes\s+(\d+)-/.exec(header(headers, 'content-range') ?? '');
   return m?.[1] === undefined ? undefined : Number(m[1]);
+}
+
+/**
+ * Opens result file `file` of download `downloadId` for either API version: when its URL has
+ * expired, the download is got again (`getDownload`) for a fresh URL of the same file.
+ */
+export function openDownloadFile(
+  base: Pick<OpenFileOptions, 'http' | 'maxResumes' | 'maxRefreshes'>,
+  downloadId: string,
+  file: ResultFileRef,
+  getDownload: (id: string, options?: CallOptions) => Promise<DownloadInfo>,
+  options?: CallOptions,
+): Promise<Readable> {
+  return openResultFile({
+    ...base,
+    file,
+    signal: options?.signal,
+    refresh: async () => {
+      const info = await getDownload(downloadId, options);
+      const fresh = info.files[file.index];
+      if (!fresh) {
+        throw new SluiceError(`download ${downloadId} no longer lists result file ${file.name}`, {
+          code: 'SLUICE_FILE_GONE',
+        });
+      }
+      return fresh;
+    },
+  });
 }

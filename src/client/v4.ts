@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { CREDIT_TYPES, isDataType } from '../catalog.js';
-import { ApiError, SluiceError, UsageError } from '../errors.js';
-import { openResultFile } from './files.js';
+import { ApiError, UsageError } from '../errors.js';
+import { openDownloadFile } from './files.js';
 import type { HttpMethod, HttpTransport, JsonResponse } from './http.js';
 import { startDownloadOnce } from './recovery.js';
 import {
@@ -203,22 +203,13 @@ export class V4Client implements ServiceClient {
     file: ResultFileRef,
     options?: CallOptions,
   ): Promise<Readable> {
-    return openResultFile({
-      http: this.#http,
+    return openDownloadFile(
+      { http: this.#http, ...this.#fileOptions },
+      downloadId,
       file,
-      signal: options?.signal,
-      ...this.#fileOptions,
-      refresh: async () => {
-        const info = await this.getDownload(downloadId, options);
-        const fresh = info.files[file.index];
-        if (!fresh) {
-          throw new SluiceError(`download ${downloadId} no longer lists result file ${file.name}`, {
-            code: 'SLUICE_FILE_GONE',
-          });
-        }
-        return fresh;
-      },
-    });
+      (id, callOptions) => this.getDownload(id, callOptions),
+      options,
+    );
   }
 
   async createTargetedUpdate(

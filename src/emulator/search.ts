@@ -1,9 +1,7 @@
 import type { DataType } from '../catalog.js';
-import { QueryError } from '../errors.js';
 import type { QueryNode } from '../query/ast.js';
 import { compileQuery } from '../query/evaluate.js';
-import { lintQuery } from '../query/lint.js';
-import { parseQuery } from '../query/parse.js';
+import { checkQuery } from '../query/lint.js';
 import type { Dataset } from './data/dataset.js';
 
 export type AddressMatching = 'on' | 'off' | 'retry';
@@ -61,18 +59,7 @@ export class SearchEngine {
 
   /** Parses and checks a query for a data type; throws QueryError with the service's wording. */
   parse(type: DataType, query: string): QueryNode {
-    const ast = parseQuery(query);
-    const issue = lintQuery(ast, type)[0];
-    if (issue) {
-      throw new QueryError(
-        issue.message,
-        query,
-        issue.span.start,
-        issue.span.end,
-        'SLUICE_QUERY_FIELD',
-      );
-    }
-    return ast;
+    return checkQuery(query, type);
   }
 
   match(type: DataType, query: string, options: SearchOptions): MatchSet {

@@ -10,6 +10,10 @@ import type { ParsedRow, RecordBatch, RejectedLine } from './types.js';
 /** Text gathered before csv-parse is called on it: large enough that a call costs little. */
 const BLOCK_CHARS = 256 * 1024;
 
+/**
+ * Text with no record end in it past this size is an unclosed quote, not a record: its first
+ * line is rejected and reading goes on, rather than gathering the rest of the file.
+ */
 const MAX_RECORD_CHARS = 16 * BLOCK_CHARS;
 
 const CSV_OPTIONS: Options = {
