@@ -17,6 +17,16 @@ function collect(path, out) {
   return out;
 }
 
+// The end-to-end tests run the built CLI (dist/), as users do: build it first (incremental).
+const build = spawnSync(
+  process.execPath,
+  ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'],
+  {
+    stdio: 'inherit',
+  },
+);
+if (build.status !== 0) process.exit(build.status ?? 1);
+
 const roots = process.argv.slice(2);
 const files = (roots.length ? roots : ['test']).flatMap((root) => collect(root, []));
 if (files.length === 0) {

@@ -1,5 +1,6 @@
 import yargs, { type Argv } from 'yargs';
 import { UsageError } from '../errors.js';
+import type { Clock } from '../pipeline/clock.js';
 import { registerAccount } from './commands/account.js';
 import { registerDownloads } from './commands/downloads.js';
 import { type EmulatorArgs, emulatorOptions, runEmulator } from './commands/emulator.js';
@@ -19,6 +20,8 @@ export interface CliContext {
   /** Aborted on SIGINT/SIGTERM: long-running commands stop cleanly when it fires. */
   signal: AbortSignal;
   env: NodeJS.ProcessEnv;
+  /** Time for pipeline runs; tests pass one they move themselves. */
+  clock?: Clock;
   /**
    * Set by a handler whose outcome is not an error but still not plain success (a pipeline run
    * refused by the credit guard exits 3); main() returns it, 0 when unset.
@@ -68,6 +71,7 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
     io: partial.io ?? processIo,
     signal: partial.signal ?? controller.signal,
     env: partial.env ?? process.env,
+    ...(partial.clock ? { clock: partial.clock } : {}),
   };
   const onSignal = () => controller.abort();
   const ownsSignals = partial.signal === undefined;

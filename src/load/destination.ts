@@ -1,127 +1,185 @@
-import type { Kysely } from 'kysely';
-import type { Row } from '../records/types.js';
+import type { FieldMap } from '../catalog.js';
+import type { Naming } from '../schema/naming.js';
+import type { TableDef } from '../schema/plan.js';
+import type { Column, Row } from '../schema/types.js';
+import type { Attempt, CursorRow, FileRow, JobRow, RejectRow, RunRow } from './state-store.js';
+
+export type { Column, ColumnType, Row, RowValue } from '../schema/types.js';
+export type {
+  Attempt,
+  AttemptStatus,
+  CursorRow,
+  FileRow,
+  JobRow,
+  RejectRow,
+  RunRow,
+} from './state-store.js';
 
 /**
- * Destinations are like Kysely dialects: one interface, a few capability flags, and an
- * implementation per database (load/sqlite/, load/postgres/) that the same contract suite runs.
+ * A destination is sealed: the run talks to it in terms of tables, files and state, and
+ * nothing outside `src/load/` sees SQL, Kysely or a driver. SQLite and PostgreSQL are two
+ * dialects under one implementation (`loader.ts`), like Kysely's, and one contract suite
+ * (`test/contract/`) runs against both.
  */
 
 export type WriteMode = 'append' | 'replace' | 'merge';
 
-/**
- * Column types, portable across destinations. Widening goes up this order when data disagrees:
- * boolean -> integer -> real -> text; timestamp -> text; json -> text.
- */
-export type ColumnType = 'boolean' | 'integer' | 'real' | 'timestamp' | 'json' | 'text';
-
-export interface Column {
-  name: string;
-  type: ColumnType;
-}
-
-export interface TableSpec {
-  name: string;
-  columns: Column[];
-  /** Key columns: a unique index is kept on them when the table is merged into. */
-  key: string[];
-}
-
 export interface DestinationCapabilities {
-  /** Schema changes roll back with the transaction (SQLite and PostgreSQL both do). */
-  transactionalDdl: boolean;
+  /** Longest identifier in UTF-8 bytes (PostgreSQL: 63); names beyond it are shortened. */
+  maxIdentifierBytes: number;
+  /** Most columns a table may have. */
+  maxColumns: number;
+  /**
+   * How a column's type is widened: `in-place` (ALTER COLUMN ... TYPE) or `rebuild` (the
+   * column is renamed aside, added again with the new type and copied back).
+   */
+  alterColumnType: 'in-place' | 'rebuild';
+  /** Write transactions that can run at once (SQLite has one writer). */
+  concurrentWriters: number;
   /** A bulk path faster than batched INSERTs (PostgreSQL COPY). */
   bulkLoad: boolean;
-  /** Column types can be changed in place (PostgreSQL ALTER COLUMN ... TYPE). */
-  alterColumnType: boolean;
 }
 
-/** Work done inside one transaction: a file's rows, its rejects and its state row commit together. */
-export interface LoadTransaction {
-  /**
-   * Makes the table exist with at least these columns (adding or widening columns as needed),
-   * then writes the rows: `append` inserts, `merge` upserts on `table.key`.
-   */
-  writeRows(table: TableSpec, rows: Row[], mode: 'append' | 'merge'): Promise<void>;
-  /** Deletes rows whose key matches, e.g. child rows of re-loaded parents. */
-  deleteWhereIn(table: string, column: string, values: readonly (string | number)[]): Promise<void>;
-  /** Runs a state-table statement in this transaction (Kysely query builder). */
-  readonly db: Kysely<StateDatabase>;
+/** Where rows go: a table of the job, written directly or built aside for a replace. */
+export interface WriteTarget {
+  /** Logical name; the destination maps it to a physical one. */
+  table: string;
+  /** Set for `write: replace`: the rows go to this pipeline's staging table of `table`. */
+  stagedBy?: string;
+  mode: 'append' | 'merge';
+  key: string[];
+  hints: FieldMap;
+  /** Column linking child rows to their parent (indexed when the table is created). */
+  parentColumn?: string;
+}
+
+/** The statements of one result file: they commit together, with the file's state row. */
+export interface FileTransaction {
+  /** Adds or widens columns as the rows need, then appends or upserts them. */
+  write(target: WriteTarget, rows: Row[]): Promise<void>;
+  /** Deletes rows whose `column` is one of `values` (the child rows of re-loaded parents). */
+  deleteWhereIn(
+    target: Pick<WriteTarget, 'table' | 'stagedBy'>,
+    column: string,
+    values: readonly (string | number)[],
+  ): Promise<void>;
+  addRejects(rows: readonly RejectRow[]): Promise<void>;
+  /** Removes a file's rejects (a file loaded again must not keep its earlier try's). */
+  clearRejects(downloadId: string, fileName: string): Promise<void>;
+  /** The `_sluice_files` row that makes the file count as loaded. */
+  recordFile(row: FileRow): Promise<void>;
+}
+
+/** The end of a job, in one transaction: tables swapped in, the attempt and cursor updated. */
+export interface JobFinish {
+  /** `write: replace`: these logical tables get this pipeline's staging tables swapped in. */
+  swap?: { tables: string[]; stagedBy: string };
+  attempt?: { attemptId: string; changes: Partial<Attempt> };
+  cursor?: CursorRow;
+  clearCursor?: { pipeline: string; job: string };
+}
+
+export interface Lock {
+  /** Where the lock lives, for messages. */
+  readonly where: string;
+  release(): Promise<void>;
+}
+
+export interface LockOptions {
+  /** Wait for the holder to finish (else fail at once with SLUICE_LOCKED). */
+  wait: boolean;
+  signal?: AbortSignal;
+  /** Called once when the lock is held by another run and `wait` is set. */
+  onWait?: (where: string) => void;
+  /** Time between attempts while waiting (default 1 s). */
+  pollMs?: number;
+}
+
+/** The state tables, as the run sees them. */
+export interface State {
+  startRun(run: {
+    runId: string;
+    pipeline: string;
+    startedAt: string;
+    resumes: string | null;
+  }): Promise<void>;
+  finishRun(
+    runId: string,
+    end: Pick<
+      RunRow,
+      'finished_at' | 'status' | 'stage' | 'error_code' | 'error_message' | 'summary' | 'credits'
+    >,
+  ): Promise<void>;
+  runsLeftRunning(pipeline: string): Promise<RunRow[]>;
+  latestRun(pipeline: string, before?: string): Promise<RunRow | undefined>;
+  run(runId: string): Promise<RunRow | undefined>;
+  saveJob(row: JobRow): Promise<void>;
+  jobsOfRuns(runIds: readonly string[]): Promise<JobRow[]>;
+  openAttempt(pipeline: string, job: string): Promise<Attempt | undefined>;
+  attemptsOfRuns(runIds: readonly string[]): Promise<Attempt[]>;
+  knownDownloadIds(): Promise<Set<string>>;
+  insertAttempt(attempt: Attempt): Promise<void>;
+  updateAttempt(
+    attemptId: string,
+    changes: Partial<Omit<Attempt, 'attempt_id' | 'pipeline' | 'job'>>,
+  ): Promise<void>;
+  loadedFiles(downloadId: string): Promise<Map<number, FileRow>>;
+  cursor(pipeline: string, job: string): Promise<CursorRow | undefined>;
+  recent(
+    pipeline: string,
+    limit: number,
+  ): Promise<{
+    runs: RunRow[];
+    jobs: JobRow[];
+    downloads: Attempt[];
+    files: FileRow[];
+    rejects: { download_id: string; count: number }[];
+    cursors: CursorRow[];
+  }>;
 }
 
 export interface Destination {
   readonly kind: 'sqlite' | 'postgres';
-  readonly capabilities: DestinationCapabilities;
   /** Where the data goes, without any password, for messages and summaries. */
   readonly description: string;
-  /** The Kysely instance for state tables and queries outside the hot path. */
-  readonly db: Kysely<StateDatabase>;
+  readonly capabilities: DestinationCapabilities;
+  /** Physical names within this destination's identifier limit. */
+  readonly naming: Naming;
+  readonly state: State;
+  /** Opened read-only: nothing is created or written (`sluice status`). */
+  readonly readOnly: boolean;
 
-  /** Creates the `_sluice_*` state tables when missing. */
-  ensureStateTables(): Promise<void>;
-  /** Columns of a table, or undefined when it does not exist. */
-  describeTable(name: string): Promise<Column[] | undefined>;
-  tableExists(name: string): Promise<boolean>;
-  /** Runs `work` in one transaction; rolls back everything if it throws. */
-  transaction<T>(work: (tx: LoadTransaction) => Promise<T>): Promise<T>;
-  /** Atomically replaces `target` with `staging` (readers see the old or the new table, never half). */
-  swapTable(staging: string, target: string, tx: LoadTransaction): Promise<void>;
-  dropTable(name: string): Promise<void>;
+  /** Creates or migrates the state tables. */
+  ensureState(): Promise<void>;
+  /** Whether state tables exist (read-only destinations never create them). */
+  hasState(): Promise<boolean>;
+
   /**
-   * Takes an exclusive lock named `name` for the life of the returned handle, so two runs of the
-   * same pipeline never both start a download. Resolves undefined when `wait` is false and
-   * another process holds it.
+   * Takes an exclusive lock named `name` for the life of the handle, so that two runs of a
+   * pipeline never both start a download. The operating system or the database server
+   * releases it when the process dies. Fails with SLUICE_LOCKED when held and not waiting.
    */
-  lock(name: string, wait: boolean): Promise<{ release(): Promise<void> } | undefined>;
-  close(): Promise<void>;
-}
+  lock(name: string, options: LockOptions): Promise<Lock>;
 
-/** The state tables, as Kysely sees them. */
-export interface StateDatabase {
-  _sluice_runs: {
-    run_id: string;
-    pipeline: string;
-    started_at: string;
-    finished_at: string | null;
-    status: string;
-    summary: string | null;
-  };
-  _sluice_downloads: {
-    attempt_id: string;
-    pipeline: string;
-    job: string;
-    spec_hash: string;
-    api: string;
-    download_id: string | null;
-    status: string;
-    target_table: string;
-    load_table: string;
-    num_found: number | null;
-    num_records: number | null;
-    requested_at: string;
-    started_at: string | null;
-    updated_at: string;
-    finished_at: string | null;
-    run_id: string;
-    message: string | null;
-  };
-  _sluice_files: {
-    download_id: string;
-    file_index: number;
-    file_name: string;
-    table_name: string;
-    rows_loaded: number;
-    rows_rejected: number;
-    bytes: number;
-    loaded_at: string;
-    run_id: string;
-  };
-  _sluice_rejects: {
-    download_id: string;
-    job: string;
-    file_name: string;
-    line: number;
-    raw: string;
-    reason: string;
-    created_at: string;
-  };
+  /** Columns of a table (logical name), or undefined when it does not exist. */
+  describeTable(table: string, stagedBy?: string): Promise<Column[] | undefined>;
+  /** The physical name of a logical table, as analysts query it. */
+  physicalName(table: string): string;
+  /**
+   * Makes the tables exist before any row is written, with the columns they are known to have
+   * and their indexes (key, parent link); existing tables get missing columns added.
+   */
+  prepareTables(tables: readonly TableDef[], stagedBy?: string): Promise<void>;
+  /** Drops this pipeline's staging tables of `tables` (a replace starting over). */
+  dropStaging(tables: readonly string[], stagedBy: string): Promise<void>;
+
+  /** Runs a file's statements in one transaction; rolls back everything if `work` throws. */
+  loadFile<T>(work: (tx: FileTransaction) => Promise<T>): Promise<T>;
+  /** Ends a job in one transaction (replace swap, attempt status, cursor). */
+  finishJob(finish: JobFinish): Promise<void>;
+
+  /** Pairs of non-null values of two columns of a table (e.g. property id, owner people key). */
+  readPairs(table: string, columns: [string, string]): Promise<[unknown, unknown][]>;
+
+  close(): Promise<void>;
 }

@@ -1,10 +1,15 @@
+import { isAbsolute, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { Destination } from './destination.js';
-import { openSqliteDestination } from './sqlite/sqlite-destination.js';
+import { openSqliteDestination } from './sqlite/sqlite-dialect.js';
 
 export interface OpenDestinationOptions {
   /** PostgreSQL schema for the tables (default `public`). */
   schema?: string;
+  /** Open for reading only: create nothing, write nothing (`sluice status`). */
+  readOnly?: boolean;
+  /** Where a relative `sqlite:` path starts from (default: the working directory). */
+  baseDir?: string;
 }
 
 /**
@@ -16,21 +21,28 @@ export async function openDestination(
   options: OpenDestinationOptions = {},
 ): Promise<Destination> {
   if (/^postgres(?:ql)?:\/\//.test(url)) {
-    const { openPostgresDestination } = await import('./postgres/postgres-destination.js');
-    return openPostgresDestination(url, options);
+    const { openPostgresDestination } = await import('./postgres/postgres-dialect.js');
+    return openPostgresDestination(url, {
+      ...(options.schema === undefined ? {} : { schema: options.schema }),
+      ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
+    });
   }
-  const path = sqlitePath(url);
+  const path = sqlitePath(url, options.baseDir);
   if (path === undefined) {
     throw new UsageError(
       `destination '${url}' is not understood: use sqlite:PATH (e.g. sqlite:data/out.sqlite) or postgres://USER@HOST:PORT/DB`,
     );
   }
-  return openSqliteDestination(path);
+  return openSqliteDestination(path, { readOnly: options.readOnly === true });
 }
 
-export function sqlitePath(url: string): string | undefined {
-  if (url.startsWith('sqlite://')) return url.slice('sqlite://'.length) || undefined;
-  if (url.startsWith('sqlite:')) return url.slice('sqlite:'.length) || undefined;
-  if (/\.(sqlite3?|db)$/.test(url) && !url.includes('://')) return url;
-  return undefined;
+/** The absolute path of a `sqlite:` URL, relative paths taken from `baseDir`. */
+export function sqlitePath(url: string, baseDir = process.cwd()): string | undefined {
+  let path: string | undefined;
+  if (url.startsWith('sqlite://')) path = url.slice('sqlite://'.length);
+  else if (url.startsWith('sqlite:')) path = url.slice('sqlite:'.length);
+  else if (/\.(sqlite3?|db)$/.test(url) && !url.includes('://')) path = url;
+  if (!path) return undefined;
+  if (path === ':memory:' || isAbsolute(path)) return path;
+  return resolve(baseDir, path);
 }

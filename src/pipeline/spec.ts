@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { dirname, resolve as resolvePath } from 'node:path';
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { closest, DATA_TYPES, resolveField } from '../catalog.js';
@@ -146,6 +147,8 @@ export interface JobSpec extends Omit<RawJob, 'records' | 'key' | 'table' | 'que
 
 export interface PipelineSpec {
   file: string;
+  /** The pipeline file's folder: relative `sqlite:` paths start here. */
+  baseDir: string;
   name: string;
   source: z.output<typeof source>;
   destination: { url: string; schema?: string };
@@ -354,7 +357,15 @@ function resolve(
       downloadHash,
     };
   });
-  return { file, name: raw.name, source: raw.source, destination, views: raw.views, jobs };
+  return {
+    file,
+    baseDir: dirname(resolvePath(file)),
+    name: raw.name,
+    source: raw.source,
+    destination,
+    views: raw.views,
+    jobs,
+  };
 }
 
 function hash(value: unknown): string {

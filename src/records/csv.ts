@@ -3,7 +3,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { type Options, parse } from 'csv-parse/sync';
 import type { DataType } from '../catalog.js';
 import { SluiceError } from '../errors.js';
-import { DecodeError, type Decoder, decodersFor } from './normalize.js';
+import { DecodeError, type Decoder, decodersFor, hasNul, NUL_REASON } from './normalize.js';
 import { cutRaw, type DecodedRecord, type RecordShape } from './shape.js';
 import type { ParsedRow, RecordBatch, RejectedLine } from './types.js';
 
@@ -71,14 +71,28 @@ export async function* csvBatches(
       reject(line, raw, `expected ${columns.length} cells as in the header, got ${record.length}`);
       return;
     }
+    if (hasNul(raw)) {
+      reject(line, raw, NUL_REASON);
+      return;
+    }
+    const decoded: DecodedRecord = Object.create(null);
+    let i = 0;
     try {
-      const decoded: DecodedRecord = {};
-      for (let i = 0; i < columns.length; i++) decoded[columns[i]!] = decoders[i]!(record[i]);
-      rows.push({ line, ...shape(decoded) });
+      for (; i < columns.length; i++) {
+        const name = columns[i]!;
+        if (name === '') {
+          if (record[i] === '') continue;
+          throw new DecodeError('a value in a column with no name in the header');
+        }
+        decoded[name] = decoders[i]!(record[i]);
+      }
     } catch (error) {
       if (!(error instanceof DecodeError)) throw error;
-      reject(line, raw, error.message);
+      const name = columns[i];
+      reject(line, raw, name ? `${name}: ${error.message}` : error.message);
+      return;
     }
+    rows.push({ line, ...shape(decoded) });
   };
 
   /**

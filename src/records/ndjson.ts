@@ -1,7 +1,14 @@
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { type DataType, FIELDS } from '../catalog.js';
-import { DecodeError, type Decoder, decoderFor } from './normalize.js';
+import {
+  DecodeError,
+  type Decoder,
+  decoderFor,
+  fieldDef,
+  hasNul,
+  NUL_REASON,
+} from './normalize.js';
 import { cutRaw, type DecodedRecord, type RecordShape } from './shape.js';
 import type { RecordBatch, RejectedLine } from './types.js';
 
@@ -20,7 +27,7 @@ export async function* ndjsonBatches(
   const decoderOf = (key: string): Decoder | null => {
     let d = decoders.get(key);
     if (d === undefined) {
-      const def = fields[key];
+      const def = fieldDef(fields, key);
       d = def === undefined ? null : decoderFor(def);
       decoders.set(key, d);
     }
@@ -52,18 +59,31 @@ export async function* ndjsonBatches(
       rejects.push({ line: lineNo, raw: cutRaw(line), reason: 'not a JSON object' });
       return;
     }
+    if (hasNul(line)) {
+      rejects.push({ line: lineNo, raw: cutRaw(line), reason: NUL_REASON });
+      return;
+    }
+    const decoded: DecodedRecord = Object.create(null);
+    let key = '';
     try {
-      const decoded: DecodedRecord = {};
-      for (const key in value) {
+      // JSON.parse makes `__proto__` an own property; copying it into a null-prototype object
+      // keeps it a field like any other.
+      for (key of Object.keys(value)) {
         const v = (value as Record<string, unknown>)[key];
+        if (key === '') {
+          if (v === null || v === '') continue;
+          throw new DecodeError('a field with an empty name');
+        }
         const decoder = decoderOf(key);
         decoded[key] = decoder === null ? (v === '' ? null : v) : decoder(v);
       }
-      rows.push({ line: lineNo, ...shape(decoded) });
     } catch (error) {
       if (!(error instanceof DecodeError)) throw error;
-      rejects.push({ line: lineNo, raw: cutRaw(line), reason: error.message });
+      const reason = key ? `${key}: ${error.message}` : error.message;
+      rejects.push({ line: lineNo, raw: cutRaw(line), reason });
+      return;
     }
+    rows.push({ line: lineNo, ...shape(decoded) });
   };
 
   for await (const chunk of source as AsyncIterable<Buffer>) {

@@ -1,7 +1,7 @@
-import { type DataType, FIELDS, type FieldDef, type FieldMap } from '../catalog.js';
+import { type DataType, FIELDS, type FieldMap } from '../catalog.js';
+import { newRow, type Row } from '../schema/types.js';
 import { toColumnValue } from './normalize.js';
 import type { DecodedRecord } from './shape.js';
-import type { Row } from './types.js';
 
 /**
  * `nested: tables`: a record becomes one row of its table plus rows of child tables.
@@ -54,12 +54,12 @@ export function splitRecord(
   table: string,
   key: readonly string[],
 ): NestedTables {
-  const row: Row = {};
+  const row = newRow();
   const children = new Map<string, Row[]>();
   flattenInto(row, record, '', table, children, undefined);
-  const link: Row = {};
-  for (const k of key) link[parentColumn(k)] = row[k] ?? null;
-  for (const rows of children.values()) for (const child of rows) Object.assign(child, link);
+  for (const rows of children.values()) {
+    for (const child of rows) for (const k of key) child[parentColumn(k)] = row[k] ?? null;
+  }
   return { row, children };
 }
 
@@ -82,7 +82,7 @@ function flattenInto(
         children.set(child, rows);
       }
       for (let i = 0; i < v.length; i++) {
-        const item: Row = {};
+        const item = newRow();
         if (position !== undefined) item._parent_position = position;
         item._position = i;
         rows.push(item);
@@ -124,5 +124,3 @@ export function tableHints(type: DataType, table: string): Map<string, FieldMap>
 export function catalogueChildTables(type: DataType, table: string): string[] {
   return [...tableHints(type, table).keys()].filter((t) => t !== table);
 }
-
-export type { FieldDef };

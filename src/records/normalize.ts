@@ -1,5 +1,5 @@
 import { type DataType, FIELDS, type FieldDef, type ScalarKind } from '../catalog.js';
-import type { RowValue } from './types.js';
+import { isIsoDate, looksLikeIsoDate, type RowValue } from '../schema/types.js';
 
 /**
  * Turns a record as it arrived (CSV cells, all text; or a parsed NDJSON object) into plain
@@ -27,6 +27,13 @@ function decodeScalar(kind: ScalarKind, value: unknown): unknown {
     case 'boolean':
       if (value === 'true' || value === 'True' || value === 'TRUE') return true;
       if (value === 'false' || value === 'False' || value === 'FALSE') return false;
+      return value;
+    case 'date':
+      // A date-shaped value that is no real date (2021-02-30, year 0) is corrupt: JavaScript
+      // would roll it over and PostgreSQL would refuse it, so the record is kept aside.
+      if (looksLikeIsoDate(value) && !isIsoDate(value)) {
+        throw new DecodeError(`'${value}' is not a valid date`);
+      }
       return value;
     default:
       return value;
@@ -69,12 +76,30 @@ function decodeObjects(fields: Record<string, FieldDef>, value: unknown): unknow
 
 function decodeObject(fields: Record<string, FieldDef>, item: unknown): unknown {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(item as Record<string, unknown>)) {
-    const def = fields[key];
+  const out: Record<string, unknown> = Object.create(null);
+  for (const key of Object.keys(item)) {
+    const value = (item as Record<string, unknown>)[key];
+    const def = fieldDef(fields, key);
     out[key] = def === undefined ? value : decoderFor(def)(value);
   }
   return out;
+}
+
+/** The catalogue's definition of a field; never an inherited property such as `constructor`. */
+export function fieldDef(fields: Record<string, FieldDef>, name: string): FieldDef | undefined {
+  return Object.hasOwn(fields, name) ? fields[name] : undefined;
+}
+
+export const NUL_REASON = 'holds a NUL character (U+0000), which PostgreSQL cannot store';
+
+const ESCAPED_NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/;
+
+/**
+ * Whether a record's text holds a NUL character, raw or as a JSON escape. Neither PostgreSQL's
+ * text nor its jsonb can store one, so such a record is kept aside on every destination alike.
+ */
+export function hasNul(text: string): boolean {
+  return text.includes('\u0000') || (text.includes('\\u0000') && ESCAPED_NUL.test(text));
 }
 
 const cache = new WeakMap<FieldDef, Decoder>();
@@ -100,7 +125,7 @@ const decodeUnknown: Decoder = (v) => (v === '' || v === undefined ? null : v);
 export function decodersFor(type: DataType, columns: readonly string[]): Decoder[] {
   const fields = FIELDS[type];
   return columns.map((name) => {
-    const def = fields[name];
+    const def = fieldDef(fields, name);
     return def === undefined ? decodeUnknown : decoderFor(def);
   });
 }

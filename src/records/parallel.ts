@@ -1,7 +1,6 @@
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
-import type { JobSpec } from '../pipeline/spec.js';
-import type { Enrichment } from '../pipeline/tables.js';
+import type { ShapePlan } from './tables.js';
 import type { FileFormat, RecordBatch } from './types.js';
 
 /**
@@ -17,8 +16,8 @@ import type { FileFormat, RecordBatch } from './types.js';
  */
 export interface ParseRequest {
   format: FileFormat;
-  job: JobSpec;
-  enrichment?: Enrichment;
+  /** How records become rows: plain data, cloned into the worker. */
+  plan: ShapePlan;
   batchSize: number;
   maxBuffered: number;
 }
@@ -170,7 +169,7 @@ class ParseWorker {
           }
           if (message.type === 'batch') {
             worker.postMessage({ type: 'ack' } satisfies ToWorker);
-            yield message.batch;
+            yield withNullPrototypes(message.batch);
           }
         }
         await pump;
@@ -211,4 +210,20 @@ export class ParserPool {
     await Promise.all(this.#workers.map((w) => w.terminate()));
     this.#workers.length = 0;
   }
+}
+
+/**
+ * Rows cross the thread boundary as ordinary objects: made null-prototype again, so that a
+ * column named `constructor` or `toString` reads as absent in a row that lacks it, never as
+ * something inherited.
+ */
+function withNullPrototypes(batch: RecordBatch): RecordBatch {
+  for (const parsed of batch.rows) {
+    Object.setPrototypeOf(parsed.row, null);
+    if (parsed.related) {
+      for (const rows of parsed.related.values())
+        for (const row of rows) Object.setPrototypeOf(row, null);
+    }
+  }
+  return batch;
 }

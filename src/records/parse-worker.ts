@@ -5,9 +5,9 @@
  */
 import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
-import { JobTables } from '../pipeline/tables.js';
 import { recordBatches } from './index.js';
 import type { ParseRequest, ToMain, ToWorker } from './parallel.js';
+import { JobTables } from './tables.js';
 
 const port = parentPort;
 if (!port) throw new Error('parse-worker.ts runs in a worker thread');
@@ -46,8 +46,8 @@ async function run(request: ParseRequest): Promise<void> {
   input = new PassThrough({ highWaterMark: 1 << 20 });
   unacked = 0;
   try {
-    const tables = new JobTables(request.job, request.enrichment);
-    for await (const batch of recordBatches(input, request.format, request.job.type, {
+    const tables = new JobTables(request.plan);
+    for await (const batch of recordBatches(input, request.format, request.plan.type, {
       batchSize: request.batchSize,
       shape: tables.shape,
     })) {

@@ -1,7 +1,11 @@
+import { newRow, type Row } from '../schema/types.js';
 import { toColumnValue } from './normalize.js';
-import type { ParsedRow, Row } from './types.js';
+import type { ParsedRow } from './types.js';
 
-/** A record decoded by the catalogue: plain values, arrays and objects. */
+/**
+ * A record decoded by the catalogue: plain values, arrays and objects. A null-prototype object:
+ * field names come from the service, and `__proto__` or `constructor` are just names.
+ */
 export type DecodedRecord = Record<string, unknown>;
 
 /** Turns a decoded record into the row the load stage writes, and rows of related tables. */
@@ -9,7 +13,7 @@ export type RecordShape = (record: DecodedRecord) => Omit<ParsedRow, 'line'>;
 
 /** `nested: json`: every nested value is stored as JSON text in its column. */
 export function jsonRow(record: DecodedRecord): Row {
-  const row: Row = {};
+  const row = newRow();
   for (const key in record) row[key] = toColumnValue(record[key]);
   return row;
 }

@@ -3,10 +3,9 @@
  * from, or a reject saying why a line could not become a row. Nothing is dropped silently.
  */
 
-/** A value a destination column can hold. Nested values arrive as JSON text (`nested: json`). */
-export type RowValue = string | number | boolean | null;
+import type { Row } from '../schema/types.js';
 
-export type Row = Record<string, RowValue>;
+export type { Row, RowValue } from '../schema/types.js';
 
 export interface ParsedRow {
   /** 1-based line of the record in its file (for CSV, the line where the record starts). */

@@ -24,9 +24,10 @@ import { createReadStream, mkdtempSync, rmSync, statSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse';
-import type { ColumnType, Destination, TableSpec } from '../../src/load/destination.js';
-import { openPostgresDestination, PG_TYPE } from '../../src/load/postgres/postgres-destination.js';
+import type { ColumnType, Destination } from '../../src/load/destination.js';
+import { openPostgresDestination, PG_TYPE } from '../../src/load/postgres/postgres-dialect.js';
 import type { Row, RowValue } from '../../src/records/types.js';
+import type { TableDef } from '../../src/schema/plan.js';
 import { dropSchema, postgresUrl, randomSchemaName } from '../helpers/postgres.js';
 
 const ROWS = Number(process.argv[2] ?? 200_000);
@@ -209,7 +210,7 @@ async function* csvRows(): AsyncGenerator<Row> {
 /** Writes `source` through the destination: batches of 5000, 100k rows per transaction. */
 async function sluiceLoad(
   dest: Destination,
-  table: TableSpec,
+  table: TableDef,
   mode: 'append' | 'merge',
   source: AsyncIterable<Row> | Iterable<Row>,
 ): Promise<number> {
@@ -217,8 +218,10 @@ async function sluiceLoad(
     Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : source[Symbol.iterator]();
   let done = false;
   let total = 0;
+  await dest.prepareTables([table]);
+  const target = { table: table.name, mode, key: table.key, hints: {} };
   while (!done) {
-    await dest.transaction(async (tx) => {
+    await dest.loadFile(async (tx) => {
       let inTransaction = 0;
       let batch: Row[] = [];
       while (inTransaction < PER_TRANSACTION) {
@@ -230,11 +233,11 @@ async function sluiceLoad(
         batch.push(next.value);
         inTransaction++;
         if (batch.length === BATCH) {
-          await tx.writeRows(table, batch, mode);
+          await tx.write(target, batch);
           batch = [];
         }
       }
-      if (batch.length > 0) await tx.writeRows(table, batch, mode);
+      if (batch.length > 0) await tx.write(target, batch);
       total += inTransaction;
     });
   }
@@ -296,7 +299,7 @@ try {
   const columns = COLUMNS.map(([name, type]) => ({ name, type }));
   const run = async (
     label: string,
-    table: TableSpec,
+    table: TableDef,
     mode: 'append' | 'merge',
     source: () => AsyncIterable<Row> | Iterable<Row>,
     reference: string,
@@ -312,14 +315,14 @@ try {
   const MERGE_REF = 'psql \\copy + upsert (merge)';
   await run(
     'sluice append (csv-parse)',
-    { name: 'sluice_append', columns, key: [] },
+    { name: 'sluice_append', columns, key: [], hints: {} },
     'append',
     csvRows,
     APPEND_REF,
   );
 
   // (c) sluice merge: first pass into an empty table (inserts), second pass all updates.
-  const merge: TableSpec = { name: 'sluice_merge', columns, key: ['id'] };
+  const merge: TableDef = { name: 'sluice_merge', columns, key: ['id'], hints: {} };
   await run('sluice merge 1st (csv-parse)', merge, 'merge', csvRows, APPEND_REF);
   psql(`VACUUM ANALYZE ${q(schema)}.sluice_merge`);
   await run('sluice merge 2nd (csv-parse)', merge, 'merge', csvRows, MERGE_REF);
@@ -329,7 +332,7 @@ try {
   for await (const row of csvRows()) parsed.push(row);
   await run(
     'sluice append (pre-parsed)',
-    { name: 'sluice_append2', columns, key: [] },
+    { name: 'sluice_append2', columns, key: [], hints: {} },
     'append',
     () => parsed,
     APPEND_REF,

@@ -13,9 +13,10 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse } from 'csv-parse';
 import { startEmulator } from '../../src/emulator/index.js';
+import { shapePlanOf } from '../../src/pipeline/context.js';
 import { parsePipeline } from '../../src/pipeline/spec.js';
-import { JobTables } from '../../src/pipeline/tables.js';
 import { recordBatches } from '../../src/records/index.js';
+import { JobTables } from '../../src/records/tables.js';
 
 const { values } = parseArgs({ options: { records: { type: 'string', default: '40000' } } });
 const RECORDS = Number(values.records);
@@ -67,7 +68,7 @@ const spec = parsePipeline(
   'bench.yaml',
   {},
 );
-const job = spec.jobs[0]!;
+const plan = shapePlanOf(spec.jobs[0]!, spec);
 
 async function time(label: string, work: () => Promise<number>) {
   const t0 = performance.now();
@@ -104,7 +105,7 @@ for (const hwm of [undefined, 1 << 20]) {
   });
   await time(`recordBatches, nested tables${buffer}`, async () => {
     let n = 0;
-    const tables = new JobTables(job);
+    const tables = new JobTables(plan);
     for await (const b of recordBatches(stream(hwm), 'csv', 'properties', { shape: tables.shape }))
       n += b.rows.length;
     return n;

@@ -9,7 +9,14 @@ import {
   targetFactory,
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import {
+  emulatorEnv,
+  pipelineHead,
+  runCli,
+  SLUICE_BIN,
+  tempDir,
+  writePipeline,
+} from '../helpers/pipeline.js';
 
 /**
  * Credits are money: a run killed at any moment and run again must pay for its download once and
@@ -49,7 +56,7 @@ function pipeline(name: string, target: TestTarget): string {
 function startRun(file: string): ChildProcess {
   return spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli/main.ts', 'run', file, '--no-progress', '--log-format', 'json'],
+    [SLUICE_BIN, 'run', file, '--no-progress', '--log-format', 'json'],
     {
       cwd: ROOT,
       env: emulatorEnv(harness),
@@ -161,19 +168,38 @@ for (const kind of destinationKinds()) {
       const setup = await runCli(['validate', file], emulatorEnv(harness));
       assert.equal(setup.code, 0, setup.stderr);
       const { openDestination } = await import('../../src/load/index.js');
-      const { PipelineState } = await import('../../src/pipeline/state.js');
-      const destination = await openDestination(t.url, t.schema ? { schema: t.schema } : {});
-      await destination.ensureStateTables();
-      const stateTables = new PipelineState(destination.db, 'window');
       const { loadPipeline } = await import('../../src/pipeline/spec.js');
       const spec = await loadPipeline(file, emulatorEnv(harness));
-      await stateTables.recordRequest({
+      const destination = await openDestination(t.url, t.schema ? { schema: t.schema } : {});
+      await destination.ensureState();
+      const now = new Date().toISOString();
+      await destination.state.insertAttempt({
+        attempt_id: 'crashed-attempt',
+        pipeline: 'window',
         job: 'homes',
-        specHash: spec.jobs[0]!.downloadHash,
+        spec_hash: spec.jobs[0]!.downloadHash,
         api: 'v4',
-        targetTable: 'homes',
-        loadTable: 'homes',
-        runId: 'crashed-run',
+        download_id: null,
+        status: 'requested',
+        target_table: 'homes',
+        load_table: 'homes',
+        num_found: null,
+        num_records: null,
+        requested_at: now,
+        started_at: null,
+        updated_at: now,
+        finished_at: null,
+        run_id: 'crashed-run',
+        message: null,
+        load_hash: null,
+        write_mode: 'append',
+        data_type: 'properties',
+        query: '*',
+        format: 'csv',
+        num_requested: RECORDS,
+        cursor_from: null,
+        credits: null,
+        stage: 'extract',
       });
       await destination.close();
       const { createServiceClient } = await import('../../src/client/index.js');

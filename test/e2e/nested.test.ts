@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { type DataType, FIELDS } from '../../src/catalog.js';
-import type { RunSummary } from '../../src/pipeline/runner.js';
+import type { RunSummary } from '../../src/pipeline/index.js';
 import { catalogueChildTables } from '../../src/records/nested.js';
 import {
   destinationKinds,
@@ -90,7 +90,9 @@ for (const kind of destinationKinds()) {
         assert.deepEqual(await json.tables('t'), tables, 'the same tables from CSV and NDJSON');
         for (const table of tables) {
           const a = await contents(csv, table);
-          assert.ok(a.length > 0, `${table} has rows`);
+          // Every table the catalogue implies exists; deeper ones may hold nothing for this data.
+          if (table === 't' || expected.includes(table))
+            assert.ok(a.length > 0, `${table} has rows`);
           assert.deepEqual(await contents(json, table), a, `${table}: CSV and NDJSON rows differ`);
         }
         const orphans = await csv.one<{ n: number }>(

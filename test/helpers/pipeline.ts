@@ -2,8 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { main } from '../../src/cli/index.js';
+import type { Clock } from '../../src/pipeline/clock.js';
 import type { EmulatorHarness } from './emulator.js';
 
 /** A Writable that keeps what was written, for reading a command's output in tests. */
@@ -59,17 +60,42 @@ export function emulatorEnv(
   };
 }
 
-/** Runs the CLI in this process and returns its exit code and output. */
-export async function runCli(argv: string[], env: NodeJS.ProcessEnv, signal?: AbortSignal) {
+/** The built CLI: the end-to-end tests run what ships (`npm test` builds it first). */
+const DIST_CLI = new URL('../../dist/cli/index.js', import.meta.url);
+
+type Cli = typeof import('../../src/cli/index.js');
+let cli: Promise<Cli> | undefined;
+
+function builtCli(): Promise<Cli> {
+  cli ??= import(DIST_CLI.href).catch((error: unknown) => {
+    throw new Error(`${DIST_CLI.pathname} is missing: run npm run build (npm test does)`, {
+      cause: error,
+    });
+  }) as Promise<Cli>;
+  return cli;
+}
+
+/** Runs the built CLI in this process and returns its exit code and output. */
+export async function runCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  signal?: AbortSignal,
+  clock?: Clock,
+) {
+  const { main } = await builtCli();
   const stdout = new Capture();
   const stderr = new Capture();
   const code = await main(argv, {
     io: { stdout, stderr },
     env,
     signal: signal ?? new AbortController().signal,
+    ...(clock ? { clock } : {}),
   });
   return { code, stdout: stdout.text, stderr: stderr.text };
 }
+
+/** The installed command (`bin/sluice.js`, which runs the built CLI), for tests in a subprocess. */
+export const SLUICE_BIN = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 
 /** Reads rows from a SQLite file with a separate connection, as an analyst would. */
 export function query<T = Record<string, unknown>>(

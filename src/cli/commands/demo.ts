@@ -1,8 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { createLogger } from '../../log.js';
-import { createProgress } from '../../pipeline/progress.js';
-import { runPipeline } from '../../pipeline/runner.js';
-import { loadPipeline } from '../../pipeline/spec.js';
+import { createProgress, loadPipeline, runPipeline } from '../../pipeline/index.js';
 import { exitCodeOfRun } from '../exit-codes.js';
 import { tablesText } from '../format.js';
 import { type Io, writeJson, writeLine } from '../output.js';

@@ -1,18 +1,19 @@
 import type { Argv } from 'yargs';
-import { openDestination } from '../../load/index.js';
 import { createLogger, type LogFormat } from '../../log.js';
-import { createProgress } from '../../pipeline/progress.js';
+import type { Clock } from '../../pipeline/clock.js';
 import {
   type CreditEstimate,
   clientFor,
-  destinationOf,
+  createProgress,
   estimateJob,
   estimateOwnerLookup,
+  loadPipeline,
+  openPipelineDestination,
+  type PipelineSpec,
+  pipelineJsonSchema,
   type RunSummary,
   runPipeline,
-} from '../../pipeline/runner.js';
-import { loadPipeline, type PipelineSpec, pipelineJsonSchema } from '../../pipeline/spec.js';
-import { PipelineState } from '../../pipeline/state.js';
+} from '../../pipeline/index.js';
 import { EXIT, exitCodeOfRun } from '../exit-codes.js';
 import { tablesText } from '../format.js';
 import type { CliContext } from '../index.js';
@@ -137,6 +138,7 @@ export async function runCommand(
   io: Io,
   env: NodeJS.ProcessEnv,
   signal: AbortSignal,
+  clock?: Clock,
 ): Promise<number> {
   const spec = await loadPipeline(args.file, env);
   const logger = createLogger({ format: args['log-format'] ?? 'pretty', stream: io.stderr });
@@ -149,6 +151,7 @@ export async function runCommand(
     signal,
     logger,
     progress,
+    ...(clock ? { clock } : {}),
   });
   if (args.json) writeJson(io.stdout, summary);
   else printSummary(summary, io);
@@ -208,22 +211,42 @@ export async function statusCommand(
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
   const spec: PipelineSpec = await loadPipeline(args.file, env);
-  const where = destinationOf(spec, env);
-  const destination = await openDestination(where.url, { schema: where.schema });
+  // Read-only: a monitoring role can use it, and a mistyped path creates nothing.
+  const destination = await openPipelineDestination(spec, env, { readOnly: true }).catch(
+    (error: unknown) => {
+      if ((error as { code?: unknown }).code === 'SLUICE_NO_STATE') return undefined;
+      throw error;
+    },
+  );
   try {
-    await destination.ensureStateTables();
-    const recent = await new PipelineState(destination.db, spec.name).recent(args.limit ?? 10);
+    if (destination === undefined || !(await destination.hasState())) {
+      const where = destination?.description ?? spec.destination.url;
+      if (args.json) {
+        writeJson(io.stdout, { pipeline: spec.name, destination: where, state: 'none', runs: [] });
+      } else {
+        writeLine(
+          io.stdout,
+          `no state found at ${where}: pipeline '${spec.name}' has not run against this destination (or the destination is not the one you meant)`,
+        );
+      }
+      return EXIT.ok;
+    }
+    const recent = await destination.state.recent(spec.name, args.limit ?? 10);
     if (args.json) {
       writeJson(io.stdout, {
         pipeline: spec.name,
         destination: destination.description,
-        runs: recent.runs.map(({ summary, ...run }) => ({
+        state: 'found',
+        runs: recent.runs.map(({ summary, credits, ...run }) => ({
           ...run,
+          credits: credits ? JSON.parse(credits) : null,
           summary: summary ? JSON.parse(summary) : null,
         })),
+        jobs: recent.jobs.map(({ summary: _summary, ...job }) => job),
         downloads: recent.downloads,
         files: recent.files,
         rejects: recent.rejects,
+        cursors: recent.cursors,
       });
       return EXIT.ok;
     }
@@ -233,8 +256,15 @@ export async function statusCommand(
     writeLine(
       io.stdout,
       formatTable(
-        ['run', 'started', 'finished', 'status'],
-        recent.runs.map((r) => [r.run_id, r.started_at, r.finished_at ?? '-', r.status]),
+        ['run', 'started', 'finished', 'status', 'stage', 'error'],
+        recent.runs.map((r) => [
+          r.run_id,
+          r.started_at,
+          r.finished_at ?? '-',
+          r.status,
+          r.stage ?? '-',
+          r.error_message ?? '',
+        ]),
       ),
     );
     writeLine(io.stdout);
@@ -271,7 +301,7 @@ export async function statusCommand(
     );
     return EXIT.ok;
   } finally {
-    await destination.close();
+    await destination?.close();
   }
 }
 
@@ -350,7 +380,8 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             default: true,
             describe: 'Progress bar on a terminal (--no-progress to hide)',
           }),
-      async (args) => done(await runCommand(args as RunArgs, ctx.io, ctx.env, ctx.signal)),
+      async (args) =>
+        done(await runCommand(args as RunArgs, ctx.io, ctx.env, ctx.signal, ctx.clock)),
     )
     .command(
       'status <file>',

@@ -2,10 +2,11 @@ import { strict as assert } from 'node:assert';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { csvRow } from '../../../src/emulator/render.js';
+import { shapePlanOf } from '../../../src/pipeline/context.js';
 import { parsePipeline } from '../../../src/pipeline/spec.js';
-import { JobTables } from '../../../src/pipeline/tables.js';
 import { recordBatches } from '../../../src/records/index.js';
 import { ParserPool } from '../../../src/records/parallel.js';
+import { JobTables } from '../../../src/records/tables.js';
 import type { RecordBatch } from '../../../src/records/types.js';
 
 const spec = parsePipeline(
@@ -22,7 +23,7 @@ jobs:
   'p.yaml',
   {},
 );
-const job = spec.jobs[0]!;
+const plan = shapePlanOf(spec.jobs[0]!, spec);
 
 function csvFile(n: number): string {
   const columns = ['id', 'yearBuilt', 'prices', 'people'];
@@ -73,13 +74,13 @@ async function collect(batches: AsyncIterable<RecordBatch>) {
 describe('parsing in worker threads', () => {
   it('gives exactly the batches of parsing in this thread, related rows included', async () => {
     const text = csvFile(3000);
-    const tables = new JobTables(job);
+    const tables = new JobTables(plan);
     const here = await collect(
       recordBatches(source(text), 'csv', 'properties', { batchSize: 500, shape: tables.shape }),
     );
     const pool = new ParserPool(2);
     try {
-      const request = { format: 'csv' as const, job, batchSize: 500, maxBuffered: 2 };
+      const request = { format: 'csv' as const, plan, batchSize: 500, maxBuffered: 2 };
       // Two files at once, as when the next file is parsed ahead.
       const first = pool.parse(source(text), request);
       const second = pool.parse(source(text), request);
@@ -95,6 +96,9 @@ describe('parsing in worker threads', () => {
       assert.equal(rows + rejects, 3000);
       assert.ok(rejects > 0);
       assert.ok(a[0]?.rows[0]?.related?.get('people')?.length, 'autotrace people rows come across');
+      const row = a[0]!.rows[0]!.row;
+      assert.equal(Object.getPrototypeOf(row), null, 'rows are null-prototype again');
+      assert.equal(row.constructor, undefined);
     } finally {
       await pool.close();
     }
@@ -103,7 +107,7 @@ describe('parsing in worker threads', () => {
   it('a file given up half way frees its worker for the next one', async () => {
     const pool = new ParserPool(1);
     try {
-      const request = { format: 'csv' as const, job, batchSize: 100, maxBuffered: 1 };
+      const request = { format: 'csv' as const, plan, batchSize: 100, maxBuffered: 1 };
       const first = pool.parse(source(csvFile(2000)), request);
       const iterator = first.batches[Symbol.asyncIterator]();
       assert.equal((await iterator.next()).done, false);
@@ -127,7 +131,7 @@ describe('parsing in worker threads', () => {
           this.destroy(new Error('connection reset'));
         },
       });
-      const job2 = pool.parse(failing, { format: 'json', job, batchSize: 10, maxBuffered: 1 });
+      const job2 = pool.parse(failing, { format: 'json', plan, batchSize: 10, maxBuffered: 1 });
       await assert.rejects(collect(job2.batches), /connection reset/);
     } finally {
       await pool.close();

@@ -1,0 +1,88 @@
+import type { Kysely } from 'kysely';
+import type { Widening } from '../schema/plan.js';
+import type { Column, Row } from '../schema/types.js';
+import type { DestinationCapabilities, Lock, LockOptions } from './destination.js';
+import type { StateDatabase } from './state-tables.js';
+
+/**
+ * What each database does its own way, under the shared loader (`loader.ts`): mapping types,
+ * running DDL, writing rows in bulk, swapping tables and locking. Names here are physical
+ * (already within the identifier limit). Only `src/load/` sees this interface.
+ *
+ * `C` is the dialect's handle on one transaction (a better-sqlite3 handle, a pg client).
+ */
+export interface Dialect<C> {
+  readonly kind: 'sqlite' | 'postgres';
+  readonly description: string;
+  readonly capabilities: DestinationCapabilities;
+  readonly readOnly: boolean;
+  /** State statements outside any transaction. */
+  readonly db: Kysely<StateDatabase>;
+
+  /**
+   * Runs `work` in one transaction on one connection; `db` runs state statements inside it.
+   * Rolled back when `work` throws.
+   */
+  transaction<T>(work: (conn: C, db: Kysely<StateDatabase>) => Promise<T>): Promise<T>;
+  /** Runs the state tables' creation or migration so that two processes never do it at once. */
+  migrationTransaction<T>(work: (conn: C, db: Kysely<StateDatabase>) => Promise<T>): Promise<T>;
+
+  /** Columns of a table, or undefined when there is none (`conn`: inside a transaction). */
+  describe(table: string, conn?: C): Promise<Column[] | undefined>;
+  /** Column names of a state table, or undefined (for the migration). */
+  stateColumns(table: string, conn: C): Promise<string[] | undefined>;
+
+  createTable(conn: C, table: string, columns: readonly BoundColumn[]): Promise<void>;
+  addColumns(conn: C, table: string, columns: readonly BoundColumn[]): Promise<void>;
+  /** Changes a column's type, in place or by rebuilding it, as `capabilities` says. */
+  widenColumn(conn: C, table: string, change: Widening): Promise<void>;
+  createIndex(conn: C, table: string, index: IndexDef): Promise<void>;
+  /**
+   * Before a schema change inside a transaction that other writers may share the table with:
+   * waits for them (PostgreSQL: an exclusive table lock), so the table is described afresh.
+   */
+  lockTable(conn: C, table: string): Promise<void>;
+
+  /** Writes rows whole: `append` inserts, `merge` upserts on `key` (the last row of a key wins). */
+  insert(
+    conn: C,
+    table: string,
+    columns: readonly BoundColumn[],
+    rows: readonly Row[],
+    mode: 'append' | 'merge',
+    key: readonly string[],
+  ): Promise<void>;
+  deleteWhereIn(
+    conn: C,
+    table: string,
+    column: string,
+    values: readonly (string | number)[],
+  ): Promise<void>;
+  /** Replaces `target` with `staging` inside the transaction; indexes are renamed with it. */
+  swap(conn: C, staging: string, target: string, indexes: readonly IndexRename[]): Promise<void>;
+  clear(conn: C, table: string): Promise<void>;
+  drop(conn: C, table: string): Promise<void>;
+  indexes(table: string, conn?: C): Promise<IndexDef[]>;
+
+  readPairs(table: string, columns: [string, string]): Promise<[unknown, unknown][]>;
+  lock(name: string, options: LockOptions): Promise<Lock>;
+  /** A driver's error as a SluiceError that says what to do (and never holds a password). */
+  translate(error: unknown): unknown;
+  close(): Promise<void>;
+}
+
+/** A column as written: its physical name and type, and the row key its values come from. */
+export interface BoundColumn extends Column {
+  source: string;
+}
+
+export interface IndexDef {
+  name: string;
+  columns: string[];
+  unique: boolean;
+}
+
+export interface IndexRename extends IndexDef {
+  /** The index's name on the staging table. */
+  from: string;
+}

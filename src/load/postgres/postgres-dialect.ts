@@ -1,0 +1,693 @@
+/**
+ * PostgreSQL as a destination: `pg` through Kysely's PostgresDialect for state statements; DDL
+ * built here; rows go in through COPY FROM STDIN (text format) on the transaction's own client.
+ *
+ * Every table, the `_sluice_*` state tables included, lives in one schema (default `public`).
+ * Names are always quoted and schema-qualified; each connection also starts with `search_path`
+ * set to the schema and `TimeZone` to UTC, so ISO timestamps without an offset mean UTC.
+ */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  Kysely,
+  PostgresDialect as KyselyPostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+} from 'kysely';
+import pg from 'pg';
+import copyStreams from 'pg-copy-streams';
+import { SluiceError } from '../../errors.js';
+import type { Widening } from '../../schema/plan.js';
+import type { Column, ColumnType, Row, RowValue } from '../../schema/types.js';
+import { sleep } from '../../util/sleep.js';
+import type { Destination, DestinationCapabilities, Lock, LockOptions } from '../destination.js';
+import type { BoundColumn, Dialect, IndexDef, IndexRename } from '../dialect.js';
+import { DestinationError, scrub } from '../errors.js';
+import { Loader } from '../loader.js';
+import type { StateDatabase } from '../state-tables.js';
+
+const INT8_OID = 20;
+const JSON_OID = 114;
+const JSONB_OID = 3802;
+
+/** bigint columns come back as JS numbers when they fit (state counters, counts), else as text. */
+function parseInt8(value: string): number | string {
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : value;
+}
+
+const asText = (value: string) => value;
+
+/**
+ * Type parsers for this destination's pool only; the global `pg.types` is left alone. json and
+ * jsonb come back as JSON text, as they went in (and as SQLite gives them back).
+ */
+const typeParsers = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (format !== 'binary') {
+      if (oid === INT8_OID) return parseInt8;
+      if (oid === JSON_OID || oid === JSONB_OID) return asText;
+    }
+    // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept a union format
+    return pg.types.getTypeParser(oid, format as any);
+  },
+} as pg.CustomTypesConfig;
+
+export const PG_TYPE: Record<ColumnType, string> = {
+  boolean: 'boolean',
+  integer: 'bigint',
+  real: 'double precision',
+  timestamp: 'timestamptz',
+  json: 'jsonb',
+  text: 'text',
+};
+
+/** Maps a PostgreSQL type (as `information_schema.columns.data_type` spells it) to a ColumnType. */
+function columnTypeOf(dataType: string): ColumnType {
+  switch (dataType) {
+    case 'boolean':
+      return 'boolean';
+    case 'bigint':
+    case 'integer':
+    case 'smallint':
+      return 'integer';
+    case 'double precision':
+    case 'real':
+    case 'numeric':
+      return 'real';
+    case 'timestamp with time zone':
+    case 'timestamp without time zone':
+    case 'date':
+      return 'timestamp';
+    case 'json':
+    case 'jsonb':
+      return 'json';
+    default:
+      return 'text';
+  }
+}
+
+/** Quotes an identifier: `"name"`, with inner quotes doubled. */
+function quoteIdent(name: string): string {
+  if (name.length === 0 || name.includes('\u0000')) {
+    throw new SluiceError(`not a usable SQL identifier: ${JSON.stringify(name)}`, {
+      code: 'SLUICE_DESTINATION',
+    });
+  }
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** The USING expression that converts column `col` from `from` to `to`. */
+function castExpression(col: string, from: ColumnType, to: ColumnType): string {
+  if (to === 'text') {
+    if (from === 'timestamp') {
+      return `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+    }
+    if (from === 'boolean') return `CASE WHEN ${col} THEN 'true' WHEN NOT ${col} THEN 'false' END`;
+    return `${col}::text`;
+  }
+  if (from === 'boolean') return `${col}::integer::${PG_TYPE[to]}`;
+  return `${col}::${PG_TYPE[to]}`;
+}
+
+// COPY text format: backslash, newline, carriage return and tab are escaped; `\N` is null.
+const NEEDS_ESCAPE = /[\\\n\r\t]/;
+const ESCAPES = /[\\\n\r\t]/g;
+const ESCAPE_OF: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+function escapeCopyText(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? text.replace(ESCAPES, (c) => ESCAPE_OF[c]!) : text;
+}
+
+/** One value as COPY text for a column of `type`. */
+function copyValue(value: RowValue | undefined, type: ColumnType): string {
+  if (value === null || value === undefined) return '\\N';
+  switch (typeof value) {
+    case 'string':
+      return escapeCopyText(value);
+    case 'boolean':
+      if (type === 'boolean') return value ? 't' : 'f';
+      if (type === 'integer' || type === 'real') return value ? '1' : '0';
+      return value ? 'true' : 'false';
+    case 'number':
+      if (type === 'boolean') return value === 0 ? 'f' : 't';
+      if (type === 'json' && !Number.isFinite(value)) return '\\N';
+      return String(value);
+    default:
+      return escapeCopyText(JSON.stringify(value));
+  }
+}
+
+const CHUNK_CHARS = 256 * 1024;
+
+/** COPY text lines for `rows`, in chunks of about 256 kB. */
+function* copyChunks(rows: readonly Row[], columns: readonly BoundColumn[]): Generator<string> {
+  let chunk = '';
+  for (const row of rows) {
+    let line = '';
+    for (let i = 0; i < columns.length; i++) {
+      const column = columns[i]!;
+      if (i > 0) line += '\t';
+      line += copyValue(row[column.source], column.type);
+    }
+    chunk += `${line}\n`;
+    if (chunk.length >= CHUNK_CHARS) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
+/** The URL without its password (user info and `password=` query parameter). */
+function redact(url: string): { description: string; secrets: string[] } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new SluiceError(
+      'invalid PostgreSQL URL (expected postgresql://user@host:port/database)',
+      { code: 'SLUICE_USAGE' },
+    );
+  }
+  const secrets: string[] = [];
+  if (parsed.password) {
+    secrets.push(parsed.password);
+    try {
+      secrets.push(decodeURIComponent(parsed.password));
+    } catch {
+      // keep the encoded form only
+    }
+    parsed.password = '';
+  }
+  const queryPassword = parsed.searchParams.get('password');
+  if (queryPassword) {
+    secrets.push(queryPassword);
+    parsed.searchParams.delete('password');
+  }
+  return { description: parsed.toString(), secrets: secrets.filter((s) => s.length > 0) };
+}
+
+/** A Kysely pool over one already checked-out client, so state statements run in its transaction. */
+function singleClientPool(client: pg.PoolClient): PostgresPool {
+  const wrapped = {
+    query: client.query.bind(client),
+    release() {},
+  } as unknown as PostgresPoolClient;
+  return {
+    connect: async () => wrapped,
+    end: async () => {},
+  };
+}
+
+/** One transaction's connection, and the temporary tables its merges stage rows in. */
+interface PgConn {
+  client: pg.PoolClient;
+  /** Target table -> its temporary staging table, made LIKE the target as it was then. */
+  stagings: Map<string, string>;
+  count: number;
+}
+
+const CAPABILITIES: DestinationCapabilities = {
+  maxIdentifierBytes: 63,
+  maxColumns: 1600,
+  alterColumnType: 'in-place',
+  concurrentWriters: 4,
+  bulkLoad: true,
+};
+
+/** Seconds a statement may wait for a table lock before it fails with a clear message. */
+const LOCK_TIMEOUT = '60s';
+
+class PostgresDialect implements Dialect<PgConn> {
+  readonly kind = 'postgres' as const;
+  readonly capabilities = CAPABILITIES;
+  readonly db: Kysely<StateDatabase>;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    readonly schema: string,
+    readonly description: string,
+    readonly readOnly: boolean,
+    private readonly secrets: string[],
+  ) {
+    this.db = new Kysely<StateDatabase>({
+      dialect: new KyselyPostgresDialect({ pool }),
+    }).withSchema(schema);
+  }
+
+  qualified(table: string): string {
+    return `${quoteIdent(this.schema)}.${quoteIdent(table)}`;
+  }
+
+  async transaction<T>(work: (conn: PgConn, db: Kysely<StateDatabase>) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    // A backend that dies mid-transaction (terminated, idle timeout) makes the client emit
+    // 'error'; without a listener that would end the process. The query in flight rejects too.
+    const onError = () => {};
+    client.on('error', onError);
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const conn: PgConn = { client, stagings: new Map(), count: 0 };
+      const db = new Kysely<StateDatabase>({
+        dialect: new KyselyPostgresDialect({ pool: singleClientPool(client) }),
+      }).withSchema(this.schema);
+      try {
+        const result = await work(conn, db);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackError) {
+          broken =
+            rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+        }
+        throw error;
+      }
+    } catch (error) {
+      broken ??= isConnectionError(error) ? (error as Error) : undefined;
+      throw error;
+    } finally {
+      client.off('error', onError);
+      client.release(broken);
+    }
+  }
+
+  migrationTransaction<T>(work: (conn: PgConn, db: Kysely<StateDatabase>) => Promise<T>) {
+    return this.transaction(async (conn, db) => {
+      // Two processes creating the same tables at once would otherwise collide in pg_type.
+      await conn.client.query('SELECT pg_advisory_xact_lock($1::bigint)', [
+        lockKey(`sluice:ddl:${this.schema}`),
+      ]);
+      return work(conn, db);
+    });
+  }
+
+  async describe(table: string, conn?: PgConn): Promise<Column[] | undefined> {
+    const on = conn?.client ?? this.pool;
+    const result = await on.query<{ column_name: string; data_type: string }>(
+      `SELECT column_name, data_type FROM information_schema.columns
+       WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
+      [this.schema, table],
+    );
+    if (result.rows.length === 0) {
+      const exists = await on.query(
+        `SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`,
+        [this.schema, table],
+      );
+      return exists.rows.length > 0 ? [] : undefined;
+    }
+    return result.rows.map((r) => ({ name: r.column_name, type: columnTypeOf(r.data_type) }));
+  }
+
+  async stateColumns(table: string, conn: PgConn): Promise<string[] | undefined> {
+    return (await this.describe(table, conn))?.map((c) => c.name);
+  }
+
+  async createTable(conn: PgConn, table: string, columns: readonly BoundColumn[]): Promise<void> {
+    const defs = columns.map((c) => `${quoteIdent(c.name)} ${PG_TYPE[c.type]}`).join(', ');
+    await conn.client.query(`CREATE TABLE ${this.qualified(table)} (${defs})`);
+  }
+
+  async addColumns(conn: PgConn, table: string, columns: readonly BoundColumn[]): Promise<void> {
+    const alters = columns.map(
+      (c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${PG_TYPE[c.type]}`,
+    );
+    await conn.client.query(`ALTER TABLE ${this.qualified(table)} ${alters.join(', ')}`);
+    await this.#dropStaging(conn, table);
+  }
+
+  async widenColumn(conn: PgConn, table: string, change: Widening): Promise<void> {
+    const col = quoteIdent(change.name);
+    await conn.client.query(
+      `ALTER TABLE ${this.qualified(table)} ALTER COLUMN ${col} TYPE ${PG_TYPE[change.to]} USING ${castExpression(col, change.from, change.to)}`,
+    );
+    await this.#dropStaging(conn, table);
+  }
+
+  /** The staging table was made LIKE the old shape of `table`: make a new one on the next merge. */
+  async #dropStaging(conn: PgConn, table: string): Promise<void> {
+    const staging = conn.stagings.get(table);
+    if (staging === undefined) return;
+    await conn.client.query(`DROP TABLE IF EXISTS ${staging}`);
+    conn.stagings.delete(table);
+  }
+
+  async createIndex(conn: PgConn, table: string, index: IndexDef): Promise<void> {
+    await conn.client.query(
+      `CREATE ${index.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${this.qualified(table)} (${index.columns.map(quoteIdent).join(', ')})`,
+    );
+  }
+
+  async lockTable(conn: PgConn, table: string): Promise<void> {
+    // Conflicts with writers (who hold ROW EXCLUSIVE until they commit) and with itself, not with
+    // readers: an analyst's query goes on until a change is really made.
+    await conn.client.query(`LOCK TABLE ${this.qualified(table)} IN SHARE ROW EXCLUSIVE MODE`);
+  }
+
+  async insert(
+    conn: PgConn,
+    table: string,
+    columns: readonly BoundColumn[],
+    rows: readonly Row[],
+    mode: 'append' | 'merge',
+    key: readonly string[],
+  ): Promise<void> {
+    const target = this.qualified(table);
+    if (mode === 'append') {
+      await this.#copy(conn, target, columns, rows);
+      return;
+    }
+    if (key.length === 0) {
+      throw new SluiceError(`cannot merge into ${table}: the table has no key`, {
+        code: 'SLUICE_DESTINATION',
+      });
+    }
+    let staging = conn.stagings.get(table);
+    if (staging === undefined) {
+      staging = quoteIdent(`_sluice_stage_${++conn.count}`);
+      await conn.client.query(
+        `CREATE TEMP TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS) ON COMMIT DROP`,
+      );
+      await conn.client.query(`ALTER TABLE ${staging} ADD COLUMN "__sluice_pos" bigserial`);
+      conn.stagings.set(table, staging);
+    }
+    await this.#copy(conn, staging, columns, rows);
+    const list = columns.map((c) => quoteIdent(c.name)).join(', ');
+    const keyList = key.map(quoteIdent).join(', ');
+    const keys = new Set(key);
+    const updates = columns
+      .filter((c) => !keys.has(c.name))
+      .map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`);
+    const action = updates.length === 0 ? 'DO NOTHING' : `DO UPDATE SET ${updates.join(', ')}`;
+    // The last row of the batch wins when a key repeats: DISTINCT ON keeps the first row of
+    // each key in the order given, and the order is by key then position, newest first.
+    await conn.client.query(
+      `INSERT INTO ${target} (${list}) SELECT DISTINCT ON (${keyList}) ${list} FROM ${staging} ` +
+        `ORDER BY ${keyList}, "__sluice_pos" DESC ON CONFLICT (${keyList}) ${action}`,
+    );
+    await conn.client.query(`TRUNCATE ${staging}`);
+  }
+
+  async #copy(
+    conn: PgConn,
+    target: string,
+    columns: readonly BoundColumn[],
+    rows: readonly Row[],
+  ): Promise<void> {
+    if (rows.length === 0) return;
+    const list = columns.map((c) => quoteIdent(c.name)).join(', ');
+    const stream = conn.client.query(copyStreams.from(`COPY ${target} (${list}) FROM STDIN`));
+    await pipeline(Readable.from(copyChunks(rows, columns)), stream);
+  }
+
+  async deleteWhereIn(
+    conn: PgConn,
+    table: string,
+    column: string,
+    values: readonly (string | number)[],
+  ): Promise<void> {
+    // `= ANY($1)` lets PostgreSQL type the array as the column's, so the index on it is used.
+    await conn.client.query(
+      `DELETE FROM ${this.qualified(table)} WHERE ${quoteIdent(column)} = ANY($1)`,
+      [[...values]],
+    );
+  }
+
+  async swap(
+    conn: PgConn,
+    staging: string,
+    target: string,
+    indexes: readonly IndexRename[],
+  ): Promise<void> {
+    await conn.client.query(`DROP TABLE IF EXISTS ${this.qualified(target)}`);
+    await conn.client.query(
+      `ALTER TABLE ${this.qualified(staging)} RENAME TO ${quoteIdent(target)}`,
+    );
+    for (const index of indexes) {
+      await conn.client.query(
+        `ALTER INDEX IF EXISTS ${this.qualified(index.from)} RENAME TO ${quoteIdent(index.name)}`,
+      );
+    }
+  }
+
+  async clear(conn: PgConn, table: string): Promise<void> {
+    await conn.client.query(`DELETE FROM ${this.qualified(table)}`);
+  }
+
+  async drop(conn: PgConn, table: string): Promise<void> {
+    await conn.client.query(`DROP TABLE IF EXISTS ${this.qualified(table)}`);
+  }
+
+  async indexes(table: string, conn?: PgConn): Promise<IndexDef[]> {
+    const on = conn?.client ?? this.pool;
+    const result = await on.query<{ name: string; unique: boolean; columns: string[] }>(
+      `SELECT i.relname AS name, ix.indisunique AS unique,
+              array_agg(a.attname::text ORDER BY k.ord) AS columns
+       FROM pg_catalog.pg_class t
+       JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace
+       JOIN pg_catalog.pg_index ix ON ix.indrelid = t.oid
+       JOIN pg_catalog.pg_class i ON i.oid = ix.indexrelid
+       CROSS JOIN LATERAL unnest(ix.indkey) WITH ORDINALITY AS k(attnum, ord)
+       JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
+       WHERE n.nspname = $1 AND t.relname = $2 AND NOT ix.indisprimary
+       GROUP BY i.relname, ix.indisunique`,
+      [this.schema, table],
+    );
+    return result.rows;
+  }
+
+  async readPairs(table: string, [a, b]: [string, string]): Promise<[unknown, unknown][]> {
+    const result = await this.pool.query({
+      text: `SELECT ${quoteIdent(a)}, ${quoteIdent(b)} FROM ${this.qualified(table)} WHERE ${quoteIdent(a)} IS NOT NULL AND ${quoteIdent(b)} IS NOT NULL`,
+      rowMode: 'array',
+    });
+    return result.rows as [unknown, unknown][];
+  }
+
+  /**
+   * A session-level advisory lock on a connection of its own, held for the run: the server
+   * releases it when that session ends, however the process ends. Waiting polls, so that a
+   * signal stops the wait at once.
+   */
+  async lock(name: string, options: LockOptions): Promise<Lock> {
+    const key = lockKey(`sluice:lock:${this.schema}:${name}`);
+    const where = `advisory lock ${key} on ${this.description}`;
+    const client = await this.pool.connect();
+    client.on('error', () => {});
+    let announced = false;
+    try {
+      for (;;) {
+        const result = await client.query<{ locked: boolean }>(
+          'SELECT pg_try_advisory_lock($1::bigint) AS locked',
+          [key],
+        );
+        if (result.rows[0]?.locked) break;
+        if (!options.wait) {
+          throw new SluiceError(`the ${where} is held by another run`, {
+            code: 'SLUICE_LOCKED',
+            retryable: true,
+          });
+        }
+        if (!announced) {
+          announced = true;
+          options.onWait?.(where);
+        }
+        await sleep(options.pollMs ?? 1000, options.signal);
+      }
+    } catch (error) {
+      client.release(isConnectionError(error) ? (error as Error) : undefined);
+      throw error;
+    }
+    let released = false;
+    return {
+      where,
+      release: async () => {
+        if (released) return;
+        released = true;
+        try {
+          await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
+          client.release();
+        } catch (error) {
+          // The session ends with the client, and the lock with the session.
+          client.release(error instanceof Error ? error : true);
+        }
+      },
+    };
+  }
+
+  translate(error: unknown): unknown {
+    return translatePostgresError(scrub(error, this.secrets), this.description);
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+}
+
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === 'string' && (/^(08|57P0)/.test(code) || /^E[A-Z]+$/.test(code))) return true;
+  return (
+    error instanceof Error &&
+    /Connection terminated|connection.*(closed|ended)/i.test(error.message)
+  );
+}
+
+const NETWORK = /^(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|EAI_AGAIN|ECONNRESET|EPIPE)$/;
+
+/** A `pg` error as a DestinationError by its SQLSTATE, saying what to do. */
+export function translatePostgresError(error: unknown, where: string): unknown {
+  if (error instanceof SluiceError || !(error instanceof Error)) return error;
+  const code = String((error as { code?: unknown }).code ?? '');
+  const said = error.message;
+  const fail = (message: string, sluiceCode: string, retryable = false) =>
+    new DestinationError(message, sluiceCode, retryable, error);
+  if (NETWORK.test(code)) {
+    return fail(
+      `cannot reach PostgreSQL at ${where}: ${said}`,
+      'SLUICE_DESTINATION_UNREACHABLE',
+      true,
+    );
+  }
+  if (code === '28P01' || code === '28000') {
+    return fail(`PostgreSQL refused the login at ${where}: ${said}`, 'SLUICE_DESTINATION_AUTH');
+  }
+  if (code === '42501') {
+    return fail(
+      `PostgreSQL at ${where}: ${said} (grant sluice's role the rights it needs)`,
+      'SLUICE_DESTINATION_AUTH',
+    );
+  }
+  if (code === '3D000' || code === '3F000') {
+    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_MISSING');
+  }
+  if (code === '40P01' || code === '40001' || code === '42P07' || code === '42701') {
+    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_CONFLICT', true);
+  }
+  if (
+    code === '23505' &&
+    /pg_type|pg_class|pg_namespace/.test(
+      said + String((error as { constraint?: unknown }).constraint),
+    )
+  ) {
+    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_CONFLICT', true);
+  }
+  if (code === '55P03') {
+    return fail(
+      `PostgreSQL at ${where}: waited ${LOCK_TIMEOUT} for a lock another session holds (${said}); try again when it is released`,
+      'SLUICE_DESTINATION_BUSY',
+      true,
+    );
+  }
+  if (code === '57014') {
+    return fail(
+      `PostgreSQL at ${where} cancelled a statement (${said}): a statement_timeout set for sluice's role or database is too short for this load; raise it`,
+      'SLUICE_DESTINATION_BUSY',
+      true,
+    );
+  }
+  if (
+    code === '25P03' ||
+    code.startsWith('08') ||
+    code.startsWith('57P') ||
+    isConnectionError(error)
+  ) {
+    return fail(
+      `the connection to PostgreSQL at ${where} broke: ${said}`,
+      'SLUICE_DESTINATION_CONNECTION',
+      true,
+    );
+  }
+  if (code === '54011' || code === '54000' || code === '53100' || code === '53200') {
+    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_LIMIT');
+  }
+  if (code === '23505' || code.startsWith('22') || code.startsWith('23')) {
+    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_DATA');
+  }
+  if (code === '25006') {
+    return fail(`PostgreSQL at ${where} is read-only here: ${said}`, 'SLUICE_READ_ONLY');
+  }
+  if (/^[0-9A-Z]{5}$/.test(code)) {
+    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION');
+  }
+  return error;
+}
+
+/** A signed 64-bit advisory lock key for `name`, as decimal text. */
+function lockKey(name: string): string {
+  return createHash('sha256').update(name).digest().readBigInt64BE(0).toString();
+}
+
+/**
+ * The pool's connection settings. Session settings go in each connection's startup packet, so
+ * every pooled connection has them before its first query: `search_path` to the schema (then
+ * public), `TimeZone` to UTC, a lock timeout, and for a read-only look, read-only transactions.
+ * `options` already in the URL are kept, ahead of these.
+ */
+function connectionConfig(url: string, schema: string, readOnly: boolean): pg.PoolConfig {
+  // In the startup options, a backslash escapes a space or a backslash inside one value.
+  const path = `${quoteIdent(schema)},public`.replace(/[\\ ]/g, '\\$&');
+  let ours = `-c search_path=${path} -c TimeZone=UTC -c lock_timeout=${LOCK_TIMEOUT}`;
+  if (readOnly) ours += ' -c default_transaction_read_only=on';
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // Not a URL; pg reports it when connecting.
+    return { connectionString: url, options: ours };
+  }
+  const inUrl = parsed.searchParams.get('options');
+  parsed.searchParams.delete('options');
+  return {
+    connectionString: parsed.toString(),
+    options: inUrl ? `${inUrl} ${ours}` : ours,
+  };
+}
+
+/**
+ * Connects to PostgreSQL at `url` and returns the destination: writable, the schema (default
+ * `public`) is created when missing; read-only, nothing is created and every transaction is
+ * read-only. Connection problems surface here, as one clear DestinationError without password.
+ */
+export async function openPostgresDestination(
+  url: string,
+  options: { schema?: string; readOnly?: boolean } = {},
+): Promise<Destination> {
+  const schema = options.schema ?? 'public';
+  const readOnly = options.readOnly === true;
+  const { description: where, secrets } = redact(url);
+  const description = `${where} (schema ${schema})`;
+  const pool = new pg.Pool({
+    ...connectionConfig(url, schema, readOnly),
+    types: typeParsers,
+    connectionTimeoutMillis: 15_000,
+    max: CAPABILITIES.concurrentWriters + 2,
+  });
+  // An idle client that loses its connection emits here; the next query reports the problem.
+  pool.on('error', () => {});
+  try {
+    const client = await pool.connect();
+    try {
+      if (!readOnly) {
+        const exists = await client.query(
+          'SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1',
+          [schema],
+        );
+        if (exists.rows.length === 0) {
+          await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+        }
+      }
+    } finally {
+      client.release();
+    }
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw translatePostgresError(scrub(error, secrets), description);
+  }
+  return new Loader(new PostgresDialect(pool, schema, description, readOnly, secrets));
+}

@@ -1,0 +1,302 @@
+import type { Kysely } from 'kysely';
+import type { StateDatabase } from './state-tables.js';
+
+/**
+ * Reads and writes of the state tables, the same for every destination. Statements that must
+ * commit with a file or with the end of a job take that transaction's executor (`db`).
+ *
+ * A download attempt goes through these statuses:
+ *
+ *   requested -> started -> loading -> loaded
+ *           \-> (crash)      \-> cancelled | failed | superseded | abandoned
+ *
+ * `requested` is written BEFORE the request that starts (and pays for) a download, and the id
+ * as soon as the service answers, before the first poll. So whatever crashes when, a later run
+ * finds either the id or the window in which the download was started, and re-attaches instead
+ * of paying again.
+ */
+
+export type Attempt = StateDatabase['_sluice_downloads'];
+export type RunRow = StateDatabase['_sluice_runs'];
+export type JobRow = StateDatabase['_sluice_jobs'];
+export type FileRow = StateDatabase['_sluice_files'];
+export type RejectRow = StateDatabase['_sluice_rejects'];
+export type CursorRow = StateDatabase['_sluice_cursors'];
+
+export type AttemptStatus =
+  | 'requested'
+  | 'started'
+  | 'loading'
+  | 'loaded'
+  | 'cancelled'
+  | 'failed'
+  | 'superseded'
+  | 'abandoned';
+
+/** Statuses of an attempt a later run should pick up again. */
+export const OPEN_STATUSES: readonly AttemptStatus[] = ['requested', 'started', 'loading'];
+
+type Db = Kysely<StateDatabase>;
+
+export class StateStore {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  /** The executor for statements outside any transaction. */
+  private get db(): Db {
+    return this.#db;
+  }
+
+  // --- runs -------------------------------------------------------------------------------
+
+  async startRun(run: {
+    runId: string;
+    pipeline: string;
+    startedAt: string;
+    resumes: string | null;
+  }): Promise<void> {
+    await this.db
+      .insertInto('_sluice_runs')
+      .values({
+        run_id: run.runId,
+        pipeline: run.pipeline,
+        started_at: run.startedAt,
+        finished_at: null,
+        status: 'running',
+        summary: null,
+        stage: null,
+        error_code: null,
+        error_message: null,
+        resumes: run.resumes,
+        credits: null,
+      })
+      .execute();
+  }
+
+  async finishRun(
+    runId: string,
+    end: Pick<
+      RunRow,
+      'finished_at' | 'status' | 'stage' | 'error_code' | 'error_message' | 'summary' | 'credits'
+    >,
+  ): Promise<void> {
+    await this.db.updateTable('_sluice_runs').set(end).where('run_id', '=', runId).execute();
+  }
+
+  /**
+   * Runs of a pipeline still marked `running`. Called by a run that holds the pipeline's lock:
+   * any other run still `running` died without finishing (killed, or its machine went away).
+   */
+  async runsLeftRunning(pipeline: string): Promise<RunRow[]> {
+    return this.db
+      .selectFrom('_sluice_runs')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .where('status', '=', 'running')
+      .execute();
+  }
+
+  async latestRun(pipeline: string, before?: string): Promise<RunRow | undefined> {
+    let query = this.db
+      .selectFrom('_sluice_runs')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .orderBy('started_at', 'desc')
+      .orderBy('run_id', 'desc');
+    if (before !== undefined) query = query.where('run_id', '!=', before);
+    return query.executeTakeFirst();
+  }
+
+  async run(runId: string): Promise<RunRow | undefined> {
+    return this.db
+      .selectFrom('_sluice_runs')
+      .selectAll()
+      .where('run_id', '=', runId)
+      .executeTakeFirst();
+  }
+
+  // --- jobs of a run ----------------------------------------------------------------------
+
+  async saveJob(row: JobRow, db: Db = this.db): Promise<void> {
+    const { run_id, job, ...rest } = row;
+    await db
+      .insertInto('_sluice_jobs')
+      .values(row)
+      .onConflict((oc) => oc.columns(['run_id', 'job']).doUpdateSet(rest))
+      .execute();
+  }
+
+  async jobsOfRuns(runIds: readonly string[]): Promise<JobRow[]> {
+    if (runIds.length === 0) return [];
+    return this.db
+      .selectFrom('_sluice_jobs')
+      .selectAll()
+      .where('run_id', 'in', runIds)
+      .orderBy('started_at')
+      .execute();
+  }
+
+  // --- download attempts -----------------------------------------------------------------
+
+  /** The newest attempt of a job that has not reached an end. */
+  async openAttempt(pipeline: string, job: string): Promise<Attempt | undefined> {
+    return this.db
+      .selectFrom('_sluice_downloads')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .where('job', '=', job)
+      .where('status', 'in', OPEN_STATUSES)
+      .orderBy('requested_at', 'desc')
+      .executeTakeFirst();
+  }
+
+  async attemptsOfRuns(runIds: readonly string[]): Promise<Attempt[]> {
+    if (runIds.length === 0) return [];
+    return this.db
+      .selectFrom('_sluice_downloads')
+      .selectAll()
+      .where('run_id', 'in', runIds)
+      .orderBy('requested_at')
+      .execute();
+  }
+
+  /** Every download id any pipeline of this destination knows, so none is adopted twice. */
+  async knownDownloadIds(): Promise<Set<string>> {
+    const rows = await this.db
+      .selectFrom('_sluice_downloads')
+      .select('download_id')
+      .where('download_id', 'is not', null)
+      .execute();
+    return new Set(rows.map((r) => r.download_id!));
+  }
+
+  async insertAttempt(attempt: Attempt): Promise<void> {
+    await this.db.insertInto('_sluice_downloads').values(attempt).execute();
+  }
+
+  async updateAttempt(
+    attemptId: string,
+    changes: Partial<Omit<Attempt, 'attempt_id' | 'pipeline' | 'job'>>,
+    db: Db = this.db,
+  ): Promise<void> {
+    await db
+      .updateTable('_sluice_downloads')
+      .set(changes)
+      .where('attempt_id', '=', attemptId)
+      .execute();
+  }
+
+  // --- files and rejects ------------------------------------------------------------------
+
+  async loadedFiles(downloadId: string): Promise<Map<number, FileRow>> {
+    const rows = await this.db
+      .selectFrom('_sluice_files')
+      .selectAll()
+      .where('download_id', '=', downloadId)
+      .execute();
+    return new Map(rows.map((r) => [Number(r.file_index), r]));
+  }
+
+  async insertFile(row: FileRow, db: Db = this.db): Promise<void> {
+    await db.insertInto('_sluice_files').values(row).execute();
+  }
+
+  async insertRejects(rows: readonly RejectRow[], db: Db = this.db): Promise<void> {
+    for (let i = 0; i < rows.length; i += 500) {
+      await db
+        .insertInto('_sluice_rejects')
+        .values(rows.slice(i, i + 500))
+        .execute();
+    }
+  }
+
+  async deleteRejects(downloadId: string, fileName: string, db: Db = this.db): Promise<void> {
+    await db
+      .deleteFrom('_sluice_rejects')
+      .where('download_id', '=', downloadId)
+      .where('file_name', '=', fileName)
+      .execute();
+  }
+
+  // --- cursors ----------------------------------------------------------------------------
+
+  async cursor(pipeline: string, job: string): Promise<CursorRow | undefined> {
+    return this.db
+      .selectFrom('_sluice_cursors')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .where('job', '=', job)
+      .executeTakeFirst();
+  }
+
+  async cursors(pipeline: string): Promise<CursorRow[]> {
+    return this.db
+      .selectFrom('_sluice_cursors')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .orderBy('job')
+      .execute();
+  }
+
+  async saveCursor(row: CursorRow, db: Db = this.db): Promise<void> {
+    const { pipeline, job, ...rest } = row;
+    await db
+      .insertInto('_sluice_cursors')
+      .values(row)
+      .onConflict((oc) => oc.columns(['pipeline', 'job']).doUpdateSet(rest))
+      .execute();
+  }
+
+  async clearCursor(pipeline: string, job: string, db: Db = this.db): Promise<void> {
+    await db
+      .deleteFrom('_sluice_cursors')
+      .where('pipeline', '=', pipeline)
+      .where('job', '=', job)
+      .execute();
+  }
+
+  // --- status -----------------------------------------------------------------------------
+
+  /** Recent runs, their jobs, downloads and files, for `sluice status`. */
+  async recent(pipeline: string, limit: number) {
+    const runs = await this.db
+      .selectFrom('_sluice_runs')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .orderBy('started_at', 'desc')
+      .limit(limit)
+      .execute();
+    const jobs = await this.jobsOfRuns(runs.map((r) => r.run_id));
+    const downloads = await this.db
+      .selectFrom('_sluice_downloads')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .orderBy('requested_at', 'desc')
+      .limit(limit * 4)
+      .execute();
+    const ids = downloads.map((d) => d.download_id).filter((id): id is string => id !== null);
+    const files =
+      ids.length === 0
+        ? []
+        : await this.db
+            .selectFrom('_sluice_files')
+            .selectAll()
+            .where('download_id', 'in', ids)
+            .orderBy('loaded_at', 'desc')
+            .execute();
+    const rejects =
+      ids.length === 0
+        ? []
+        : await this.db
+            .selectFrom('_sluice_rejects')
+            .select(['download_id', (eb) => eb.fn.countAll<number>().as('count')])
+            .where('download_id', 'in', ids)
+            .groupBy('download_id')
+            .execute();
+    const cursors = await this.cursors(pipeline);
+    return { runs, jobs, downloads, files, rejects, cursors };
+  }
+}

@@ -1,0 +1,322 @@
+import type { Kysely } from 'kysely';
+
+/**
+ * The `_sluice_*` state tables, defined once for every destination. They live in the destination
+ * itself, next to the data they describe, and carry a schema version (`_sluice_meta`) so that a
+ * newer sluice migrates older tables in place and an older one refuses newer tables.
+ *
+ * Version 1 (sluice 0.1) had runs, downloads, files and rejects, created by two drifting copies
+ * of the DDL (SQLite and PostgreSQL differed in keys, indexes and integer types). Version 2 adds
+ * `_sluice_meta`, per-job outcomes (`_sluice_jobs`), cursors (`_sluice_cursors`) and columns for
+ * stages, errors, credits and what a download was asked for.
+ */
+export const STATE_VERSION = 2;
+
+type ColumnKind = 'text' | 'bigint';
+
+interface StateColumn {
+  name: string;
+  kind: ColumnKind;
+  notNull?: boolean;
+}
+
+interface StateTable {
+  name: string;
+  columns: StateColumn[];
+  primaryKey: string[];
+  indexes: { name: string; columns: string[] }[];
+}
+
+const text = (name: string, notNull = false): StateColumn => ({ name, kind: 'text', notNull });
+const big = (name: string, notNull = false): StateColumn => ({ name, kind: 'bigint', notNull });
+
+export const STATE_TABLES: readonly StateTable[] = [
+  {
+    name: '_sluice_meta',
+    columns: [text('key', true), text('value', true)],
+    primaryKey: ['key'],
+    indexes: [],
+  },
+  {
+    name: '_sluice_runs',
+    columns: [
+      text('run_id', true),
+      text('pipeline', true),
+      text('started_at', true),
+      text('finished_at'),
+      text('status', true),
+      text('summary'),
+      // v2
+      text('stage'),
+      text('error_code'),
+      text('error_message'),
+      text('resumes'),
+      text('credits'),
+    ],
+    primaryKey: ['run_id'],
+    indexes: [{ name: '_sluice_runs_by_pipeline', columns: ['pipeline', 'started_at'] }],
+  },
+  {
+    name: '_sluice_jobs',
+    columns: [
+      text('run_id', true),
+      text('pipeline', true),
+      text('job', true),
+      text('status', true),
+      text('stage'),
+      text('started_at', true),
+      text('finished_at'),
+      text('download_ids'),
+      text('error_code'),
+      text('error_message'),
+      text('summary'),
+    ],
+    primaryKey: ['run_id', 'job'],
+    indexes: [{ name: '_sluice_jobs_by_pipeline', columns: ['pipeline', 'job', 'started_at'] }],
+  },
+  {
+    name: '_sluice_downloads',
+    columns: [
+      text('attempt_id', true),
+      text('pipeline', true),
+      text('job', true),
+      text('spec_hash', true),
+      text('api', true),
+      text('download_id'),
+      text('status', true),
+      text('target_table', true),
+      text('load_table', true),
+      big('num_found'),
+      big('num_records'),
+      text('requested_at', true),
+      text('started_at'),
+      text('updated_at', true),
+      text('finished_at'),
+      text('run_id', true),
+      text('message'),
+      // v2
+      text('load_hash'),
+      text('write_mode'),
+      text('data_type'),
+      text('query'),
+      text('format'),
+      big('num_requested'),
+      text('cursor_from'),
+      text('credits'),
+      text('stage'),
+    ],
+    primaryKey: ['attempt_id'],
+    indexes: [{ name: '_sluice_downloads_by_job', columns: ['pipeline', 'job', 'requested_at'] }],
+  },
+  {
+    name: '_sluice_files',
+    columns: [
+      text('download_id', true),
+      big('file_index', true),
+      text('file_name', true),
+      text('table_name', true),
+      big('rows_loaded', true),
+      big('rows_rejected', true),
+      big('bytes', true),
+      text('loaded_at', true),
+      text('run_id', true),
+    ],
+    primaryKey: ['download_id', 'file_index'],
+    indexes: [],
+  },
+  {
+    name: '_sluice_rejects',
+    columns: [
+      text('download_id', true),
+      text('job', true),
+      text('file_name', true),
+      big('line', true),
+      text('raw', true),
+      text('reason', true),
+      text('created_at', true),
+    ],
+    primaryKey: [],
+    indexes: [{ name: '_sluice_rejects_by_download', columns: ['download_id', 'file_name'] }],
+  },
+  {
+    name: '_sluice_cursors',
+    columns: [
+      text('pipeline', true),
+      text('job', true),
+      text('field', true),
+      text('value', true),
+      text('updated_at', true),
+      text('run_id', true),
+      text('download_id'),
+    ],
+    primaryKey: ['pipeline', 'job'],
+    indexes: [],
+  },
+];
+
+/** Indexes of version 1 whose names or columns differ in version 2. */
+const V1_INDEXES = ['_sluice_downloads__pipeline', '_sluice_rejects__download'];
+
+/** The state tables as Kysely sees them. */
+export interface StateDatabase {
+  _sluice_meta: { key: string; value: string };
+  _sluice_runs: {
+    run_id: string;
+    pipeline: string;
+    started_at: string;
+    finished_at: string | null;
+    status: string;
+    summary: string | null;
+    stage: string | null;
+    error_code: string | null;
+    error_message: string | null;
+    resumes: string | null;
+    credits: string | null;
+  };
+  _sluice_jobs: {
+    run_id: string;
+    pipeline: string;
+    job: string;
+    status: string;
+    stage: string | null;
+    started_at: string;
+    finished_at: string | null;
+    download_ids: string | null;
+    error_code: string | null;
+    error_message: string | null;
+    summary: string | null;
+  };
+  _sluice_downloads: {
+    attempt_id: string;
+    pipeline: string;
+    job: string;
+    spec_hash: string;
+    api: string;
+    download_id: string | null;
+    status: string;
+    target_table: string;
+    load_table: string;
+    num_found: number | null;
+    num_records: number | null;
+    requested_at: string;
+    started_at: string | null;
+    updated_at: string;
+    finished_at: string | null;
+    run_id: string;
+    message: string | null;
+    load_hash: string | null;
+    write_mode: string | null;
+    data_type: string | null;
+    query: string | null;
+    format: string | null;
+    num_requested: number | null;
+    cursor_from: string | null;
+    credits: string | null;
+    stage: string | null;
+  };
+  _sluice_files: {
+    download_id: string;
+    file_index: number;
+    file_name: string;
+    table_name: string;
+    rows_loaded: number;
+    rows_rejected: number;
+    bytes: number;
+    loaded_at: string;
+    run_id: string;
+  };
+  _sluice_rejects: {
+    download_id: string;
+    job: string;
+    file_name: string;
+    line: number;
+    raw: string;
+    reason: string;
+    created_at: string;
+  };
+  _sluice_cursors: {
+    pipeline: string;
+    job: string;
+    field: string;
+    value: string;
+    updated_at: string;
+    run_id: string;
+    download_id: string | null;
+  };
+}
+
+/** What a destination tells the migration about its tables. */
+export interface StateCatalog {
+  /** Columns of a table in the destination, or undefined when it does not exist. */
+  columns(table: string): Promise<string[] | undefined>;
+}
+
+export class StateVersionError extends Error {}
+
+/**
+ * Creates the state tables, or brings older ones up to `STATE_VERSION` in place, within the
+ * caller's transaction (the caller also keeps two processes from doing it at once).
+ */
+export async function migrateStateTables(
+  db: Kysely<StateDatabase>,
+  catalog: StateCatalog,
+): Promise<{ from: number; to: number }> {
+  const from = await stateVersion(db, catalog);
+  if (from > STATE_VERSION) {
+    throw new StateVersionError(
+      `the state tables were written by a newer sluice (state version ${from}; this one knows ${STATE_VERSION}): upgrade sluice`,
+    );
+  }
+  if (from === STATE_VERSION) return { from, to: from };
+  for (const table of STATE_TABLES) {
+    const have = await catalog.columns(table.name);
+    if (have === undefined) {
+      let create = db.schema.createTable(table.name);
+      for (const c of table.columns) {
+        create = create.addColumn(c.name, c.kind, (col) => (c.notNull ? col.notNull() : col));
+      }
+      if (table.primaryKey.length > 0) {
+        create = create.addPrimaryKeyConstraint(`${table.name}_pk`, table.primaryKey as never[]);
+      }
+      await create.execute();
+    } else {
+      // Columns added since version 1 are nullable: older rows simply have none.
+      for (const c of table.columns) {
+        if (!have.includes(c.name)) {
+          await db.schema.alterTable(table.name).addColumn(c.name, c.kind).execute();
+        }
+      }
+    }
+    for (const index of table.indexes) {
+      await db.schema
+        .createIndex(index.name)
+        .ifNotExists()
+        .on(table.name)
+        .columns(index.columns)
+        .execute();
+    }
+  }
+  for (const name of V1_INDEXES) await db.schema.dropIndex(name).ifExists().execute();
+  await db
+    .insertInto('_sluice_meta')
+    .values({ key: 'state_version', value: String(STATE_VERSION) })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ value: String(STATE_VERSION) }))
+    .execute();
+  return { from, to: STATE_VERSION };
+}
+
+/** 0: no state tables; 1: the tables of sluice 0.1 (no `_sluice_meta`); else the recorded one. */
+export async function stateVersion(
+  db: Kysely<StateDatabase>,
+  catalog: StateCatalog,
+): Promise<number> {
+  if ((await catalog.columns('_sluice_meta')) === undefined) {
+    return (await catalog.columns('_sluice_runs')) === undefined ? 0 : 1;
+  }
+  const row = await db
+    .selectFrom('_sluice_meta')
+    .select('value')
+    .where('key', '=', 'state_version')
+    .executeTakeFirst();
+  return row === undefined ? 1 : Number(row.value);
+}

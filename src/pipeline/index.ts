@@ -1,0 +1,26 @@
+export { type Clock, systemClock } from './clock.js';
+export { type CreditEstimate, estimateJob, estimateOwnerLookup } from './estimate.js';
+export type {
+  Credits,
+  ErrorInfo,
+  JobOutcome,
+  JobStatus,
+  RunStatus,
+  RunSummary,
+  Stage,
+} from './outcome.js';
+export { createProgress, type Progress } from './progress.js';
+export {
+  clientFor,
+  destinationOf,
+  openPipelineDestination,
+  type RunOptions,
+  runPipeline,
+} from './run.js';
+export {
+  type JobSpec,
+  loadPipeline,
+  type PipelineSpec,
+  parsePipeline,
+  pipelineJsonSchema,
+} from './spec.js';

@@ -1,0 +1,45 @@
+import { CreditGuardError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { JobTables } from '../records/tables.js';
+import { type RunContext, shapePlanOf } from './context.js';
+import { runDownloadJob } from './download.js';
+import { errorInfo, type JobOutcome, newOutcome } from './outcome.js';
+import { runOwnerLookup } from './owners.js';
+import type { JobSpec } from './spec.js';
+
+/**
+ * One job of a run, composed of the stages: extract (guard, start or re-attach, poll),
+ * normalize and load (each result file in one transaction), finish (swap, status). It never
+ * throws: whatever happens ends in a typed outcome that says the stage it happened in.
+ */
+export async function runJob(ctx: RunContext, job: JobSpec): Promise<JobOutcome> {
+  const started = ctx.clock.now();
+  const log = ctx.logger.child({ job: job.name });
+  const outcome = newOutcome(job.name);
+  try {
+    if (job.people_keys_from) await runOwnerLookup(ctx, job, outcome, log);
+    else await runDownloadJob(ctx, job, new JobTables(shapePlanOf(job, ctx.spec)), outcome, log);
+  } catch (error) {
+    settle(ctx, outcome, error, log);
+  } finally {
+    ctx.progress.done();
+    outcome.seconds = Math.round((ctx.clock.now() - started) / 10) / 100;
+  }
+  return outcome;
+}
+
+function settle(ctx: RunContext, outcome: JobOutcome, error: unknown, log: Logger): void {
+  const info = errorInfo(error, outcome.stage);
+  if (info.stage) outcome.stage = info.stage;
+  if (ctx.signal?.aborted) {
+    outcome.status = 'interrupted';
+    outcome.message = 'interrupted; run again to pick up where it stopped';
+    return;
+  }
+  outcome.error = info;
+  if (error instanceof CreditGuardError) outcome.status = 'refused';
+  else if (info.code === 'SLUICE_TIMEOUT') outcome.status = 'timed_out';
+  else outcome.status = 'failed';
+  if (info.code === 'SLUICE_INTERNAL') log.error({ err: error }, info.message);
+  else log.error(info.message);
+}

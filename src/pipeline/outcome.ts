@@ -1,0 +1,148 @@
+import type { CreditType } from '../catalog.js';
+import { SluiceError } from '../errors.js';
+
+/**
+ * What a run reports: a typed outcome per job, and the run's status derived from them. Every
+ * failure says which stage it happened in, in the summary and in the state tables.
+ */
+
+/** The stages of a run, in order: dlt's extract, normalize, load, and what surrounds them. */
+export type Stage = 'lock' | 'views' | 'guard' | 'extract' | 'normalize' | 'load' | 'finish';
+
+export type JobStatus =
+  | 'loaded'
+  /** The query matched nothing: the job's tables exist, empty (or, for replace, emptied). */
+  | 'empty'
+  | 'failed'
+  | 'refused'
+  | 'timed_out'
+  | 'interrupted'
+  /** Loaded by the interrupted run this run resumed: not downloaded again. */
+  | 'skipped';
+
+export type RunStatus = 'succeeded' | 'failed' | 'refused' | 'interrupted';
+
+export interface ErrorInfo {
+  code: string;
+  message: string;
+  /** Whether running again, unchanged, can help. */
+  retryable: boolean;
+  stage?: Stage;
+}
+
+export type Credits = Partial<Record<CreditType, number>>;
+
+export interface JobOutcome {
+  job: string;
+  status: JobStatus;
+  /** The stage the job was in when it ended (its failure's stage, when it failed). */
+  stage: Stage;
+  download_id: string | null;
+  /** True when this run picked up a download an earlier run had started (and paid for). */
+  reattached: boolean;
+  found: number | null;
+  downloaded: number;
+  loaded: number;
+  rejected: number;
+  /** Credits this run spent on the job (none when it re-attached to a paid download). */
+  credits: Credits;
+  /** What the job's download cost, whichever run paid for it. */
+  download_credits: Credits;
+  files_loaded: number;
+  seconds: number;
+  /** The tables the job wrote, as they are named in the destination. */
+  tables: string[];
+  message?: string;
+  error?: ErrorInfo;
+}
+
+export interface RunSummary {
+  pipeline: string;
+  run_id: string;
+  status: RunStatus;
+  destination: string;
+  started_at: string;
+  seconds: number;
+  /** Credits spent by this run, per type. */
+  credits: Credits;
+  views: { created: string[]; updated: string[]; unchanged: string[] };
+  jobs: JobOutcome[];
+  /** A failure outside any job (e.g. the views could not be synced). */
+  error?: ErrorInfo;
+}
+
+const stages = new WeakMap<object, Stage>();
+
+/** Notes the stage an error happened in; the innermost (first) note wins. */
+export function markStage<E>(error: E, stage: Stage): E {
+  if (typeof error === 'object' && error !== null && !stages.has(error)) stages.set(error, stage);
+  return error;
+}
+
+/** Runs `work`, noting `stage` on anything it throws. */
+export async function inStage<T>(stage: Stage, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw markStage(error, stage);
+  }
+}
+
+export function stageOf(error: unknown): Stage | undefined {
+  return typeof error === 'object' && error !== null ? stages.get(error) : undefined;
+}
+
+/** An error as the summary and the state tables carry it. */
+export function errorInfo(error: unknown, stage?: Stage): ErrorInfo {
+  const at = stageOf(error) ?? stage;
+  const where = at === undefined ? {} : { stage: at };
+  if (error instanceof SluiceError) {
+    return { code: error.code, message: error.message, retryable: error.retryable, ...where };
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    code: 'SLUICE_INTERNAL',
+    message: `internal error: ${message} (this is a bug in sluice; please report it with the log)`,
+    retryable: false,
+    ...where,
+  };
+}
+
+export function runStatus(
+  jobs: readonly JobOutcome[],
+  runError: ErrorInfo | undefined,
+  aborted: boolean,
+): RunStatus {
+  if (aborted || jobs.some((j) => j.status === 'interrupted')) return 'interrupted';
+  if (runError || jobs.some((j) => j.status === 'failed' || j.status === 'timed_out')) {
+    return 'failed';
+  }
+  if (jobs.some((j) => j.status === 'refused')) return 'refused';
+  return 'succeeded';
+}
+
+export function addCredits(into: Credits, from: Credits): Credits {
+  for (const [type, n] of Object.entries(from) as [CreditType, number][]) {
+    into[type] = (into[type] ?? 0) + n;
+  }
+  return into;
+}
+
+export function newOutcome(job: string): JobOutcome {
+  return {
+    job,
+    status: 'loaded',
+    stage: 'guard',
+    download_id: null,
+    reattached: false,
+    found: null,
+    downloaded: 0,
+    loaded: 0,
+    rejected: 0,
+    credits: {},
+    download_credits: {},
+    files_loaded: 0,
+    seconds: 0,
+    tables: [],
+  };
+}

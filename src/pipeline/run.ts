@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { createServiceClient } from '../client/index.js';
+import type { ServiceClient } from '../client/types.js';
+import { SluiceError, UsageError } from '../errors.js';
+import type { Destination, Lock } from '../load/destination.js';
+import { openDestination } from '../load/index.js';
+import type { Logger } from '../log.js';
+import { type Clock, isoAt, systemClock } from './clock.js';
+import type { RunContext } from './context.js';
+import { runJob } from './job.js';
+import {
+  addCredits,
+  type ErrorInfo,
+  errorInfo,
+  type JobOutcome,
+  type RunSummary,
+  runStatus,
+} from './outcome.js';
+import type { Progress } from './progress.js';
+import type { JobSpec, PipelineSpec } from './spec.js';
+import { syncViews } from './views.js';
+
+export interface RunOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Run only these jobs (all when empty). */
+  jobs?: string[];
+  /** Start new downloads even where an unfinished one could be re-attached. */
+  fresh?: boolean;
+  /** Wait for another run of the same pipeline to finish instead of exiting. */
+  wait?: boolean;
+  signal?: AbortSignal;
+  logger: Logger;
+  progress: Progress;
+  /** Time as the run sees it; tests pass one they move themselves. */
+  clock?: Clock;
+  /** Injected by tests and tools; by default built from the pipeline's source. */
+  client?: ServiceClient;
+  destination?: Destination;
+}
+
+/** Where a pipeline's data goes: `SLUICE_DESTINATION` overrides the file. */
+export function destinationOf(spec: PipelineSpec, env: NodeJS.ProcessEnv) {
+  const override = env.SLUICE_DESTINATION;
+  return override ? { url: override, schema: spec.destination.schema } : spec.destination;
+}
+
+/** Opens the pipeline's destination (relative `sqlite:` paths start at the pipeline file). */
+export function openPipelineDestination(
+  spec: PipelineSpec,
+  env: NodeJS.ProcessEnv,
+  options: { readOnly?: boolean } = {},
+): Promise<Destination> {
+  const where = destinationOf(spec, env);
+  return openDestination(where.url, {
+    ...(where.schema === undefined ? {} : { schema: where.schema }),
+    ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
+    baseDir: spec.baseDir,
+  });
+}
+
+export function clientFor(spec: PipelineSpec): ServiceClient {
+  const { api, url, email, password, token } = spec.source;
+  return createServiceClient({ api, url, email, password, token });
+}
+
+/**
+ * Runs a pipeline: takes its lock, keeps its views in step, then runs each job (guard, start
+ * or re-attach, poll, load every result file exactly once). The run's status comes from the
+ * jobs' outcomes and from any failure outside them, and is recorded in `_sluice_runs`.
+ */
+export async function runPipeline(spec: PipelineSpec, options: RunOptions): Promise<RunSummary> {
+  const env = options.env ?? process.env;
+  const clock = options.clock ?? systemClock;
+  const selected = selectJobs(spec, options.jobs);
+  const client = options.client ?? clientFor(spec);
+  const log = options.logger;
+  let destination: Destination | undefined;
+  try {
+    destination = options.destination ?? (await openPipelineDestination(spec, env));
+    await destination.ensureState();
+    const lock: Lock = await destination
+      .lock(`pipeline:${spec.name}`, {
+        wait: options.wait === true,
+        ...(options.signal ? { signal: options.signal } : {}),
+        onWait: (where) =>
+          log.info(
+            `another run of pipeline '${spec.name}' is in progress (it holds ${where}); waiting for it to end`,
+          ),
+      })
+      .catch((error: unknown) => {
+        if ((error as { code?: unknown }).code !== 'SLUICE_LOCKED') throw error;
+        throw new SluiceError(
+          `another run of pipeline '${spec.name}' is in progress on ${destination!.description} (${(error as Error).message}); wait for it, or run with --wait`,
+          { code: 'SLUICE_LOCKED', retryable: true },
+        );
+      });
+    try {
+      return await runLocked(spec, selected, {
+        spec,
+        runId: randomUUID(),
+        client,
+        destination,
+        clock,
+        logger: log,
+        progress: options.progress,
+        env,
+        fresh: options.fresh === true,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } finally {
+      await lock.release();
+    }
+  } finally {
+    if (!options.destination) await destination?.close();
+    if (!options.client) await client.close();
+  }
+}
+
+async function runLocked(
+  spec: PipelineSpec,
+  selected: JobSpec[],
+  ctx: RunContext,
+): Promise<RunSummary> {
+  const { destination, clock, logger: log } = ctx;
+  const state = destination.state;
+  const started = clock.now();
+  const startedAt = isoAt(clock);
+  // This run holds the lock: any other run still marked running died without finishing.
+  for (const dead of await state.runsLeftRunning(spec.name)) {
+    await state.finishRun(dead.run_id, {
+      finished_at: null,
+      status: 'interrupted',
+      stage: dead.stage,
+      error_code: 'SLUICE_INTERRUPTED',
+      error_message: `the run ended without finishing (killed, or its machine stopped); found by run ${ctx.runId}`,
+      summary: dead.summary,
+      credits: dead.credits,
+    });
+    log.info(
+      `run ${dead.run_id} of ${dead.started_at} ended without finishing; marked interrupted`,
+    );
+  }
+  await state.startRun({ runId: ctx.runId, pipeline: spec.name, startedAt, resumes: null });
+  const summary: RunSummary = {
+    pipeline: spec.name,
+    run_id: ctx.runId,
+    status: 'succeeded',
+    destination: destination.description,
+    started_at: startedAt,
+    seconds: 0,
+    credits: {},
+    views: { created: [], updated: [], unchanged: [] },
+    jobs: [],
+  };
+  let runError: ErrorInfo | undefined;
+  try {
+    summary.views = await syncViews(ctx.client, spec, log, ctx.signal);
+  } catch (error) {
+    runError = errorInfo(error, 'views');
+    if (!ctx.signal?.aborted) log.error(`views: ${runError.message}`);
+  }
+  if (runError === undefined) {
+    for (const job of selected) {
+      const jobStarted = isoAt(clock);
+      const outcome = await runJob(ctx, job);
+      summary.jobs.push(outcome);
+      addCredits(summary.credits, outcome.credits);
+      await state.saveJob(jobRow(ctx, outcome, jobStarted));
+      if (outcome.status === 'interrupted') break;
+    }
+  }
+  const aborted = ctx.signal?.aborted === true;
+  summary.status = runStatus(summary.jobs, aborted ? undefined : runError, aborted);
+  if (runError && !aborted) summary.error = runError;
+  summary.seconds = Math.round((clock.now() - started) / 10) / 100;
+  const failure = summary.error ?? summary.jobs.find((j) => j.error)?.error;
+  await state.finishRun(ctx.runId, {
+    finished_at: isoAt(clock),
+    status: summary.status,
+    stage: failure?.stage ?? null,
+    error_code: failure?.code ?? null,
+    error_message: failure?.message ?? null,
+    summary: JSON.stringify(summary),
+    credits: JSON.stringify(summary.credits),
+  });
+  return summary;
+}
+
+function jobRow(ctx: RunContext, outcome: JobOutcome, startedAt: string) {
+  return {
+    run_id: ctx.runId,
+    pipeline: ctx.spec.name,
+    job: outcome.job,
+    status: outcome.status,
+    stage: outcome.stage,
+    started_at: startedAt,
+    finished_at: isoAt(ctx.clock),
+    download_ids: outcome.download_id,
+    error_code: outcome.error?.code ?? null,
+    error_message: outcome.error?.message ?? null,
+    summary: JSON.stringify(outcome),
+  };
+}
+
+function selectJobs(spec: PipelineSpec, names: string[] | undefined): JobSpec[] {
+  if (!names || names.length === 0) return spec.jobs;
+  return names.map((name) => {
+    const job = spec.jobs.find((j) => j.name === name);
+    if (!job) {
+      throw new UsageError(
+        `no job '${name}' in ${spec.file}; jobs: ${spec.jobs.map((j) => j.name).join(', ')}`,
+        'SLUICE_UNKNOWN_JOB',
+      );
+    }
+    return job;
+  });
+}

@@ -1,0 +1,365 @@
+import { type DataType, FIELDS, type FieldDef, type FieldMap } from '../catalog.js';
+import { META_COLUMNS, type TableDef } from '../schema/plan.js';
+import { type Column, declaredColumnType, newRow, type Row } from '../schema/types.js';
+import { childTableName, parentColumn, splitRecord, tableHints } from './nested.js';
+import { type DecodedRecord, jsonRow, type RecordShape } from './shape.js';
+
+/**
+ * How the records of one download become rows, and which tables they go to: a small,
+ * serialisable plan (parse workers receive it as it is), and the tables it implies: the job's
+ * table, child tables (`nested: tables`), and for autotrace and owner lookups the people table
+ * (one row per people key) and the link table `<table>__owners`.
+ */
+export interface ShapePlan {
+  type: DataType;
+  /** The job's table (logical name). */
+  table: string;
+  key: string[];
+  write: 'append' | 'merge' | 'replace';
+  nested: 'tables' | 'json';
+  /** The view's top-level fields, or undefined for every field of the data type. */
+  fields?: string[];
+  /** Autotrace: each property's owners go to the people and link tables. */
+  autotrace?: { peopleTable: string };
+  /** An owner lookup: people records found by the owners' people keys of a properties table. */
+  enrichment?: {
+    propertiesTable: string;
+    propertyKey: string;
+    /** People key -> keys of the properties it owns. */
+    owners: [string, (string | number)[]][];
+  };
+}
+
+export interface RelatedTable {
+  name: string;
+  /** Merge key (people table), or empty: rows are appended after the delete below. */
+  key: string[];
+  /**
+   * Rows of this table belonging to a re-loaded parent are deleted first: `column` holds the
+   * parent's key, read from `parentKey` of the rows of `parentTable`.
+   */
+  replaceBy?: { column: string; parentTable: string; parentKey: string };
+  /** Built aside and swapped in with the job's table (`write: replace`). */
+  staged: boolean;
+  /**
+   * Deleted-and-reloaded only when the job merges (child tables); always for people and links.
+   * People tables are shared by jobs and runs, so even `replace` merges into them.
+   */
+  onlyWhenMerging: boolean;
+  hints: FieldMap;
+  /** Columns known before any row (the catalogue's). */
+  columns: Column[];
+}
+
+export const PEOPLE_KEY = 'people_key';
+
+/** The person fields kept in the people table, the same from autotrace and from enrichment. */
+const PERSON_FIELDS = ['firstName', 'lastName', 'emails', 'phoneNumbers', 'keys'] as const;
+
+export function ownersTableName(propertiesTable: string): string {
+  return `${propertiesTable}__owners`;
+}
+
+const POSITION: Column = { name: '_position', type: 'integer' };
+const PARENT_POSITION: Column = { name: '_parent_position', type: 'integer' };
+
+/** Declared columns of a field map: scalars and lists, and objects unless they are tables. */
+function declaredColumns(fields: FieldMap, names: Iterable<string>, nested: boolean): Column[] {
+  const out: Column[] = [];
+  for (const name of names) {
+    const def = Object.hasOwn(fields, name) ? fields[name] : undefined;
+    if (def === undefined) continue;
+    if (nested && def.kind === 'objects') continue;
+    out.push({ name, type: declaredColumnType(def) });
+  }
+  return out;
+}
+
+function keyType(fields: FieldMap, key: string): Column['type'] {
+  const def = Object.hasOwn(fields, key) ? fields[key] : undefined;
+  return def === undefined ? 'text' : declaredColumnType(def);
+}
+
+export class JobTables {
+  readonly main: string;
+  readonly shape: RecordShape;
+  readonly #related = new Map<string, RelatedTable>();
+  readonly #mainHints: FieldMap;
+  readonly #mainColumns: Column[];
+
+  constructor(readonly plan: ShapePlan) {
+    this.main = plan.table;
+    const nested = plan.nested === 'tables';
+    const parentKey = plan.key[0]!;
+    const { enrichment } = plan;
+    const typeFields = FIELDS[plan.type];
+    const fieldNames = plan.fields ?? Object.keys(typeFields);
+
+    if (enrichment) {
+      this.#mainHints = FIELDS.people;
+      this.#mainColumns = [];
+    } else if (nested) {
+      const hints = tableHints(plan.type, plan.table);
+      this.#mainHints = hints.get(plan.table) ?? {};
+      this.#mainColumns = declaredColumns(typeFields, fieldNames, true);
+      const parent: Column = {
+        name: parentColumn(parentKey),
+        type: keyType(typeFields, parentKey),
+      };
+      // Child tables of the fields the download carries, deeper arrays nesting again.
+      const addChildren = (
+        fields: FieldMap,
+        names: Iterable<string>,
+        table: string,
+        depth: number,
+      ) => {
+        for (const name of names) {
+          const def: FieldDef | undefined = Object.hasOwn(fields, name) ? fields[name] : undefined;
+          if (def?.kind !== 'objects') continue;
+          const child = childTableName(table, name);
+          const itemNames = Object.keys(def.fields);
+          this.#add({
+            name: child,
+            key: [],
+            replaceBy: { column: parent.name, parentTable: plan.table, parentKey },
+            staged: true,
+            onlyWhenMerging: true,
+            hints: hints.get(child) ?? {},
+            columns: [
+              parent,
+              ...(depth > 0 ? [PARENT_POSITION] : []),
+              POSITION,
+              ...declaredColumns(def.fields, itemNames, true),
+            ],
+          });
+          addChildren(def.fields, itemNames, child, depth + 1);
+        }
+      };
+      addChildren(typeFields, fieldNames, plan.table, 0);
+    } else {
+      this.#mainHints = typeFields;
+      this.#mainColumns = declaredColumns(typeFields, fieldNames, false);
+    }
+
+    const peopleTable = enrichment ? plan.table : plan.autotrace?.peopleTable;
+    const personFields = FIELDS.people;
+    const peopleColumns: Column[] = [
+      { name: PEOPLE_KEY, type: 'text' },
+      ...declaredColumns(personFields, PERSON_FIELDS, nested),
+    ];
+    const addPeopleTables = (table: string) => {
+      if (enrichment) this.#mainColumns.push(...peopleColumns);
+      else {
+        this.#add({
+          name: table,
+          key: [PEOPLE_KEY],
+          staged: false,
+          onlyWhenMerging: false,
+          hints: personFields,
+          columns: peopleColumns,
+        });
+      }
+      if (nested) {
+        const phoneDef = personFields.phoneNumbers;
+        const phoneFields = phoneDef?.kind === 'objects' ? phoneDef.fields : {};
+        const column = parentColumn(PEOPLE_KEY);
+        this.#add({
+          name: childTableName(table, 'phoneNumbers'),
+          key: [],
+          replaceBy: { column, parentTable: table, parentKey: PEOPLE_KEY },
+          staged: false,
+          onlyWhenMerging: false,
+          hints: phoneFields,
+          columns: [
+            { name: column, type: 'text' },
+            POSITION,
+            ...declaredColumns(phoneFields, Object.keys(phoneFields), true),
+          ],
+        });
+      }
+    };
+    const propertyKey = enrichment ? enrichment.propertyKey : parentKey;
+    const linkTable = ownersTableName(enrichment ? enrichment.propertiesTable : plan.table);
+    const propertyColumn = `property_${propertyKey}`;
+    const addLinkTable = (parentTable: string, parentKeyColumn: string) =>
+      this.#add({
+        name: linkTable,
+        key: [],
+        replaceBy: { column: propertyColumn, parentTable, parentKey: parentKeyColumn },
+        // An autotrace job's links describe its own table's rows: `replace` swaps them in with
+        // it. An owner lookup merges into the links of another job's table.
+        staged: enrichment === undefined,
+        onlyWhenMerging: false,
+        hints: { title: { kind: 'string' } },
+        columns: [
+          { name: propertyColumn, type: keyType(FIELDS.properties, propertyKey) },
+          { name: PEOPLE_KEY, type: 'text' },
+          { name: 'title', type: 'text' },
+        ],
+      });
+
+    const person = (source: Record<string, unknown>, key: string, table: string) => {
+      const record: DecodedRecord = Object.create(null);
+      record[PEOPLE_KEY] = key;
+      for (const field of PERSON_FIELDS) record[field] = source[field] ?? null;
+      return nested
+        ? splitRecord(record, table, [PEOPLE_KEY])
+        : { row: jsonRow(record), children: new Map<string, Row[]>() };
+    };
+
+    const base: (record: DecodedRecord) => { row: Row; related?: Map<string, Row[]> } = nested
+      ? (record) => {
+          const { row, children } = splitRecord(record, plan.table, plan.key);
+          return { row, related: children };
+        }
+      : (record) => ({ row: jsonRow(record) });
+
+    if (enrichment) {
+      const owners = new Map(enrichment.owners);
+      addPeopleTables(plan.table);
+      // Links of a property are replaced when its owner is loaded again: keyed by the property.
+      addLinkTable(linkTable, propertyColumn);
+      this.shape = (record) => {
+        const keys = Array.isArray(record.keys) ? (record.keys as unknown[]) : [];
+        const key = keys.find((k): k is string => typeof k === 'string' && owners.has(k));
+        if (key === undefined) return base(record);
+        const { row, children } = person(record, key, plan.table);
+        const related = new Map(children);
+        related.set(
+          linkTable,
+          (owners.get(key) ?? []).map((p) => {
+            const link = newRow();
+            link[propertyColumn] = p;
+            link[PEOPLE_KEY] = key;
+            link.title = 'owner';
+            return link;
+          }),
+        );
+        return { row, related };
+      };
+    } else if (peopleTable !== undefined) {
+      addPeopleTables(peopleTable);
+      addLinkTable(plan.table, parentKey);
+      this.shape = (record) => {
+        const shaped = base(record);
+        const related = shaped.related ?? new Map<string, Row[]>();
+        const people: Row[] = [];
+        const links: Row[] = [];
+        const entries = Array.isArray(record.people)
+          ? (record.people as Record<string, unknown>[])
+          : [];
+        for (const entry of entries) {
+          const keys = entry?.people_keys;
+          const key = Array.isArray(keys)
+            ? keys.find((k): k is string => typeof k === 'string')
+            : undefined;
+          if (key === undefined) continue;
+          const { row, children } = person(entry, key, peopleTable);
+          people.push(row);
+          for (const [table, rows] of children) {
+            const list = related.get(table);
+            if (list) list.push(...rows);
+            else related.set(table, rows);
+          }
+          const link = newRow();
+          link[propertyColumn] = shaped.row[parentKey] ?? null;
+          link[PEOPLE_KEY] = key;
+          link.title = typeof entry.title === 'string' ? entry.title : null;
+          links.push(link);
+        }
+        related.set(peopleTable, people);
+        related.set(linkTable, links);
+        return { row: shaped.row, related };
+      };
+    } else {
+      this.shape = base;
+    }
+  }
+
+  #add(table: RelatedTable): void {
+    this.#related.set(table.name, table);
+  }
+
+  /** The table a related name stands for, adding child tables the catalogue did not list. */
+  related(name: string): RelatedTable {
+    let table = this.#related.get(name);
+    if (table === undefined) {
+      const parentKey = this.plan.key[0]!;
+      table = {
+        name,
+        key: [],
+        replaceBy: { column: parentColumn(parentKey), parentTable: this.main, parentKey },
+        staged: true,
+        onlyWhenMerging: true,
+        hints: {},
+        columns: [],
+      };
+      this.#related.set(name, table);
+    }
+    return table;
+  }
+
+  relatedTables(): RelatedTable[] {
+    return [...this.#related.values()];
+  }
+
+  hintsOf(name: string): FieldMap {
+    return name === this.main ? this.#mainHints : (this.#related.get(name)?.hints ?? {});
+  }
+
+  /** Whether rows of `name` are built aside and swapped in (`write: replace`). */
+  staged(name: string): boolean {
+    if (this.plan.write !== 'replace') return false;
+    return name === this.main || (this.#related.get(name)?.staged ?? false);
+  }
+
+  /**
+   * The tables as the load stage creates them before any row, with the columns the view or
+   * the data type implies, so that a download with no records still leaves its (empty) tables.
+   * The job's own table is keyed only when it is merged into.
+   */
+  definitions(): TableDef[] {
+    const mainKey = this.plan.write === 'merge' || this.plan.enrichment ? this.plan.key : [];
+    const defs: TableDef[] = [
+      {
+        name: this.main,
+        columns: withMeta(this.#mainColumns),
+        key: mainKey,
+        hints: this.#mainHints,
+      },
+    ];
+    for (const table of this.#related.values()) {
+      defs.push({
+        name: table.name,
+        columns: withMeta(table.columns),
+        key: table.key,
+        ...(table.replaceBy ? { parentColumn: table.replaceBy.column } : {}),
+        hints: table.hints,
+      });
+    }
+    return defs;
+  }
+
+  /**
+   * What makes a related row the same row within one batch: its key, or its parent and
+   * position, or all of it. The last row with an identity wins.
+   */
+  identityOf(table: RelatedTable, row: Row): string {
+    const { key } = table;
+    if (key.length === 1) return String(row[key[0]!]);
+    if (key.length > 1) return key.map((k) => String(row[k])).join('\u0000');
+    const parent = table.replaceBy?.column;
+    if (parent !== undefined && '_position' in row) {
+      return `${String(row[parent])}\u0000${String(row._parent_position ?? '')}\u0000${String(row._position)}`;
+    }
+    let identity = '';
+    for (const name in row)
+      if (!name.startsWith('_sluice_')) identity += `${String(row[name])}\u0000`;
+    return identity;
+  }
+}
+
+function withMeta(columns: Column[]): Column[] {
+  const names = new Set(columns.map((c) => c.name));
+  return [...columns, ...META_COLUMNS.filter((c) => !names.has(c.name))];
+}

@@ -1,0 +1,124 @@
+import type { FieldDef } from '../catalog.js';
+
+/**
+ * Column types, portable across destinations; each destination maps them to its own
+ * (`load/sqlite`, `load/postgres`). Inference and widening live here, once, for both.
+ *
+ * Widening goes up this order when data disagrees:
+ * boolean -> integer -> real -> text; timestamp -> text; json -> text.
+ */
+export type ColumnType = 'boolean' | 'integer' | 'real' | 'timestamp' | 'json' | 'text';
+
+export interface Column {
+  name: string;
+  type: ColumnType;
+}
+
+/** A value a destination column can hold. Nested values arrive as JSON text. */
+export type RowValue = string | number | boolean | null;
+
+/** One row: column name -> value. Always a null-prototype object (field names are data). */
+export type Row = Record<string, RowValue>;
+
+/** A row with no inherited keys: `__proto__` or `constructor` from the service are columns. */
+export function newRow(): Row {
+  return Object.create(null) as Row;
+}
+
+const DATE_SHAPE =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * Whether text has the shape of an ISO-8601 date or date-time. A value with that shape that
+ * is not a real date (`2021-02-30`, year 0) is corrupt, not text: see `isIsoDate`.
+ */
+export function looksLikeIsoDate(text: string): boolean {
+  return DATE_SHAPE.test(text);
+}
+
+/**
+ * True for ISO-8601 dates and date-times that both destinations store as a timestamp: a real
+ * calendar day of a year from 1 to 9999, hours 0-23, minutes and seconds 0-59. JavaScript's
+ * `Date.parse` accepts `2021-02-30` (as 2 March) and year 0; PostgreSQL refuses both.
+ */
+export function isIsoDate(text: string): boolean {
+  const m = DATE_SHAPE.exec(text);
+  if (m === null) return false;
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const last = month === 2 && leap ? 29 : DAYS[month - 1]!;
+  if (day > last) return false;
+  if (m[4] !== undefined && (Number(m[4]) > 23 || Number(m[5]) > 59)) return false;
+  if (m[6] !== undefined && Number(m[6]) > 59) return false;
+  const zone = m[7];
+  if (zone !== undefined && zone !== 'Z') {
+    const hh = Number(zone.slice(1, 3));
+    if (hh > 15) return false;
+  }
+  return true;
+}
+
+/**
+ * The column type a value asks for. The catalogue's hint decides between text and timestamp or
+ * json; the value decides the rest, so an unexpected value widens the column instead of failing.
+ */
+export function inferColumnType(value: RowValue, hint?: FieldDef): ColumnType {
+  switch (typeof value) {
+    case 'boolean':
+      return 'boolean';
+    case 'number':
+      // A catalogue `number` (a price, an area) is real even when this value is whole, so that
+      // the next fractional value does not widen the column.
+      return Number.isSafeInteger(value) && hint?.kind !== 'number' ? 'integer' : 'real';
+    case 'string':
+      if (hint === undefined) return 'text';
+      if (hint.kind === 'objects' || hint.kind === 'list') return 'json';
+      if (hint.kind === 'date' && isIsoDate(value)) return 'timestamp';
+      return 'text';
+    default:
+      return 'text';
+  }
+}
+
+/** The type a catalogue field gets before any value is seen (tables created up front). */
+export function declaredColumnType(hint: FieldDef): ColumnType {
+  switch (hint.kind) {
+    case 'boolean':
+      return 'boolean';
+    case 'integer':
+      return 'integer';
+    case 'number':
+      return 'real';
+    case 'date':
+      return 'timestamp';
+    case 'list':
+    case 'objects':
+      return 'json';
+    default:
+      return 'text';
+  }
+}
+
+const NUMERIC: readonly ColumnType[] = ['boolean', 'integer', 'real'];
+
+/** The narrowest type both `a` and `b` fit: boolean < integer < real < text; timestamp, json < text. */
+export function widen(a: ColumnType, b: ColumnType): ColumnType {
+  if (a === b) return a;
+  const ia = NUMERIC.indexOf(a);
+  const ib = NUMERIC.indexOf(b);
+  if (ia >= 0 && ib >= 0) return NUMERIC[Math.max(ia, ib)]!;
+  return 'text';
+}
+
+/**
+ * A value as text for a text column, the same on every destination: `1999` (never `1999.0`),
+ * `true`/`false`.
+ */
+export function textOf(value: string | number | boolean): string {
+  return typeof value === 'string' ? value : String(value);
+}
