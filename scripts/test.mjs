@@ -2,7 +2,7 @@
 // Node 20 does not expand globs for --test, so the files are listed here.
 // Usage: node scripts/test.mjs [dir-or-file ...]   (default: test/)
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 function collect(path, out) {
@@ -17,18 +17,40 @@ function collect(path, out) {
   return out;
 }
 
-// The end-to-end tests run the built CLI (dist/), as users do: build it first (incremental).
-const build = spawnSync(
-  process.execPath,
-  ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'],
-  {
-    stdio: 'inherit',
-  },
-);
-if (build.status !== 0) process.exit(build.status ?? 1);
+// The end-to-end tests run the built CLI (dist/), as users do: build it first when a source file
+// is newer than its build (npm ci has just built it in CI; tsc is incremental otherwise).
+function stale(dir) {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) {
+      if (stale(path)) return true;
+    } else if (path.endsWith('.ts')) {
+      const built = join('dist', path.slice('src/'.length).replace(/\.ts$/, '.js'));
+      if (!existsSync(built) || statSync(built).mtimeMs < statSync(path).mtimeMs) return true;
+    }
+  }
+  return false;
+}
+if (stale('src')) {
+  const build = spawnSync(
+    process.execPath,
+    ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'],
+    { stdio: 'inherit' },
+  );
+  if (build.status !== 0) process.exit(build.status ?? 1);
+}
 
 const roots = process.argv.slice(2);
-const files = (roots.length ? roots : ['test']).flatMap((root) => collect(root, []));
+// The long end-to-end files start first, so that short ones fill the gaps at the end instead of
+// one long file running alone on the last core.
+const FIRST = ['test/e2e/', 'test/contract/', 'test/conformance/'];
+const rank = (file) => {
+  const i = FIRST.findIndex((prefix) => file.startsWith(prefix));
+  return i < 0 ? FIRST.length : i;
+};
+const files = (roots.length ? roots : ['test'])
+  .flatMap((root) => collect(root, []))
+  .sort((a, b) => rank(a) - rank(b));
 if (files.length === 0) {
   console.error('no test files found under', roots.join(' ') || 'test');
   process.exit(1);

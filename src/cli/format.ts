@@ -165,3 +165,10 @@ export function tablesText(tables: string[]): string {
   const [main, ...rest] = tables;
   return rest.length === 0 ? (main ?? '') : `${main} (+${rest.length} related)`;
 }
+
+export function creditsText(credits: Partial<Record<string, number>>): string {
+  const parts = Object.entries(credits).filter(([, n]) => n !== undefined);
+  return parts.length === 0
+    ? '-'
+    : parts.map(([t, n]) => `${n!.toLocaleString('en-US')} ${t}`).join(', ');
+}

@@ -1,6 +1,5 @@
 import yargs, { type Argv } from 'yargs';
 import { UsageError } from '../errors.js';
-import type { Clock } from '../pipeline/clock.js';
 import { registerAccount } from './commands/account.js';
 import { registerDownloads } from './commands/downloads.js';
 import { type EmulatorArgs, emulatorOptions, runEmulator } from './commands/emulator.js';
@@ -9,25 +8,14 @@ import { registerPipeline } from './commands/pipeline.js';
 import { registerRealTime } from './commands/realtime.js';
 import { registerSearch } from './commands/search.js';
 import { registerViews } from './commands/views.js';
+import type { CliContext } from './context.js';
 import { describeError, EXIT, exitCodeFor } from './exit-codes.js';
-import { type Io, processIo, writeLine } from './output.js';
+import { processIo, writeLine } from './output.js';
+
+export type { CliContext } from './context.js';
 
 /** The code of the UsageError for what yargs itself rejects (unknown command, missing argument). */
 const ARGUMENTS_CODE = 'SLUICE_USAGE_ARGUMENTS';
-
-export interface CliContext {
-  io: Io;
-  /** Aborted on SIGINT/SIGTERM: long-running commands stop cleanly when it fires. */
-  signal: AbortSignal;
-  env: NodeJS.ProcessEnv;
-  /** Time for pipeline runs; tests pass one they move themselves. */
-  clock?: Clock;
-  /**
-   * Set by a handler whose outcome is not an error but still not plain success (a pipeline run
-   * refused by the credit guard exits 3); main() returns it, 0 when unset.
-   */
-  exitCode?: number;
-}
 
 /** Declares the commands; each handler is a thin call into a library function. */
 export function buildCli(argv: string[], ctx: CliContext): Argv {

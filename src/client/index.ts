@@ -4,21 +4,8 @@ import type { ConnectionSettings, ServiceClient } from './types.js';
 import { V3Client } from './v3.js';
 import { V4Client } from './v4.js';
 
-export { ConnectionError, DownloadUncertainError, UnsupportedError } from './errors.js';
-export {
-  abortableSleep,
-  backoffDelay,
-  DEFAULT_TRANSPORT_OPTIONS,
-  errorMessages,
-  HttpTransport,
-  isAmbiguousFailure,
-  parseRetryAfter,
-  type RetryEvent,
-  type TransportOptions,
-} from './http.js';
+export { DownloadUncertainError, UnsupportedError } from './errors.js';
 export type * from './types.js';
-export { V3Client } from './v3.js';
-export { V4Client } from './v4.js';
 
 export interface ClientOptions extends TransportOptions {
   /** Range requests after connection cuts, per result file (default 5). */

@@ -1,3 +1,5 @@
+// Longer than most files on purpose: one class per API version keeps every v4 wire form (and
+// its variants from the real service) in one place beside v3.ts; split, they would scatter.
 import type { Readable } from 'node:stream';
 import { CREDIT_TYPES, isDataType } from '../catalog.js';
 import { ApiError, UsageError } from '../errors.js';

@@ -202,8 +202,3 @@ export function buildApp(ctx: EmulatorContext): FastifyInstance {
   registerControl(app, ctx);
   return app;
 }
-
-/** `scheme://host:port` of a request, for absolute file URLs. */
-export function originOf(request: FastifyRequest): string {
-  return `${request.protocol}://${request.host}`;
-}

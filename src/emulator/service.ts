@@ -1,4 +1,4 @@
-import { type DataType, FIELDS } from '../catalog.js';
+import type { DataType } from '../catalog.js';
 import { QueryError } from '../errors.js';
 import type { Clock } from './clock.js';
 import type { FaultInjector } from './faults.js';
@@ -336,7 +336,3 @@ export function targetedUpdateBody(ctx: EmulatorContext, u: TargetedUpdate) {
 
 /** Only fields the data type has can appear in a record: the scrape answer reuses search. */
 export const SCRAPE_MAX = 100;
-
-export function knownTypes(): DataType[] {
-  return Object.keys(FIELDS) as DataType[];
-}

@@ -64,3 +64,8 @@ export function v3Date(ms: number): string {
 export function isoDate(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
+
+/** `scheme://host:port` of a request, for absolute file URLs. */
+export function originOf(request: { protocol: string; host: string }): string {
+  return `${request.protocol}://${request.host}`;
+}

@@ -4,10 +4,9 @@ import type { TableDef } from '../schema/plan.js';
 import type { Column, Row } from '../schema/types.js';
 import type { Attempt, CursorRow, FileRow, JobRow, RejectRow, RunRow } from './state-store.js';
 
-export type { Column, ColumnType, Row, RowValue } from '../schema/types.js';
+export type { Column, ColumnType, Row } from '../schema/types.js';
 export type {
   Attempt,
-  AttemptStatus,
   CursorRow,
   FileRow,
   JobRow,
@@ -21,8 +20,6 @@ export type {
  * dialects under one implementation (`loader.ts`), like Kysely's, and one contract suite
  * (`test/contract/`) runs against both.
  */
-
-export type WriteMode = 'append' | 'replace' | 'merge';
 
 export interface DestinationCapabilities {
   /** Longest identifier in UTF-8 bytes (PostgreSQL: 63); names beyond it are shortened. */

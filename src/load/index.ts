@@ -1,3 +1,3 @@
 export type * from './destination.js';
 export { DestinationError } from './errors.js';
-export { type OpenDestinationOptions, openDestination, sqlitePath } from './open-destination.js';
+export { openDestination } from './open-destination.js';

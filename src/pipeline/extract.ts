@@ -279,7 +279,7 @@ export async function waitForDownload(
       );
     }
     await clock.sleep(Math.min(interval, Math.max(0, deadline - clock.now())), signal);
-    interval = Math.min(interval * 1.5, job.poll.max_interval);
+    interval = Math.round(Math.min(interval * 1.5, job.poll.max_interval));
   }
 }
 

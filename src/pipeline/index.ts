@@ -1,4 +1,4 @@
-export { type Clock, systemClock } from './clock.js';
+export type { Clock } from './clock.js';
 export { type CreditEstimate, estimateJob, estimateOwnerLookup } from './estimate.js';
 export type {
   Credits,
@@ -12,7 +12,6 @@ export type {
 export { createProgress, type Progress } from './progress.js';
 export {
   clientFor,
-  destinationOf,
   openPipelineDestination,
   type RunOptions,
   runPipeline,

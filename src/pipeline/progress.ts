@@ -12,12 +12,15 @@ export interface Progress {
   done(): void;
 }
 
+/** Progress that shows nothing (library callers, tests). */
+export const noProgress: Progress = { phase() {}, update() {}, done() {} };
+
 export function createProgress(options: {
   stream: Writable & { isTTY?: boolean };
   logger: Logger;
   enabled: boolean;
 }): Progress {
-  if (!options.enabled) return { phase() {}, update() {}, done() {} };
+  if (!options.enabled) return noProgress;
   return options.stream.isTTY ? new BarProgress(options.stream) : new LogProgress(options.logger);
 }
 

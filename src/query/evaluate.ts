@@ -1,3 +1,5 @@
+// Longer than most files on purpose: the evaluator mirrors the parser, one case per kind of term
+// (values, wildcards, ranges, nested paths, address matching), and reads best beside itself.
 import { type DataType, FIELDS, type FieldDef, resolveField } from '../catalog.js';
 import type { QueryNode, TermNode, TermValue } from './ast.js';
 

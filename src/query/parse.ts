@@ -1,3 +1,5 @@
+// Longer than most files on purpose: a recursive-descent parser of one grammar reads best whole,
+// each rule beside the ones it calls.
 import { QueryError } from '../errors.js';
 import type { QueryNode, Span, TermNode, TermValue } from './ast.js';
 

@@ -6,15 +6,7 @@ import { jsonColumns, type RecordShape } from './shape.js';
 import type { FileFormat, RecordBatch } from './types.js';
 
 export { type ParseJob, ParserPool } from './parallel.js';
-export type { DecodedRecord, RecordShape } from './shape.js';
-export { jsonColumns, jsonRow } from './shape.js';
-export {
-  JobTables,
-  ownersTableName,
-  PEOPLE_KEY,
-  type RelatedTable,
-  type ShapePlan,
-} from './tables.js';
+export type { RecordShape } from './shape.js';
 export type * from './types.js';
 
 export interface RecordBatchOptions {

@@ -5,7 +5,8 @@
  */
 import { strict as assert } from 'node:assert';
 import { after, before, describe, test } from 'node:test';
-import { DownloadUncertainError, isAmbiguousFailure } from '../../src/client/index.js';
+import { isAmbiguousFailure } from '../../src/client/http.js';
+import { DownloadUncertainError } from '../../src/client/index.js';
 import { ApiError, NetworkError } from '../../src/errors.js';
 import type { EmulatorHarness } from '../helpers/emulator.js';
 import {

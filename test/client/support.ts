@@ -98,4 +98,3 @@ export async function logLength(emu: EmulatorHarness): Promise<number> {
 }
 
 /** A search query that matches records of every data type. */
-export const ALL = '*';

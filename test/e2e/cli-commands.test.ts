@@ -115,9 +115,9 @@ describe('account', () => {
         'notice sent to the previous address',
       );
 
-      // The old credentials no longer work: a service refusal, exit 1, one line, no secrets.
+      // The old credentials no longer work: a refusal to fix, exit 2, one line, no secrets.
       const refused = await sluice('account');
-      assert.equal(refused.code, 1);
+      assert.equal(refused.code, 2);
       assert.match(refused.stderr, /401/);
       assertNoStack(refused.stderr);
       assertNoSecrets(refused.stderr);
@@ -209,9 +209,9 @@ describe('views', () => {
     assert.ok(view.fields.includes('brand'));
   });
 
-  test('unknown view: the service says so, exit 1, one line', async () => {
+  test('unknown view: the service says so, exit 2, one line', async () => {
     const r = await sluice('views', 'show', 'nosuch');
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 2);
     assert.match(r.stderr, /view 'nosuch' not found/);
     assert.equal(r.stderr.trim().split('\n').length, 1);
     assertNoStack(r.stderr);
@@ -219,7 +219,7 @@ describe('views', () => {
 
   test('invalid fields and missing arguments', async () => {
     let r = await sluice('views', 'create', 'bad', '--fields', 'id,colour');
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 2);
     assert.match(r.stderr, /unknown field in view: colour/);
     r = await sluice('views', 'create', 'bad');
     assert.equal(r.code, 2);
@@ -373,9 +373,9 @@ describe('count and preview', () => {
     }
   });
 
-  test('an unknown view in a search: exit 1 with what the service said', async () => {
+  test('an unknown view in a search: exit 2 with what the service said', async () => {
     const r = await sluice('preview', 'properties', 'city:Austin', '--view', 'nosuch');
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 2);
     assert.match(r.stderr, /view does not exist: nosuch/);
     assertNoStack(r.stderr);
   });
@@ -388,9 +388,9 @@ describe('count and preview', () => {
     assertNoStack(r.stderr);
   });
 
-  test('a wrong password: exit 1, the service refused, the password not shown', async () => {
+  test('a wrong password: exit 2, the service refused, the password not shown', async () => {
     const r = await runCli(['account'], { ...env, SLUICE_PASSWORD: 'wrong-password-123' });
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 2);
     assert.match(r.stderr, /401/);
     assert.ok(!r.stderr.includes('wrong-password-123'));
     assertNoStack(r.stderr);

@@ -110,9 +110,9 @@ describe('downloads', () => {
     );
   });
 
-  test('show an unknown download: exit 1 with the service message', async () => {
+  test('show an unknown download: exit 2 with the service message', async () => {
     const r = await sluice('downloads', 'show', 'nosuch');
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 2);
     assert.match(r.stderr, /download 'nosuch' not found/);
     assert.doesNotMatch(r.stderr, /\n\s+at /);
   });
@@ -220,7 +220,7 @@ describe('downloads', () => {
     assert.equal(shown.state, 'cancelled');
 
     const again = await sluice('downloads', 'cancel', queued.id);
-    assert.equal(again.code, 1);
+    assert.equal(again.code, 2, 'cancelling again cannot succeed: a mistake, not worth a retry');
     assert.match(again.stderr, /already cancelled/);
 
     const other = await client.startDownload({

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { emulatorEnv } from '../helpers/pipeline.js';
+import { emulatorEnv, SLUICE_BIN } from '../helpers/pipeline.js';
 
 /** The CLI as a user runs it: a separate process, settings from the environment. */
 
@@ -20,7 +20,7 @@ function sluice(
   env: NodeJS.ProcessEnv,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    const child = spawn(process.execPath, [SLUICE_BIN, ...args], {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -147,7 +147,7 @@ describe('v3', () => {
       SLUICE_API_URL: h.v3Url,
       SLUICE_API_TOKEN: 'not-the-token',
     });
-    assert.equal(wrong.code, 1);
+    assert.equal(wrong.code, 2);
     assert.match(wrong.stderr, /401/);
     assert.ok(!wrong.stderr.includes('not-the-token'));
   });

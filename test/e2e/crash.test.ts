@@ -157,6 +157,31 @@ for (const kind of destinationKinds()) {
       );
       // One count (the credit guard) and one download start, both in the first run.
       assert.equal(starts.length, 2);
+      // The two killed runs are not left `running` forever: the next run found them dead.
+      const runs = await t.all<{ status: string; error_code: string | null }>(
+        'select status, error_code from _sluice_runs order by started_at',
+      );
+      assert.deepEqual(
+        runs.map((r) => [r.status, r.error_code]),
+        [
+          ['interrupted', 'SLUICE_INTERRUPTED'],
+          ['interrupted', 'SLUICE_INTERRUPTED'],
+          ['succeeded', null],
+        ],
+      );
+      const status = await runCli(['status', file, '--json'], emulatorEnv(harness));
+      const shown = JSON.parse(status.stdout) as {
+        runs: { status: string; credits_paid: object }[];
+      };
+      assert.deepEqual(
+        shown.runs.map((r) => [r.status, r.credits_paid]),
+        [
+          ['succeeded', {}],
+          ['interrupted', {}],
+          ['interrupted', { property: RECORDS }],
+        ],
+        'the first, killed run is the one that paid',
+      );
     });
 
     test('a run killed between asking for a download and hearing its id adopts that download', async () => {

@@ -40,7 +40,12 @@ async function run(
     `${target.kind}-${name}`,
     `${pipelineHead(name, target.destinationYaml)}jobs:\n${jobs}`,
   );
-  const result = await runCli(['run', file, '--json', '--no-progress'], emulatorEnv(harness, env));
+  const result = await runCli(
+    ['run', file, '--json', '--no-progress'],
+    emulatorEnv(harness, env),
+    undefined,
+    harness.clock(),
+  );
   assert.equal(result.code, 0, result.stderr + result.stdout);
   return JSON.parse(result.stdout);
 }

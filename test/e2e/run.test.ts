@@ -75,8 +75,19 @@ async function count(t: TestTarget, sql: string): Promise<number> {
   return (await t.one<{ n: number }>(sql)).n;
 }
 
-async function runJson(file: string, env = emulatorEnv(harness), extra: string[] = []) {
-  const result = await runCli(['run', file, '--json', '--no-progress', ...extra], env);
+async function runJson(
+  file: string,
+  env = emulatorEnv(harness),
+  extra: string[] = [],
+  /** Whose time the run's clock moves; null: real time (runs that must overlap). */
+  clock: EmulatorHarness | null = harness,
+) {
+  const result = await runCli(
+    ['run', file, '--json', '--no-progress', ...extra],
+    env,
+    undefined,
+    clock === null ? undefined : clock.clock(),
+  );
   return { ...result, summary: result.stdout ? JSON.parse(result.stdout) : undefined };
 }
 
@@ -129,23 +140,40 @@ for (const kind of destinationKinds()) {
 
     test('replace never shows a half table to a reader', async () => {
       const t = await target('replace-reader');
-      const file = pipeline('replace-reader', t, { write: 'replace', records: 600 });
-      assert.equal((await runJson(file)).code, 0);
-      // Slow every file down so the second run's load takes a while, and watch it from outside.
+      const first = await runJson(
+        pipeline('replace-reader', t, { write: 'replace', records: 600 }),
+      );
+      assert.equal(first.code, 0);
+      const oldId = first.summary.jobs[0].download_id;
+      // The next replace loads fewer records, slowly, while a reader watches: every look must see
+      // one whole table, the old one or the new one, never a mix or a part.
       await harness.faults([{ match: 'GET /files/', action: 'slow', delay_ms: 150, times: 10 }]);
-      const seen = new Set<number>();
+      const seen = new Set<string>();
       let running = true;
+      const look = async () =>
+        JSON.stringify(
+          await t.all(
+            'select count(*) as n, count(distinct _sluice_download_id) as downloads, min(_sluice_download_id) as download from homes',
+          ),
+        );
       const watch = (async () => {
         while (running) {
-          seen.add(await count(t, 'select count(*) as n from homes'));
+          seen.add(await look());
           await new Promise((r) => setTimeout(r, 5));
         }
       })();
-      const second = await runJson(file);
+      const second = await runJson(
+        pipeline('replace-reader', t, { write: 'replace', records: 450 }),
+      );
       running = false;
       await watch;
+      seen.add(await look());
       assert.equal(second.code, 0, second.stderr);
-      assert.deepEqual([...seen], [600], 'the reader only ever saw a whole table');
+      const newId = second.summary.jobs[0].download_id;
+      const whole = (n: number, id: string) => JSON.stringify([{ n, downloads: 1, download: id }]);
+      assert.ok(seen.has(whole(600, oldId)), 'the old table was seen while the new one loaded');
+      assert.ok(seen.has(whole(450, newId)), 'the new table was seen at the end');
+      assert.deepEqual([...seen].sort(), [whole(600, oldId), whole(450, newId)].sort());
     });
 
     test('a new column appearing between runs is added; older rows keep NULL in it', async () => {
@@ -205,7 +233,7 @@ for (const kind of destinationKinds()) {
       const t = await target('max-rejects');
       const file = pipeline('max-rejects', t, { records: 400, extra: '    max_rejects: 1\n' });
       const run = await runJson(file);
-      assert.equal(run.code, 1);
+      assert.equal(run.code, 2);
       const job = run.summary.jobs[0];
       assert.equal(job.status, 'failed');
       assert.match(job.error.message, /max_rejects/);
@@ -260,7 +288,7 @@ for (const kind of destinationKinds()) {
       const t = await target('timeout');
       const file = pipeline('timeout', t, { records: 400 });
       withTimeout(file, 'timeout: 1s, on_timeout: cancel');
-      const run = await runJson(file, emulatorEnv(slow));
+      const run = await runJson(file, emulatorEnv(slow), [], slow);
       assert.equal(run.code, 1);
       const job = run.summary.jobs[0];
       assert.equal(job.status, 'timed_out');
@@ -278,11 +306,11 @@ for (const kind of destinationKinds()) {
       const t = await target('leave');
       const file = pipeline('leave', t, { records: 300 });
       withTimeout(file, 'timeout: 500ms, on_timeout: leave');
-      const first = await runJson(file, emulatorEnv(slow));
+      const first = await runJson(file, emulatorEnv(slow), [], slow);
       assert.equal(first.code, 1);
       assert.equal(first.summary.jobs[0].status, 'timed_out');
       await slow.advanceClock(60_000);
-      const second = await runJson(file, emulatorEnv(slow));
+      const second = await runJson(file, emulatorEnv(slow), [], slow);
       assert.equal(second.code, 0, second.stderr);
       const job = second.summary.jobs[0];
       assert.equal(job.reattached, true);
@@ -306,10 +334,10 @@ for (const kind of destinationKinds()) {
           await new Promise((r) => setTimeout(r, 20));
         }
       };
-      const first = runJson(file, emulatorEnv(slow));
+      const first = runJson(file, emulatorEnv(slow), [], null);
       await until('the first run to start its download', () => downloads().length === 1);
 
-      const second = await runJson(file, emulatorEnv(slow));
+      const second = await runJson(file, emulatorEnv(slow), [], null);
       assert.equal(second.code, 1, second.stdout);
       assert.match(second.stderr, /another run of pipeline 'locked' is in progress.*--wait/);
       assert.equal(downloads().length, 1, 'the second run started no download');

@@ -100,8 +100,9 @@ export class EmulatorHarness {
       now: () => Date.now() + offset,
       sleep: async (ms, signal) => {
         signal?.throwIfAborted();
-        offset += ms;
-        await this.advanceClock(ms);
+        const step = Math.ceil(ms);
+        offset += step;
+        await this.advanceClock(step);
       },
     };
   }

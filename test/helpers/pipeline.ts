@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import type { Clock } from '../../src/pipeline/clock.js';
 import type { EmulatorHarness } from './emulator.js';
 
@@ -96,28 +95,3 @@ export async function runCli(
 
 /** The installed command (`bin/sluice.js`, which runs the built CLI), for tests in a subprocess. */
 export const SLUICE_BIN = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
-
-/** Reads rows from a SQLite file with a separate connection, as an analyst would. */
-export function query<T = Record<string, unknown>>(
-  file: string,
-  sql: string,
-  ...params: unknown[]
-): T[] {
-  const db = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare(sql).all(...params) as T[];
-  } finally {
-    db.close();
-  }
-}
-
-/** Reads the one row a query returns (e.g. a count), failing when there is none. */
-export function queryOne<T = Record<string, unknown>>(
-  file: string,
-  sql: string,
-  ...params: unknown[]
-): T {
-  const [row] = query<T>(file, sql, ...params);
-  if (row === undefined) throw new Error(`no row from: ${sql}`);
-  return row;
-}

@@ -77,22 +77,6 @@ export async function dropSchema(schema: string, url = postgresUrl()): Promise<v
   }
 }
 
-/**
- * Runs `work` with a fresh schema name (the destination creates it when opened), and drops the
- * schema afterwards, whatever happens.
- */
-export async function withSchema<T>(
-  work: (schema: string) => Promise<T>,
-  url = postgresUrl(),
-): Promise<T> {
-  const schema = randomSchemaName();
-  try {
-    return await work(schema);
-  } finally {
-    await dropSchema(schema, url);
-  }
-}
-
 /** Runs one query on a short-lived connection (for assertions that bypass the destination). */
 export async function queryPostgres<R extends pg.QueryResultRow = pg.QueryResultRow>(
   text: string,

@@ -3,7 +3,7 @@ import { CREDIT_TYPES, type CreditType } from '../../catalog.js';
 import type { AccountChanges, AccountInfo, ServiceClient } from '../../client/types.js';
 import { UsageError } from '../../errors.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
-import type { CliContext } from '../index.js';
+import type { CliContext } from '../context.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 export interface AccountDocument {

@@ -46,7 +46,7 @@ export async function demoCommand(
     });
     if (args.json) {
       writeJson(io.stdout, summary);
-      return exitCodeOfRun(summary.status);
+      return exitCodeOfRun(summary);
     }
     writeLine(io.stdout);
     writeLine(io.stdout, `Done: ${summary.status} in ${summary.seconds}s.`);
@@ -79,7 +79,7 @@ export async function demoCommand(
       io.stdout,
       '  npx sluice status pipelines/demo.yaml   (with the emulator running: npx sluice emulator)',
     );
-    return exitCodeOfRun(summary.status);
+    return exitCodeOfRun(summary);
   } finally {
     await emulator.close();
   }

@@ -8,8 +8,8 @@ import type { Argv } from 'yargs';
 import type { DownloadInfo, ResultFileRef, ServiceClient } from '../../client/types.js';
 import { SluiceError, UsageError } from '../../errors.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
+import type { CliContext } from '../context.js';
 import { plural } from '../format.js';
-import type { CliContext } from '../index.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 /**

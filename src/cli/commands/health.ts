@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs';
 import type { ServiceClient } from '../../client/types.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
-import type { CliContext } from '../index.js';
+import type { CliContext } from '../context.js';
 import { type Io, writeJson, writeLine } from '../output.js';
 
 export interface HealthDocument {

@@ -8,27 +8,22 @@ import {
   estimateJob,
   estimateOwnerLookup,
   loadPipeline,
-  openPipelineDestination,
-  type PipelineSpec,
   pipelineJsonSchema,
   type RunSummary,
   runPipeline,
 } from '../../pipeline/index.js';
+import type { CliContext } from '../context.js';
 import { EXIT, exitCodeOfRun } from '../exit-codes.js';
-import { tablesText } from '../format.js';
-import type { CliContext } from '../index.js';
+import { creditsText, tablesText } from '../format.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
+import { type PipelineArgs, pipelineFileArg } from './pipeline-args.js';
+import { statusCommand } from './status.js';
 
 /**
  * The pipeline commands. Each is a plain function of (arguments, io, env) that returns an exit
  * code, so tests call them directly; index.ts only declares them.
  */
-
-export interface PipelineArgs {
-  file: string;
-  json?: boolean;
-}
 
 export async function validateCommand(
   args: PipelineArgs,
@@ -155,7 +150,7 @@ export async function runCommand(
   });
   if (args.json) writeJson(io.stdout, summary);
   else printSummary(summary, io);
-  return exitCodeOfRun(summary.status);
+  return exitCodeOfRun(summary);
 }
 
 function printSummary(summary: RunSummary, io: Io): void {
@@ -205,126 +200,9 @@ function printSummary(summary: RunSummary, io: Io): void {
   }
 }
 
-export async function statusCommand(
-  args: PipelineArgs & { limit?: number },
-  io: Io,
-  env: NodeJS.ProcessEnv,
-): Promise<number> {
-  const spec: PipelineSpec = await loadPipeline(args.file, env);
-  // Read-only: a monitoring role can use it, and a mistyped path creates nothing.
-  const destination = await openPipelineDestination(spec, env, { readOnly: true }).catch(
-    (error: unknown) => {
-      if ((error as { code?: unknown }).code === 'SLUICE_NO_STATE') return undefined;
-      throw error;
-    },
-  );
-  try {
-    if (destination === undefined || !(await destination.hasState())) {
-      const where = destination?.description ?? spec.destination.url;
-      if (args.json) {
-        writeJson(io.stdout, { pipeline: spec.name, destination: where, state: 'none', runs: [] });
-      } else {
-        writeLine(
-          io.stdout,
-          `no state found at ${where}: pipeline '${spec.name}' has not run against this destination (or the destination is not the one you meant)`,
-        );
-      }
-      return EXIT.ok;
-    }
-    const recent = await destination.state.recent(spec.name, args.limit ?? 10);
-    if (args.json) {
-      writeJson(io.stdout, {
-        pipeline: spec.name,
-        destination: destination.description,
-        state: 'found',
-        runs: recent.runs.map(({ summary, credits, ...run }) => ({
-          ...run,
-          credits: credits ? JSON.parse(credits) : null,
-          summary: summary ? JSON.parse(summary) : null,
-        })),
-        jobs: recent.jobs.map(({ summary: _summary, ...job }) => job),
-        downloads: recent.downloads,
-        files: recent.files,
-        rejects: recent.rejects,
-        cursors: recent.cursors,
-      });
-      return EXIT.ok;
-    }
-    writeLine(io.stdout, `Pipeline '${spec.name}' in ${destination.description}`);
-    writeLine(io.stdout);
-    writeLine(io.stdout, 'Recent runs');
-    writeLine(
-      io.stdout,
-      formatTable(
-        ['run', 'started', 'finished', 'status', 'stage', 'error'],
-        recent.runs.map((r) => [
-          r.run_id,
-          r.started_at,
-          r.finished_at ?? '-',
-          r.status,
-          r.stage ?? '-',
-          r.error_message ?? '',
-        ]),
-      ),
-    );
-    writeLine(io.stdout);
-    writeLine(io.stdout, 'Downloads');
-    const rejects = new Map(recent.rejects.map((r) => [r.download_id, Number(r.count)]));
-    const filesBy = new Map<string, number>();
-    for (const f of recent.files) filesBy.set(f.download_id, (filesBy.get(f.download_id) ?? 0) + 1);
-    writeLine(
-      io.stdout,
-      formatTable(
-        [
-          'job',
-          'download',
-          'status',
-          'found',
-          'records',
-          'files loaded',
-          'rejected',
-          'table',
-          'requested',
-        ],
-        recent.downloads.map((d) => [
-          d.job,
-          d.download_id ?? '-',
-          d.status,
-          d.num_found ?? '-',
-          d.num_records ?? '-',
-          d.download_id ? (filesBy.get(d.download_id) ?? 0) : 0,
-          d.download_id ? (rejects.get(d.download_id) ?? 0) : 0,
-          d.target_table,
-          d.requested_at,
-        ]),
-      ),
-    );
-    return EXIT.ok;
-  } finally {
-    await destination?.close();
-  }
-}
-
 export function schemaCommand(io: Io): number {
   writeJson(io.stdout, pipelineJsonSchema());
   return EXIT.ok;
-}
-
-export function pipelineFileArg(y: Argv): Argv<PipelineArgs> {
-  return y
-    .positional('file', { type: 'string', demandOption: true, describe: 'Pipeline file (YAML)' })
-    .option('json', {
-      type: 'boolean',
-      default: false,
-      describe: 'Print one JSON document on stdout',
-    }) as Argv<PipelineArgs>;
-}
-
-function creditsText(credits: Partial<Record<string, number>>): string {
-  const parts = Object.entries(credits).filter(([, n]) => n !== undefined);
-  return parts.length === 0
-    ? '-'
-    : parts.map(([t, n]) => `${n!.toLocaleString('en-US')} ${t}`).join(', ');
 }
 
 function plural(n: number, word: string): string {

@@ -12,6 +12,7 @@ import {
   type JsonArgs,
   withClient,
 } from '../connection.js';
+import type { CliContext } from '../context.js';
 import {
   checkColumns,
   chooseColumns,
@@ -23,7 +24,6 @@ import {
   queryArg,
   recordsTable,
 } from '../format.js';
-import type { CliContext } from '../index.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 export interface RealTimeArgs extends JsonArgs {

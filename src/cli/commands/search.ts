@@ -3,6 +3,7 @@ import type { DataType } from '../../catalog.js';
 import type { SearchRequest, ServiceClient } from '../../client/types.js';
 import { UsageError } from '../../errors.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
+import type { CliContext } from '../context.js';
 import {
   checkColumns,
   chooseColumns,
@@ -14,7 +15,6 @@ import {
   queryArg,
   recordsTable,
 } from '../format.js';
-import type { CliContext } from '../index.js';
 import { type Io, writeJson, writeLine } from '../output.js';
 
 export interface SearchArgs extends JsonArgs {

@@ -2,8 +2,8 @@ import type { Argv } from 'yargs';
 import type { ServiceClient, ViewInfo } from '../../client/types.js';
 import { UsageError } from '../../errors.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
+import type { CliContext } from '../context.js';
 import { listArg, plural } from '../format.js';
-import type { CliContext } from '../index.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 export interface ViewDocument {

@@ -1,3 +1,5 @@
+// Longer than most files on purpose: the synthetic records of every data type are generated here
+// together, so that their links (owners, people keys, brokers) stay consistent in one place.
 import type { DataType } from '../../catalog.js';
 import * as P from './pools.js';
 

@@ -1,9 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { DataType } from '../../catalog.js';
-import { originOf } from '../app.js';
 import { type EmulatorContext, PREVIEW_MAX, resultFiles, search } from '../service.js';
 import { type Download, HttpProblem } from '../state.js';
-import { v3Date } from '../wire.js';
+import { originOf, v3Date } from '../wire.js';
 
 const V3_TYPES: Record<string, DataType> = {
   businesses: 'businesses',

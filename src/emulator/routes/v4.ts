@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { CREDIT_TYPE_OF, DATA_TYPES, type DataType } from '../../catalog.js';
-import { originOf } from '../app.js';
 import {
   createTargetedUpdate,
   createView,
@@ -14,7 +13,7 @@ import {
 } from '../service.js';
 import { accountBody, type Download, HttpProblem } from '../state.js';
 import { PREMADE_VIEWS } from '../views.js';
-import { isoDate } from '../wire.js';
+import { isoDate, originOf } from '../wire.js';
 
 const INT_MAX = 2_147_483_647;
 const numRecords = { type: 'integer', minimum: 0, maximum: INT_MAX } as const;

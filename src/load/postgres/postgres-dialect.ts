@@ -19,175 +19,23 @@ import pg from 'pg';
 import copyStreams from 'pg-copy-streams';
 import { SluiceError } from '../../errors.js';
 import type { Widening } from '../../schema/plan.js';
-import type { Column, ColumnType, Row, RowValue } from '../../schema/types.js';
+import type { Column, Row } from '../../schema/types.js';
 import { sleep } from '../../util/sleep.js';
 import type { Destination, DestinationCapabilities, Lock, LockOptions } from '../destination.js';
 import type { BoundColumn, Dialect, IndexDef, IndexRename } from '../dialect.js';
-import { DestinationError, scrub } from '../errors.js';
+import { scrub } from '../errors.js';
 import { Loader } from '../loader.js';
 import type { StateDatabase } from '../state-tables.js';
-
-const INT8_OID = 20;
-const JSON_OID = 114;
-const JSONB_OID = 3802;
-
-/** bigint columns come back as JS numbers when they fit (state counters, counts), else as text. */
-function parseInt8(value: string): number | string {
-  const n = Number(value);
-  return Number.isSafeInteger(n) ? n : value;
-}
-
-const asText = (value: string) => value;
-
-/**
- * Type parsers for this destination's pool only; the global `pg.types` is left alone. json and
- * jsonb come back as JSON text, as they went in (and as SQLite gives them back).
- */
-const typeParsers = {
-  getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (format !== 'binary') {
-      if (oid === INT8_OID) return parseInt8;
-      if (oid === JSON_OID || oid === JSONB_OID) return asText;
-    }
-    // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept a union format
-    return pg.types.getTypeParser(oid, format as any);
-  },
-} as pg.CustomTypesConfig;
-
-export const PG_TYPE: Record<ColumnType, string> = {
-  boolean: 'boolean',
-  integer: 'bigint',
-  real: 'double precision',
-  timestamp: 'timestamptz',
-  json: 'jsonb',
-  text: 'text',
-};
-
-/** Maps a PostgreSQL type (as `information_schema.columns.data_type` spells it) to a ColumnType. */
-function columnTypeOf(dataType: string): ColumnType {
-  switch (dataType) {
-    case 'boolean':
-      return 'boolean';
-    case 'bigint':
-    case 'integer':
-    case 'smallint':
-      return 'integer';
-    case 'double precision':
-    case 'real':
-    case 'numeric':
-      return 'real';
-    case 'timestamp with time zone':
-    case 'timestamp without time zone':
-    case 'date':
-      return 'timestamp';
-    case 'json':
-    case 'jsonb':
-      return 'json';
-    default:
-      return 'text';
-  }
-}
-
-/** Quotes an identifier: `"name"`, with inner quotes doubled. */
-function quoteIdent(name: string): string {
-  if (name.length === 0 || name.includes('\u0000')) {
-    throw new SluiceError(`not a usable SQL identifier: ${JSON.stringify(name)}`, {
-      code: 'SLUICE_DESTINATION',
-    });
-  }
-  return `"${name.replaceAll('"', '""')}"`;
-}
-
-/** The USING expression that converts column `col` from `from` to `to`. */
-function castExpression(col: string, from: ColumnType, to: ColumnType): string {
-  if (to === 'text') {
-    if (from === 'timestamp') {
-      return `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-    }
-    if (from === 'boolean') return `CASE WHEN ${col} THEN 'true' WHEN NOT ${col} THEN 'false' END`;
-    return `${col}::text`;
-  }
-  if (from === 'boolean') return `${col}::integer::${PG_TYPE[to]}`;
-  return `${col}::${PG_TYPE[to]}`;
-}
-
-// COPY text format: backslash, newline, carriage return and tab are escaped; `\N` is null.
-const NEEDS_ESCAPE = /[\\\n\r\t]/;
-const ESCAPES = /[\\\n\r\t]/g;
-const ESCAPE_OF: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-
-function escapeCopyText(text: string): string {
-  return NEEDS_ESCAPE.test(text) ? text.replace(ESCAPES, (c) => ESCAPE_OF[c]!) : text;
-}
-
-/** One value as COPY text for a column of `type`. */
-function copyValue(value: RowValue | undefined, type: ColumnType): string {
-  if (value === null || value === undefined) return '\\N';
-  switch (typeof value) {
-    case 'string':
-      return escapeCopyText(value);
-    case 'boolean':
-      if (type === 'boolean') return value ? 't' : 'f';
-      if (type === 'integer' || type === 'real') return value ? '1' : '0';
-      return value ? 'true' : 'false';
-    case 'number':
-      if (type === 'boolean') return value === 0 ? 'f' : 't';
-      if (type === 'json' && !Number.isFinite(value)) return '\\N';
-      return String(value);
-    default:
-      return escapeCopyText(JSON.stringify(value));
-  }
-}
-
-const CHUNK_CHARS = 256 * 1024;
-
-/** COPY text lines for `rows`, in chunks of about 256 kB. */
-function* copyChunks(rows: readonly Row[], columns: readonly BoundColumn[]): Generator<string> {
-  let chunk = '';
-  for (const row of rows) {
-    let line = '';
-    for (let i = 0; i < columns.length; i++) {
-      const column = columns[i]!;
-      if (i > 0) line += '\t';
-      line += copyValue(row[column.source], column.type);
-    }
-    chunk += `${line}\n`;
-    if (chunk.length >= CHUNK_CHARS) {
-      yield chunk;
-      chunk = '';
-    }
-  }
-  if (chunk.length > 0) yield chunk;
-}
-
-/** The URL without its password (user info and `password=` query parameter). */
-function redact(url: string): { description: string; secrets: string[] } {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new SluiceError(
-      'invalid PostgreSQL URL (expected postgresql://user@host:port/database)',
-      { code: 'SLUICE_USAGE' },
-    );
-  }
-  const secrets: string[] = [];
-  if (parsed.password) {
-    secrets.push(parsed.password);
-    try {
-      secrets.push(decodeURIComponent(parsed.password));
-    } catch {
-      // keep the encoded form only
-    }
-    parsed.password = '';
-  }
-  const queryPassword = parsed.searchParams.get('password');
-  if (queryPassword) {
-    secrets.push(queryPassword);
-    parsed.searchParams.delete('password');
-  }
-  return { description: parsed.toString(), secrets: secrets.filter((s) => s.length > 0) };
-}
+import { connectionConfig, redact } from './postgres-connection.js';
+import {
+  castExpression,
+  columnTypeOf,
+  copyChunks,
+  PG_TYPE,
+  quoteIdent,
+  typeParsers,
+} from './postgres-encoding.js';
+import { isConnectionError, translatePostgresError } from './postgres-errors.js';
 
 /** A Kysely pool over one already checked-out client, so state statements run in its transaction. */
 function singleClientPool(client: pg.PoolClient): PostgresPool {
@@ -216,9 +64,6 @@ const CAPABILITIES: DestinationCapabilities = {
   concurrentWriters: 4,
   bulkLoad: true,
 };
-
-/** Seconds a statement may wait for a table lock before it fails with a clear message. */
-const LOCK_TIMEOUT = '60s';
 
 class PostgresDialect implements Dialect<PgConn> {
   readonly kind = 'postgres' as const;
@@ -288,20 +133,22 @@ class PostgresDialect implements Dialect<PgConn> {
 
   async describe(table: string, conn?: PgConn): Promise<Column[] | undefined> {
     const on = conn?.client ?? this.pool;
-    const result = await on.query<{ column_name: string; data_type: string }>(
-      `SELECT column_name, data_type FROM information_schema.columns
-       WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
+    // The catalogue itself rather than information_schema: a few times faster, and it runs for
+    // every table a job prepares.
+    const result = await on.query<{ name: string | null; type: string | null }>(
+      `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type
+       FROM pg_catalog.pg_class c
+       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_catalog.pg_attribute a
+         ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+       WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+       ORDER BY a.attnum`,
       [this.schema, table],
     );
-    if (result.rows.length === 0) {
-      const exists = await on.query(
-        `SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-         WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`,
-        [this.schema, table],
-      );
-      return exists.rows.length > 0 ? [] : undefined;
-    }
-    return result.rows.map((r) => ({ name: r.column_name, type: columnTypeOf(r.data_type) }));
+    if (result.rows.length === 0) return undefined;
+    return result.rows
+      .filter((r) => r.name !== null)
+      .map((r) => ({ name: r.name!, type: columnTypeOf(r.type!) }));
   }
 
   async stateColumns(table: string, conn: PgConn): Promise<string[] | undefined> {
@@ -529,124 +376,9 @@ class PostgresDialect implements Dialect<PgConn> {
   }
 }
 
-function isConnectionError(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code === 'string' && (/^(08|57P0)/.test(code) || /^E[A-Z]+$/.test(code))) return true;
-  return (
-    error instanceof Error &&
-    /Connection terminated|connection.*(closed|ended)/i.test(error.message)
-  );
-}
-
-const NETWORK = /^(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|EAI_AGAIN|ECONNRESET|EPIPE)$/;
-
-/** A `pg` error as a DestinationError by its SQLSTATE, saying what to do. */
-export function translatePostgresError(error: unknown, where: string): unknown {
-  if (error instanceof SluiceError || !(error instanceof Error)) return error;
-  const code = String((error as { code?: unknown }).code ?? '');
-  const said = error.message;
-  const fail = (message: string, sluiceCode: string, retryable = false) =>
-    new DestinationError(message, sluiceCode, retryable, error);
-  if (NETWORK.test(code)) {
-    return fail(
-      `cannot reach PostgreSQL at ${where}: ${said}`,
-      'SLUICE_DESTINATION_UNREACHABLE',
-      true,
-    );
-  }
-  if (code === '28P01' || code === '28000') {
-    return fail(`PostgreSQL refused the login at ${where}: ${said}`, 'SLUICE_DESTINATION_AUTH');
-  }
-  if (code === '42501') {
-    return fail(
-      `PostgreSQL at ${where}: ${said} (grant sluice's role the rights it needs)`,
-      'SLUICE_DESTINATION_AUTH',
-    );
-  }
-  if (code === '3D000' || code === '3F000') {
-    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_MISSING');
-  }
-  if (code === '40P01' || code === '40001' || code === '42P07' || code === '42701') {
-    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_CONFLICT', true);
-  }
-  if (
-    code === '23505' &&
-    /pg_type|pg_class|pg_namespace/.test(
-      said + String((error as { constraint?: unknown }).constraint),
-    )
-  ) {
-    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_CONFLICT', true);
-  }
-  if (code === '55P03') {
-    return fail(
-      `PostgreSQL at ${where}: waited ${LOCK_TIMEOUT} for a lock another session holds (${said}); try again when it is released`,
-      'SLUICE_DESTINATION_BUSY',
-      true,
-    );
-  }
-  if (code === '57014') {
-    return fail(
-      `PostgreSQL at ${where} cancelled a statement (${said}): a statement_timeout set for sluice's role or database is too short for this load; raise it`,
-      'SLUICE_DESTINATION_BUSY',
-      true,
-    );
-  }
-  if (
-    code === '25P03' ||
-    code.startsWith('08') ||
-    code.startsWith('57P') ||
-    isConnectionError(error)
-  ) {
-    return fail(
-      `the connection to PostgreSQL at ${where} broke: ${said}`,
-      'SLUICE_DESTINATION_CONNECTION',
-      true,
-    );
-  }
-  if (code === '54011' || code === '54000' || code === '53100' || code === '53200') {
-    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_LIMIT');
-  }
-  if (code === '23505' || code.startsWith('22') || code.startsWith('23')) {
-    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_DATA');
-  }
-  if (code === '25006') {
-    return fail(`PostgreSQL at ${where} is read-only here: ${said}`, 'SLUICE_READ_ONLY');
-  }
-  if (/^[0-9A-Z]{5}$/.test(code)) {
-    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION');
-  }
-  return error;
-}
-
 /** A signed 64-bit advisory lock key for `name`, as decimal text. */
 function lockKey(name: string): string {
   return createHash('sha256').update(name).digest().readBigInt64BE(0).toString();
-}
-
-/**
- * The pool's connection settings. Session settings go in each connection's startup packet, so
- * every pooled connection has them before its first query: `search_path` to the schema (then
- * public), `TimeZone` to UTC, a lock timeout, and for a read-only look, read-only transactions.
- * `options` already in the URL are kept, ahead of these.
- */
-function connectionConfig(url: string, schema: string, readOnly: boolean): pg.PoolConfig {
-  // In the startup options, a backslash escapes a space or a backslash inside one value.
-  const path = `${quoteIdent(schema)},public`.replace(/[\\ ]/g, '\\$&');
-  let ours = `-c search_path=${path} -c TimeZone=UTC -c lock_timeout=${LOCK_TIMEOUT}`;
-  if (readOnly) ours += ' -c default_transaction_read_only=on';
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    // Not a URL; pg reports it when connecting.
-    return { connectionString: url, options: ours };
-  }
-  const inUrl = parsed.searchParams.get('options');
-  parsed.searchParams.delete('options');
-  return {
-    connectionString: parsed.toString(),
-    options: inUrl ? `${inUrl} ${ours}` : ours,
-  };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect as KyselySqliteDialect, sql } from 'kysely';
@@ -16,6 +16,7 @@ import type { BoundColumn, Dialect, IndexDef, IndexRename } from '../dialect.js'
 import { DestinationError } from '../errors.js';
 import { Loader } from '../loader.js';
 import type { StateDatabase } from '../state-tables.js';
+import { translateSqliteError } from './sqlite-errors.js';
 import { lockFile } from './sqlite-lock.js';
 
 /** Declared SQLite types: each maps back to one ColumnType (see `typeOfDeclared`). */
@@ -336,77 +337,6 @@ function castExpression(col: string, from: ColumnType, to: ColumnType): string {
   }
   // A whole number stored as REAL reads back as `1999.0` from CAST; PostgreSQL writes `1999`.
   return `CASE WHEN typeof(${col}) = 'real' AND ${col} = CAST(${col} AS INTEGER) THEN CAST(CAST(${col} AS INTEGER) AS TEXT) ELSE CAST(${col} AS TEXT) END`;
-}
-
-/** A better-sqlite3 or file-system error as a DestinationError saying what to do. */
-export function translateSqliteError(error: unknown, path: string): unknown {
-  if (error instanceof SluiceError || !(error instanceof Error)) return error;
-  const code = (error as { code?: string }).code ?? '';
-  const fail = (message: string, sluiceCode: string, retryable = false) =>
-    new DestinationError(message, sluiceCode, retryable, error);
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-    return fail(
-      `the SQLite database ${path} is locked by another program (it kept it busy past the 10 s timeout); try again when that program is done`,
-      'SLUICE_DESTINATION_BUSY',
-      true,
-    );
-  }
-  if (code.startsWith('SQLITE_READONLY')) {
-    return fail(
-      `the SQLite database ${path} is read-only: check the permissions of the file and of its folder`,
-      'SLUICE_DESTINATION_UNUSABLE',
-    );
-  }
-  if (code === 'SQLITE_NOTADB') {
-    return fail(`${path} is not an SQLite database`, 'SLUICE_DESTINATION_UNUSABLE');
-  }
-  if (code.startsWith('SQLITE_CORRUPT')) {
-    return fail(
-      `the SQLite database ${path} is damaged (${error.message})`,
-      'SLUICE_DESTINATION_UNUSABLE',
-    );
-  }
-  if (code.startsWith('SQLITE_CANTOPEN')) {
-    return fail(
-      `cannot open the SQLite database ${path}: ${cantOpenReason(path)}`,
-      'SLUICE_DESTINATION_UNUSABLE',
-    );
-  }
-  if (code === 'SQLITE_FULL') {
-    return fail(`the disk holding ${path} is full`, 'SLUICE_DESTINATION_LIMIT', true);
-  }
-  if (code.startsWith('SQLITE_CONSTRAINT')) {
-    return fail(`${path}: ${error.message}`, 'SLUICE_DESTINATION_DATA');
-  }
-  if (code === 'SQLITE_TOOBIG' || /too many columns/i.test(error.message)) {
-    return fail(`${path}: ${error.message}`, 'SLUICE_DESTINATION_LIMIT');
-  }
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-    return fail(
-      `cannot write to ${dirname(path)}: permission denied (the SQLite database ${path} needs a folder sluice can write to)`,
-      'SLUICE_DESTINATION_UNUSABLE',
-    );
-  }
-  if (code === 'ENOTDIR' || code === 'EEXIST') {
-    return fail(
-      `cannot create the folder of ${path}: a file is in its way`,
-      'SLUICE_DESTINATION_UNUSABLE',
-    );
-  }
-  if (code.startsWith('SQLITE_')) {
-    return fail(`the SQLite database ${path}: ${error.message}`, 'SLUICE_DESTINATION');
-  }
-  return error;
-}
-
-function cantOpenReason(path: string): string {
-  try {
-    if (statSync(path).isDirectory()) return 'it is a directory';
-  } catch {
-    // not there
-  }
-  if (!existsSync(dirname(path))) return `its folder ${dirname(path)} does not exist`;
-  return 'check the permissions of the file and of its folder';
 }
 
 /**

@@ -1,0 +1,131 @@
+import { loadPipeline, openPipelineDestination, type PipelineSpec } from '../../pipeline/index.js';
+import { EXIT } from '../exit-codes.js';
+import { creditsText } from '../format.js';
+import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import type { PipelineArgs } from './pipeline-args.js';
+
+/**
+ * `sluice status`: recent runs, jobs, downloads and files of a pipeline, read from its state
+ * tables. Read-only: it opens the destination for reading, creates nothing, and needs no
+ * service credentials.
+ */
+export async function statusCommand(
+  args: PipelineArgs & { limit?: number },
+  io: Io,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const spec: PipelineSpec = await loadPipeline(args.file, env);
+  // Read-only: a monitoring role can use it, and a mistyped path creates nothing.
+  const destination = await openPipelineDestination(spec, env, { readOnly: true }).catch(
+    (error: unknown) => {
+      if ((error as { code?: unknown }).code === 'SLUICE_NO_STATE') return undefined;
+      throw error;
+    },
+  );
+  try {
+    if (destination === undefined || !(await destination.hasState())) {
+      const where = destination?.description ?? spec.destination.url;
+      if (args.json) {
+        writeJson(io.stdout, { pipeline: spec.name, destination: where, state: 'none', runs: [] });
+      } else {
+        writeLine(
+          io.stdout,
+          `no state found at ${where}: pipeline '${spec.name}' has not run against this destination (or the destination is not the one you meant)`,
+        );
+      }
+      return EXIT.ok;
+    }
+    const recent = await destination.state.recent(spec.name, args.limit ?? 10);
+    const paid = creditsPaid(
+      await destination.state.attemptsOfRuns(recent.runs.map((r) => r.run_id)),
+    );
+    if (args.json) {
+      writeJson(io.stdout, {
+        pipeline: spec.name,
+        destination: destination.description,
+        state: 'found',
+        runs: recent.runs.map(({ summary, credits: _credits, ...run }) => ({
+          ...run,
+          credits_paid: paid.get(run.run_id) ?? {},
+          summary: summary ? JSON.parse(summary) : null,
+        })),
+        jobs: recent.jobs.map(({ summary: _summary, ...job }) => job),
+        downloads: recent.downloads,
+        files: recent.files,
+        rejects: recent.rejects,
+        cursors: recent.cursors,
+      });
+      return EXIT.ok;
+    }
+    writeLine(io.stdout, `Pipeline '${spec.name}' in ${destination.description}`);
+    writeLine(io.stdout);
+    writeLine(io.stdout, 'Recent runs');
+    writeLine(
+      io.stdout,
+      formatTable(
+        ['run', 'started', 'finished', 'status', 'stage', 'credits paid', 'error'],
+        recent.runs.map((r) => [
+          r.run_id,
+          r.started_at,
+          r.finished_at ?? '-',
+          r.status,
+          r.stage ?? '-',
+          creditsText(paid.get(r.run_id) ?? {}),
+          r.error_message ?? '',
+        ]),
+      ),
+    );
+    writeLine(io.stdout);
+    writeLine(io.stdout, 'Downloads');
+    const rejects = new Map(recent.rejects.map((r) => [r.download_id, Number(r.count)]));
+    const filesBy = new Map<string, number>();
+    for (const f of recent.files) filesBy.set(f.download_id, (filesBy.get(f.download_id) ?? 0) + 1);
+    writeLine(
+      io.stdout,
+      formatTable(
+        [
+          'job',
+          'download',
+          'status',
+          'found',
+          'records',
+          'files loaded',
+          'rejected',
+          'table',
+          'requested',
+        ],
+        recent.downloads.map((d) => [
+          d.job,
+          d.download_id ?? '-',
+          d.status,
+          d.num_found ?? '-',
+          d.num_records ?? '-',
+          d.download_id ? (filesBy.get(d.download_id) ?? 0) : 0,
+          d.download_id ? (rejects.get(d.download_id) ?? 0) : 0,
+          d.target_table,
+          d.requested_at,
+        ]),
+      ),
+    );
+    return EXIT.ok;
+  } finally {
+    await destination?.close();
+  }
+}
+
+/**
+ * Credits each run paid for: a download is paid for by the run that started it, whichever run
+ * loads it, so an interrupted run's purchase is counted once, against it.
+ */
+function creditsPaid(attempts: { run_id: string; credits: string | null }[]) {
+  const paid = new Map<string, Record<string, number>>();
+  for (const attempt of attempts) {
+    if (!attempt.credits) continue;
+    const into = paid.get(attempt.run_id) ?? {};
+    for (const [type, n] of Object.entries(JSON.parse(attempt.credits) as Record<string, number>)) {
+      into[type] = (into[type] ?? 0) + n;
+    }
+    paid.set(attempt.run_id, into);
+  }
+  return paid;
+}

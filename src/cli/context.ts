@@ -1,0 +1,17 @@
+import type { Clock } from '../pipeline/clock.js';
+import type { Io } from './output.js';
+
+/** What every command handler gets: where to write, when to stop, the environment. */
+export interface CliContext {
+  io: Io;
+  /** Aborted on SIGINT/SIGTERM: long-running commands stop cleanly when it fires. */
+  signal: AbortSignal;
+  env: NodeJS.ProcessEnv;
+  /** Time for pipeline runs; tests pass one they move themselves. */
+  clock?: Clock;
+  /**
+   * Set by a handler whose outcome is not an error but still not plain success (a pipeline run
+   * refused by the credit guard exits 3); main() returns it, 0 when unset.
+   */
+  exitCode?: number;
+}

@@ -1,0 +1,252 @@
+import type { Kysely } from 'kysely';
+import { batchColumns, hasChanges, planChanges } from '../schema/plan.js';
+import type { Column, ColumnType, Row } from '../schema/types.js';
+import type { DestinationCapabilities, FileTransaction, WriteTarget } from './destination.js';
+import type { BoundColumn, Dialect, IndexRename } from './dialect.js';
+import { DestinationError } from './errors.js';
+import type { FileRow, RejectRow, StateStore } from './state-store.js';
+import type { StateDatabase } from './state-tables.js';
+
+/** What a transaction needs of its loader. */
+export interface LoaderInternals<C> {
+  readonly kind: 'sqlite' | 'postgres';
+  readonly capabilities: DestinationCapabilities;
+  readonly dialect: Dialect<C>;
+  readonly store: StateStore;
+  committedColumns(table: string): Map<string, ColumnType> | undefined;
+  bind(name: string): string;
+  sourceOf(physical: string): string;
+  physical(table: string, stagedBy?: string): string;
+  indexName(table: string, purpose: 'key' | 'parent'): string;
+}
+
+/** One transaction of a loader: a file's rows, a job's end, or tables made up front. */
+export class LoaderTransaction<C> implements FileTransaction {
+  /** Tables this transaction described or changed (undefined: dropped), by physical name. */
+  readonly tables = new Map<string, Map<string, ColumnType> | undefined>();
+  readonly #indexed = new Set<string>();
+  readonly #indexes = new Map<string, Promise<{ name: string }[]>>();
+
+  constructor(
+    readonly loader: LoaderInternals<C>,
+    readonly conn: C,
+    readonly db: Kysely<StateDatabase>,
+  ) {}
+
+  get #dialect(): Dialect<C> {
+    return this.loader.dialect;
+  }
+
+  async #columns(table: string, fresh = false): Promise<Map<string, ColumnType> | undefined> {
+    if (!fresh && this.tables.has(table)) return this.tables.get(table);
+    const committed = fresh ? undefined : this.loader.committedColumns(table);
+    let columns: Map<string, ColumnType> | undefined;
+    if (committed !== undefined) columns = new Map(committed);
+    else {
+      const described = await this.#dialect.describe(table, this.conn);
+      columns = described && new Map(described.map((c) => [c.name, c.type]));
+    }
+    this.tables.set(table, columns);
+    return columns;
+  }
+
+  /**
+   * Makes the target's table hold `wanted` columns (logical names): creates it with its
+   * indexes, or adds and widens columns, after waiting for other writers of the table.
+   */
+  async ensure(
+    target: WriteTarget,
+    wanted: Iterable<Column>,
+    checkIndexes = false,
+  ): Promise<Map<string, ColumnType>> {
+    const table = this.loader.physical(target.table, target.stagedBy);
+    const bound = [...wanted].map((c) => ({ name: this.loader.bind(c.name), type: c.type }));
+    let existing = await this.#columns(table);
+    let changes = planChanges(existing && toColumns(existing), bound);
+    if (hasChanges(changes) && !changes.create) {
+      // Another transaction may have changed the table since it was described: wait for it.
+      await this.#dialect.lockTable(this.conn, table);
+      existing = await this.#columns(table, true);
+      changes = planChanges(existing && toColumns(existing), bound);
+    }
+    if (!hasChanges(changes)) {
+      await this.#ensureKeyIndex(table, target);
+      if (checkIndexes && target.parentColumn !== undefined)
+        await this.#ensureParentIndex(table, target);
+      return existing!;
+    }
+    const limit = this.loader.capabilities.maxColumns;
+    const count = (existing?.size ?? 0) + changes.add.length;
+    if (count > limit) {
+      throw new DestinationError(
+        `table ${table} would need ${count} columns, more than the ${limit} ${this.loader.kind === 'postgres' ? 'PostgreSQL' : 'SQLite'} allows: use a view with fewer fields, or nested: tables`,
+        'SLUICE_DESTINATION_LIMIT',
+        false,
+      );
+    }
+    const columns = new Map(existing);
+    if (changes.create) {
+      await this.#dialect.createTable(this.conn, table, withSource(this.loader, changes.add));
+      for (const c of changes.add) columns.set(c.name, c.type);
+      if (target.parentColumn !== undefined) {
+        await this.#dialect.createIndex(this.conn, table, {
+          name: this.loader.indexName(table, 'parent'),
+          columns: [this.loader.bind(target.parentColumn)],
+          unique: false,
+        });
+      }
+    } else {
+      if (changes.add.length > 0) {
+        await this.#dialect.addColumns(this.conn, table, withSource(this.loader, changes.add));
+        for (const c of changes.add) columns.set(c.name, c.type);
+      }
+      for (const change of changes.widen) {
+        await this.#dialect.widenColumn(this.conn, table, change);
+        columns.set(change.name, change.to);
+      }
+    }
+    this.tables.set(table, columns);
+    await this.#ensureKeyIndex(table, target);
+    if (checkIndexes && !changes.create && target.parentColumn !== undefined) {
+      await this.#ensureParentIndex(table, target);
+    }
+    return columns;
+  }
+
+  async #ensureKeyIndex(table: string, target: WriteTarget): Promise<void> {
+    if (target.mode !== 'merge' || target.key.length === 0 || this.#indexed.has(table)) return;
+    const name = this.loader.indexName(table, 'key');
+    const columns = target.key.map((k) => this.loader.bind(k));
+    const existing = await this.#indexesOf(table);
+    if (!existing.some((i) => i.name === name)) {
+      try {
+        await this.#dialect.createIndex(this.conn, table, { name, columns, unique: true });
+      } catch (error) {
+        const translated = this.#dialect.translate(error);
+        if (
+          translated instanceof DestinationError &&
+          translated.code === 'SLUICE_DESTINATION_DATA'
+        ) {
+          throw new DestinationError(
+            `cannot merge into ${table} on ${target.key.join(', ')}: the table already holds rows with the same ${target.key.join(', ')} (it was appended to before); remove the duplicates or use write: append`,
+            'SLUICE_DESTINATION_DATA',
+            false,
+            error,
+          );
+        }
+        throw error;
+      }
+    }
+    this.#indexed.add(table);
+  }
+
+  /** Child tables made by older versions of sluice had no index on their parent link. */
+  async #ensureParentIndex(table: string, target: WriteTarget): Promise<void> {
+    const name = this.loader.indexName(table, 'parent');
+    const existing = await this.#indexesOf(table);
+    if (existing.some((i) => i.name === name)) return;
+    await this.#dialect.createIndex(this.conn, table, {
+      name,
+      columns: [this.loader.bind(target.parentColumn!)],
+      unique: false,
+    });
+  }
+
+  /** The indexes of a table, read once per transaction (sluice's own are made only here). */
+  #indexesOf(table: string): Promise<{ name: string }[]> {
+    let indexes = this.#indexes.get(table);
+    if (indexes === undefined) {
+      indexes = this.#dialect.indexes(table, this.conn);
+      this.#indexes.set(table, indexes);
+    }
+    return indexes;
+  }
+
+  async write(target: WriteTarget, rows: Row[]): Promise<void> {
+    const wanted = batchColumns(rows, target.hints);
+    const columns = await this.ensure(
+      target,
+      [...wanted].map(([name, type]) => ({ name, type })),
+    );
+    if (rows.length === 0) return;
+    const table = this.loader.physical(target.table, target.stagedBy);
+    // Rows are written whole, every column of the table: a field now absent becomes NULL,
+    // and one statement serves every batch of the table.
+    const bound: BoundColumn[] = [...columns].map(([name, type]) => ({
+      name,
+      type,
+      source: this.loader.sourceOf(name),
+    }));
+    await this.#dialect.insert(
+      this.conn,
+      table,
+      bound,
+      rows,
+      target.mode,
+      target.key.map((k) => this.loader.bind(k)),
+    );
+  }
+
+  async deleteWhereIn(
+    target: Pick<WriteTarget, 'table' | 'stagedBy'>,
+    column: string,
+    values: readonly (string | number)[],
+  ): Promise<void> {
+    if (values.length === 0) return;
+    const table = this.loader.physical(target.table, target.stagedBy);
+    if ((await this.#columns(table)) === undefined) return;
+    await this.#dialect.deleteWhereIn(this.conn, table, this.loader.bind(column), values);
+  }
+
+  async addRejects(rows: readonly RejectRow[]): Promise<void> {
+    await this.loader.store.insertRejects(rows, this.db);
+  }
+
+  async clearRejects(downloadId: string, fileName: string): Promise<void> {
+    await this.loader.store.deleteRejects(downloadId, fileName, this.db);
+  }
+
+  async recordFile(row: FileRow): Promise<void> {
+    await this.loader.store.insertFile(row, this.db);
+  }
+
+  async drop(table: string): Promise<void> {
+    await this.#dialect.drop(this.conn, table);
+    this.tables.set(table, undefined);
+  }
+
+  /** Swaps this pipeline's staging table of `logical` in for the live one. */
+  async swapIn(logical: string, stagedBy: string): Promise<void> {
+    const target = this.loader.physical(logical);
+    const staging = this.loader.physical(logical, stagedBy);
+    const columns = await this.#columns(staging, true);
+    if (columns === undefined) {
+      // Nothing was staged (an older run's table): the new table is an empty one.
+      if ((await this.#columns(target)) !== undefined) await this.#dialect.clear(this.conn, target);
+      return;
+    }
+    const renames: IndexRename[] = [];
+    for (const index of await this.#dialect.indexes(staging, this.conn)) {
+      for (const purpose of ['key', 'parent'] as const) {
+        if (index.name === this.loader.indexName(staging, purpose)) {
+          renames.push({
+            ...index,
+            from: index.name,
+            name: this.loader.indexName(target, purpose),
+          });
+        }
+      }
+    }
+    await this.#dialect.swap(this.conn, staging, target, renames);
+    this.tables.set(target, columns);
+    this.tables.set(staging, undefined);
+  }
+}
+
+function toColumns(map: Map<string, ColumnType>): Column[] {
+  return [...map].map(([name, type]) => ({ name, type }));
+}
+
+function withSource<C>(loader: LoaderInternals<C>, columns: readonly Column[]): BoundColumn[] {
+  return columns.map((c) => ({ ...c, source: loader.sourceOf(c.name) }));
+}

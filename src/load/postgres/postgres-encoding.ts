@@ -1,0 +1,145 @@
+/**
+ * PostgreSQL's side of the portable column types: the types it declares, reading them back,
+ * converting one into another, and the COPY text format rows are sent in.
+ */
+import pg from 'pg';
+import { SluiceError } from '../../errors.js';
+import type { ColumnType, Row, RowValue } from '../../schema/types.js';
+import type { BoundColumn } from '../dialect.js';
+
+const INT8_OID = 20;
+const JSON_OID = 114;
+const JSONB_OID = 3802;
+
+/** bigint columns come back as JS numbers when they fit (state counters, counts), else as text. */
+function parseInt8(value: string): number | string {
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : value;
+}
+
+const asText = (value: string) => value;
+
+/**
+ * Type parsers for this destination's pool only; the global `pg.types` is left alone. json and
+ * jsonb come back as JSON text, as they went in (and as SQLite gives them back).
+ */
+export const typeParsers = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (format !== 'binary') {
+      if (oid === INT8_OID) return parseInt8;
+      if (oid === JSON_OID || oid === JSONB_OID) return asText;
+    }
+    // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept a union format
+    return pg.types.getTypeParser(oid, format as any);
+  },
+} as pg.CustomTypesConfig;
+
+export const PG_TYPE: Record<ColumnType, string> = {
+  boolean: 'boolean',
+  integer: 'bigint',
+  real: 'double precision',
+  timestamp: 'timestamptz',
+  json: 'jsonb',
+  text: 'text',
+};
+
+/** Maps a PostgreSQL type (as `format_type` spells it) to a ColumnType. */
+export function columnTypeOf(dataType: string): ColumnType {
+  const type = dataType.replace(/\(.*\)$/, '');
+  switch (type) {
+    case 'boolean':
+      return 'boolean';
+    case 'bigint':
+    case 'integer':
+    case 'smallint':
+      return 'integer';
+    case 'double precision':
+    case 'real':
+    case 'numeric':
+      return 'real';
+    case 'timestamp with time zone':
+    case 'timestamp without time zone':
+    case 'date':
+      return 'timestamp';
+    case 'json':
+    case 'jsonb':
+      return 'json';
+    default:
+      return 'text';
+  }
+}
+
+/** Quotes an identifier: `"name"`, with inner quotes doubled. */
+export function quoteIdent(name: string): string {
+  if (name.length === 0 || name.includes('\u0000')) {
+    throw new SluiceError(`not a usable SQL identifier: ${JSON.stringify(name)}`, {
+      code: 'SLUICE_DESTINATION',
+    });
+  }
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** The USING expression that converts column `col` from `from` to `to`. */
+export function castExpression(col: string, from: ColumnType, to: ColumnType): string {
+  if (to === 'text') {
+    if (from === 'timestamp') {
+      return `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+    }
+    if (from === 'boolean') return `CASE WHEN ${col} THEN 'true' WHEN NOT ${col} THEN 'false' END`;
+    return `${col}::text`;
+  }
+  if (from === 'boolean') return `${col}::integer::${PG_TYPE[to]}`;
+  return `${col}::${PG_TYPE[to]}`;
+}
+
+// COPY text format: backslash, newline, carriage return and tab are escaped; `\N` is null.
+const NEEDS_ESCAPE = /[\\\n\r\t]/;
+const ESCAPES = /[\\\n\r\t]/g;
+const ESCAPE_OF: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+function escapeCopyText(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? text.replace(ESCAPES, (c) => ESCAPE_OF[c]!) : text;
+}
+
+/** One value as COPY text for a column of `type`. */
+function copyValue(value: RowValue | undefined, type: ColumnType): string {
+  if (value === null || value === undefined) return '\\N';
+  switch (typeof value) {
+    case 'string':
+      return escapeCopyText(value);
+    case 'boolean':
+      if (type === 'boolean') return value ? 't' : 'f';
+      if (type === 'integer' || type === 'real') return value ? '1' : '0';
+      return value ? 'true' : 'false';
+    case 'number':
+      if (type === 'boolean') return value === 0 ? 'f' : 't';
+      if (type === 'json' && !Number.isFinite(value)) return '\\N';
+      return String(value);
+    default:
+      return escapeCopyText(JSON.stringify(value));
+  }
+}
+
+const CHUNK_CHARS = 256 * 1024;
+
+/** COPY text lines for `rows`, in chunks of about 256 kB. */
+export function* copyChunks(
+  rows: readonly Row[],
+  columns: readonly BoundColumn[],
+): Generator<string> {
+  let chunk = '';
+  for (const row of rows) {
+    let line = '';
+    for (let i = 0; i < columns.length; i++) {
+      const column = columns[i]!;
+      if (i > 0) line += '\t';
+      line += copyValue(row[column.source], column.type);
+    }
+    chunk += `${line}\n`;
+    if (chunk.length >= CHUNK_CHARS) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk.length > 0) yield chunk;
+}

@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import { DATA_TYPES } from '../catalog.js';
+
+/**
+ * The pipeline file format: its zod schema (validation, defaults and the JSON Schema for
+ * editors), durations, and the keys allowed where, for "did you mean" hints.
+ */
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `5s`, `2h`, `1h30m`, `500ms`, or a number of seconds. */
+export function parseDuration(value: string | number): number | undefined {
+  if (typeof value === 'number') return value >= 0 ? value * 1000 : undefined;
+  const parts = value.trim().match(/\d+(?:\.\d+)?(?:ms|s|m|h|d)/g);
+  if (!parts || parts.join('') !== value.trim().replaceAll(' ', '')) return undefined;
+  let total = 0;
+  for (const part of parts) {
+    const m = DURATION.exec(part)!;
+    total += Number(m[1]) * UNIT_MS[m[2]!]!;
+  }
+  return total;
+}
+
+const duration = z
+  .union([z.string(), z.number()])
+  .refine((v) => parseDuration(v) !== undefined, {
+    message: "expected a duration such as '5s', '10m', '2h' or a number of seconds",
+  })
+  .transform((v) => parseDuration(v)!);
+
+const identifier = z
+  .string()
+  .regex(
+    /^[A-Za-z_][A-Za-z0-9_]*$/,
+    'expected a name of letters, digits and underscores, not starting with a digit',
+  )
+  .max(63);
+
+export const source = z.strictObject({
+  api: z.enum(['v4', 'v3']).default('v4').describe('API version of the service'),
+  url: z.string().url('expected the URL of the v4 or v3 root, e.g. http://127.0.0.1:8787/v4'),
+  email: z.string().optional().describe('v4 login email'),
+  password: z.string().optional().describe('v4 password: use ${SLUICE_PASSWORD}, never a literal'),
+  token: z.string().optional().describe('v3 API token: use ${SLUICE_API_TOKEN}'),
+});
+
+const destinationObject = z.strictObject({
+  url: z.string().describe('sqlite:PATH or postgres://...'),
+  schema: identifier.optional().describe('PostgreSQL schema, default public'),
+});
+
+const poll = z.strictObject({
+  interval: duration.default(5000).describe('time between status checks, e.g. 5s'),
+  max_interval: duration.default(60_000).describe('backoff ceiling between checks'),
+  timeout: duration.default(2 * 3_600_000).describe('give up waiting after this long, e.g. 2h'),
+  on_timeout: z
+    .enum(['cancel', 'leave'])
+    .default('leave')
+    .describe('cancel the download on timeout, or leave it for a later run'),
+});
+
+const job = z.strictObject({
+  type: z.enum(DATA_TYPES).describe('data type: properties, businesses, products or people'),
+  query: z.string().min(1, 'a query is required, e.g. city:Austin').optional(),
+  records: z
+    .union([z.literal('all'), z.number().int().positive()])
+    .default('all')
+    .describe("number of records to download, or 'all'"),
+  view: z.string().optional().describe('a view declared under views:, or a pre-made view'),
+  format: z.enum(['csv', 'json']).default('json'),
+  auto_trace: z.boolean().default(false).describe('properties only: attach matched owners'),
+  address_matching: z.enum(['on', 'off', 'retry']).optional(),
+  require_people_data: z.boolean().optional(),
+  table: identifier.optional().describe('destination table, default the job name'),
+  write: z.enum(['append', 'replace', 'merge']).default('merge'),
+  key: z
+    .union([identifier, z.array(identifier).min(1)])
+    .default('id')
+    .describe('merge key column(s)'),
+  max_credits: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('refuse the job if it would spend more'),
+  max_rejects: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('fail the job past this many rejected rows'),
+  nested: z
+    .enum(['tables', 'json'])
+    .default('tables')
+    .describe('nested values as child tables or JSON columns'),
+  people_table: identifier.optional().describe("autotrace: the people table, default 'people'"),
+  people_keys_from: identifier
+    .optional()
+    .describe(
+      'people jobs: look up the owners of the properties loaded by this job (by their people keys) instead of a query',
+    ),
+  poll: poll.default({
+    interval: 5000,
+    max_interval: 60_000,
+    timeout: 2 * 3_600_000,
+    on_timeout: 'leave',
+  }),
+});
+
+export const pipelineSchema = z.strictObject({
+  version: z.literal(1, 'the only pipeline file version is 1'),
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected letters, digits, dots, dashes and underscores')
+    .max(100),
+  source,
+  destination: z.union([z.string(), destinationObject]).default('sqlite:data/sluice.sqlite'),
+  views: z
+    .record(z.string().min(1), z.strictObject({ fields: z.array(z.string().min(1)).min(1) }))
+    .default({}),
+  jobs: z
+    .record(identifier, job)
+    .refine((jobs) => Object.keys(jobs).length > 0, 'declare at least one job'),
+});
+
+export type RawPipeline = z.output<typeof pipelineSchema>;
+export type RawJob = z.output<typeof job>;
+
+export interface JobSpec extends Omit<RawJob, 'records' | 'key' | 'table' | 'query'> {
+  name: string;
+  /** For an owner enrichment job, a stand-in: its queries are built from people keys. */
+  query: string;
+  /** Undefined: every matching record. */
+  records: number | undefined;
+  table: string;
+  key: string[];
+  /** Hash of what decides the download; a later run re-attaches only when it is unchanged. */
+  downloadHash: string;
+}
+
+export interface PipelineSpec {
+  file: string;
+  /** The pipeline file's folder: relative `sqlite:` paths start here. */
+  baseDir: string;
+  name: string;
+  source: z.output<typeof source>;
+  destination: { url: string; schema?: string };
+  views: Record<string, { fields: string[] }>;
+  jobs: JobSpec[];
+}
+
+/** JSON Schema of the pipeline format, for editors (`sluice schema`). */
+export function pipelineJsonSchema(): Record<string, unknown> {
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    title: 'sluice pipeline',
+    ...z.toJSONSchema(pipelineSchema, { io: 'input', unrepresentable: 'any' }),
+  };
+}
+
+/** The keys allowed at a path of the pipeline format, for "did you mean" hints. */
+export function knownKeys(path: string[]): string[] {
+  const shapes: Record<string, string[]> = {
+    '': Object.keys(pipelineSchema.shape),
+    source: Object.keys(source.shape),
+    destination: Object.keys(destinationObject.shape),
+    job: Object.keys(job.shape),
+    poll: Object.keys(poll.shape),
+    view: ['fields'],
+  };
+  if (path.length === 0) return shapes['']!;
+  if (path[0] === 'jobs' && path.length === 2) return shapes.job!;
+  if (path[0] === 'jobs' && path[2] === 'poll') return shapes.poll!;
+  if (path[0] === 'views' && path.length === 2) return shapes.view!;
+  return shapes[path[0]!] ?? [];
+}
