@@ -118,3 +118,20 @@ export class PipelineSpecError extends SluiceError {
     this.path = init.path;
   }
 }
+
+const contexts = new WeakMap<object, Record<string, string>>();
+
+/**
+ * Notes where an error happened (the pipeline, the run), so that the one place that reports
+ * errors can say so: JSON log lines carry `pipeline` and `run_id` wherever there is one.
+ */
+export function attachContext<E>(error: E, context: Record<string, string>): E {
+  if (typeof error === 'object' && error !== null) {
+    contexts.set(error, { ...context, ...contexts.get(error) });
+  }
+  return error;
+}
+
+export function contextOf(error: unknown): Record<string, string> {
+  return (typeof error === 'object' && error !== null && contexts.get(error)) || {};
+}

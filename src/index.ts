@@ -9,6 +9,7 @@
  * ```
  */
 export {
+  type ClientEvent,
   type ClientOptions,
   connectionFromEnv,
   createServiceClient,

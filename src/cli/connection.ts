@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
 import { connectionFromEnv, createServiceClient } from '../client/index.js';
 import type { ConnectionSettings, ServiceClient } from '../client/types.js';
+import { logClientEvent } from '../pipeline/client-log.js';
 import type { CliContext } from './context.js';
 
 /** Flags every command that talks to the service takes; each falls back to the environment. */
@@ -65,7 +66,9 @@ export async function withClient<R>(
   ctx: CliContext,
   run: (client: ServiceClient) => Promise<R>,
 ): Promise<R> {
-  const client = createServiceClient(settingsFrom(args, ctx.env));
+  const client = createServiceClient(settingsFrom(args, ctx.env), {
+    onEvent: logClientEvent(ctx.logger),
+  });
   try {
     return await run(client);
   } finally {

@@ -1,5 +1,7 @@
+import type { LogFormat, Logger } from '../log.js';
 import type { Clock } from '../pipeline/clock.js';
 import type { Io } from './output.js';
+import type { Terminal } from './terminal.js';
 
 /** What every command handler gets: where to write, when to stop, the environment. */
 export interface CliContext {
@@ -7,6 +9,12 @@ export interface CliContext {
   /** Aborted on SIGINT/SIGTERM: long-running commands stop cleanly when it fires. */
   signal: AbortSignal;
   env: NodeJS.ProcessEnv;
+  /** Logs on stderr, in the format and at the level the global flags chose. */
+  logger: Logger;
+  /** With `json`, stderr holds only JSON lines: commands write no text there themselves. */
+  logFormat: LogFormat;
+  /** stderr shared by the log and progress bars. */
+  terminal: Terminal;
   /** Time for pipeline runs; tests pass one they move themselves. */
   clock?: Clock;
   /**

@@ -26,6 +26,7 @@ const EXIT_OF_CODE: Record<string, number> = {
   SLUICE_QUERY_SYNTAX: EXIT.invalidInput,
   SLUICE_CREDENTIALS: EXIT.invalidInput,
   SLUICE_UNSUPPORTED: EXIT.invalidInput,
+  SLUICE_VIEW_FIELD: EXIT.invalidInput,
   SLUICE_TOO_MANY_REJECTS: EXIT.invalidInput,
   SLUICE_ALL_REJECTED: EXIT.invalidInput,
   SLUICE_JOB_CHANGED: EXIT.invalidInput,

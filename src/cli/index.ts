@@ -1,8 +1,11 @@
 import yargs, { type Argv } from 'yargs';
-import { UsageError } from '../errors.js';
+import { contextOf, PipelineSpecError, SluiceError, UsageError } from '../errors.js';
+import type { LogFormat } from '../log.js';
+import { errorInfo } from '../pipeline/outcome.js';
 import { registerAccount } from './commands/account.js';
 import { registerDownloads } from './commands/downloads.js';
 import { type EmulatorArgs, emulatorOptions, runEmulator } from './commands/emulator.js';
+import { registerFields } from './commands/fields.js';
 import { registerHealth } from './commands/health.js';
 import { registerPipeline } from './commands/pipeline.js';
 import { registerRealTime } from './commands/realtime.js';
@@ -10,7 +13,8 @@ import { registerSearch } from './commands/search.js';
 import { registerViews } from './commands/views.js';
 import type { CliContext } from './context.js';
 import { describeError, EXIT, exitCodeFor } from './exit-codes.js';
-import { processIo, writeLine } from './output.js';
+import { processIo, writeJson, writeLine, wroteJson } from './output.js';
+import { Terminal } from './terminal.js';
 
 export type { CliContext } from './context.js';
 
@@ -19,7 +23,38 @@ const ARGUMENTS_CODE = 'SLUICE_USAGE_ARGUMENTS';
 
 /** Declares the commands; each handler is a thin call into a library function. */
 export function buildCli(argv: string[], ctx: CliContext): Argv {
-  let cli = yargs(argv).scriptName('sluice').usage('$0 <command> [options]');
+  let cli: Argv = yargs(argv)
+    .scriptName('sluice')
+    .usage('$0 <command> [options]')
+    .option('json', {
+      type: 'boolean',
+      global: true,
+      describe: 'Print one JSON document on stdout, whatever happens (errors too)',
+    })
+    .option('log-format', {
+      type: 'string',
+      choices: ['pretty', 'json'],
+      global: true,
+      describe: 'Logs on stderr: readable lines or JSON lines [SLUICE_LOG_FORMAT]',
+    })
+    .option('log-level', {
+      type: 'string',
+      choices: ['error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      global: true,
+      describe: 'Least important log lines to show (default info) [SLUICE_LOG_LEVEL]',
+    })
+    .option('verbose', {
+      alias: 'v',
+      type: 'count',
+      global: true,
+      describe: 'More log lines: -v debug, -vv trace',
+    })
+    .group(['json', 'log-format', 'log-level', 'verbose', 'help', 'version'], 'Global options:')
+    .example('$0 count properties "city:Austin AND province:TX"', 'count matches, free')
+    .example('$0 run pipelines/demo.yaml --json', 'run a pipeline, one JSON document out')
+    .epilogue(
+      'Exit codes: 0 done, 1 failed (worth a retry), 2 a mistake to fix, 3 refused by the credit guard, 130 interrupted.',
+    );
   // The analyst's commands: each module declares its own and calls one plain function.
   for (const register of [
     registerHealth,
@@ -28,6 +63,7 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
     registerSearch,
     registerDownloads,
     registerRealTime,
+    registerFields,
     registerPipeline,
   ]) {
     cli = register(cli, ctx);
@@ -38,6 +74,10 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
       'Run a local emulator of the data-search service (v4 and v3)',
       (y) => emulatorOptions(y),
       (args) => runEmulator(args as unknown as EmulatorArgs, ctx.io, ctx.signal),
+    )
+    .completion(
+      'completion',
+      'Print a shell completion script (bash, zsh): sluice completion >> ~/.bashrc',
     )
     .demandCommand(1, 'Name a command: see sluice --help')
     .strict()
@@ -52,13 +92,88 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
     });
 }
 
+/** The global flags that decide how a command reports, read before the command line is. */
+export interface ReportFlags {
+  json: boolean;
+  logFormat: LogFormat;
+  logLevel: string;
+}
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * `--json`, `--log-format`, `--log-level` and `-v`, from the raw arguments (and SLUICE_LOG_*),
+ * so that even a command line yargs refuses gets its error in the form asked for.
+ */
+export function reportFlags(argv: readonly string[], env: NodeJS.ProcessEnv): ReportFlags {
+  const value = (name: string): string | undefined => {
+    for (let i = 0; i < argv.length; i++) {
+      const arg = argv[i]!;
+      if (arg === `--${name}`) return argv[i + 1];
+      if (arg.startsWith(`--${name}=`)) return arg.slice(name.length + 3);
+    }
+    return undefined;
+  };
+  const json = argv.some((a) => a === '--json' || a === '--json=true');
+  const format = value('log-format') ?? env.SLUICE_LOG_FORMAT;
+  let level = value('log-level') ?? env.SLUICE_LOG_LEVEL;
+  const verbose = argv.reduce(
+    (n, a) => n + (a === '--verbose' ? 1 : /^-v+$/.test(a) ? a.length - 1 : 0),
+    0,
+  );
+  if (verbose > 0) level = verbose > 1 ? 'trace' : 'debug';
+  return {
+    json,
+    logFormat: format === 'json' ? 'json' : 'pretty',
+    logLevel: level !== undefined && LEVELS.includes(level) ? level : 'info',
+  };
+}
+
+/** An error as the machine contract's error document carries it. */
+export function errorDocument(error: unknown): {
+  status: 'error';
+  error: {
+    code: string;
+    message: string;
+    retryable: boolean;
+    step?: string;
+    file?: string;
+    line?: number;
+  };
+} {
+  const info = errorInfo(error);
+  const doc: ReturnType<typeof errorDocument>['error'] = {
+    code: info.code,
+    message: info.code === 'SLUICE_INTERNAL' ? info.message : describeError(error),
+    retryable: info.retryable,
+  };
+  if (error instanceof PipelineSpecError) {
+    doc.step = 'pipeline-file';
+    doc.file = error.file;
+    if (error.line !== undefined) doc.line = error.line;
+  } else if (error instanceof UsageError && error.code === ARGUMENTS_CODE) {
+    doc.step = 'arguments';
+  } else if (info.stage !== undefined) {
+    doc.step = info.stage;
+  }
+  return { status: 'error', error: doc };
+}
+
 /** Runs the CLI and returns its exit code; never throws. */
 export async function main(argv: string[], partial: Partial<CliContext> = {}): Promise<number> {
   const controller = new AbortController();
+  const io = partial.io ?? processIo;
+  const env = partial.env ?? process.env;
+  const flags = reportFlags(argv, env);
+  const terminal =
+    partial.terminal ?? new Terminal(io.stderr, { format: flags.logFormat, level: flags.logLevel });
   const ctx: CliContext = {
-    io: partial.io ?? processIo,
+    io,
     signal: partial.signal ?? controller.signal,
-    env: partial.env ?? process.env,
+    env,
+    logger: partial.logger ?? terminal.logger,
+    logFormat: flags.logFormat,
+    terminal,
     ...(partial.clock ? { clock: partial.clock } : {}),
   };
   const onSignal = () => controller.abort();
@@ -70,18 +185,42 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
   try {
     await buildCli(argv, ctx).parseAsync();
     return ctx.exitCode ?? EXIT.ok;
-  } catch (error) {
-    if (ctx.signal.aborted && !(error instanceof UsageError)) return EXIT.interrupted;
-    writeLine(ctx.io.stderr, `sluice: ${describeError(error)}`);
-    // Only for mistakes in the command line itself: after "SLUICE_EMAIL is not set" it is noise.
-    if (error instanceof UsageError && error.code === ARGUMENTS_CODE) {
-      writeLine(ctx.io.stderr, 'Run sluice --help for usage.');
-    }
-    return exitCodeFor(error);
+  } catch (caught) {
+    const interrupted = ctx.signal.aborted && !(caught instanceof UsageError);
+    const error = interrupted
+      ? new SluiceError('interrupted; run again to pick up where it stopped', {
+          code: 'SLUICE_INTERRUPTED',
+          retryable: true,
+        })
+      : caught;
+    report(ctx, flags, error);
+    return interrupted ? EXIT.interrupted : exitCodeFor(error);
   } finally {
     if (ownsSignals) {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
     }
+  }
+}
+
+/**
+ * Says what stopped a command: with `--json`, one error document on stdout (unless the command
+ * already wrote its document); on stderr a line for people, or a JSON log line.
+ */
+function report(ctx: CliContext, flags: ReportFlags, error: unknown): void {
+  const doc = errorDocument(error);
+  if (flags.json && !wroteJson(ctx.io.stdout)) writeJson(ctx.io.stdout, doc);
+  if (flags.logFormat === 'json') {
+    const { message, ...fields } = doc.error;
+    const stack =
+      doc.error.code === 'SLUICE_INTERNAL' && error instanceof Error ? error.stack : undefined;
+    ctx.logger.error({ ...fields, ...contextOf(error), ...(stack ? { stack } : {}) }, message);
+    return;
+  }
+  if (doc.error.code === 'SLUICE_INTERRUPTED') return;
+  writeLine(ctx.io.stderr, `sluice: ${describeError(error)}`);
+  // Only for mistakes in the command line itself: after "SLUICE_EMAIL is not set" it is noise.
+  if (error instanceof UsageError && error.code === ARGUMENTS_CODE) {
+    writeLine(ctx.io.stderr, 'Run sluice --help for usage.');
   }
 }

@@ -12,8 +12,16 @@ export function writeLine(stream: Writable, text = ''): void {
   stream.write(`${text}\n`);
 }
 
+/** Streams a JSON document was written to: a command's one document, never a second. */
+const documented = new WeakSet<Writable>();
+
 export function writeJson(stream: Writable, value: unknown): void {
+  documented.add(stream);
   stream.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export function wroteJson(stream: Writable): boolean {
+  return documented.has(stream);
 }
 
 /** A plain text table: columns padded to their widest cell, numbers aligned right. */

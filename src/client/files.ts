@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { pipeline, Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { ApiError, SluiceError } from '../errors.js';
+import { type EventSink, reasonOf } from './events.js';
 import type { HttpTransport, StreamResponse } from './http.js';
 import type { CallOptions, DownloadInfo, ResultFileRef } from './types.js';
 
@@ -15,6 +16,12 @@ export interface OpenFileOptions {
   maxResumes?: number;
   /** URL refreshes after 403, per file. */
   maxRefreshes?: number;
+  /** The download the file belongs to, for events. */
+  downloadId?: string;
+  /** Told of each refresh and resume. */
+  onEvent?: EventSink | undefined;
+  /** Per-request retry time bound (CallOptions.maxWaitMs). */
+  maxWaitMs?: number | undefined;
 }
 
 /**
@@ -32,6 +39,8 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
   let file = options.file;
   let refreshes = 0;
   let resumes = 0;
+  const emit = options.onEvent ?? (() => {});
+  const downloadId = options.downloadId ?? '';
 
   const get = async (received: number, etag: string | undefined): Promise<StreamResponse> => {
     for (;;) {
@@ -47,6 +56,7 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
           url: file.url,
           headers,
           signal: options.signal,
+          maxWaitMs: options.maxWaitMs,
         });
       } catch (error) {
         if (!(error instanceof ApiError && error.status === 403) || refreshes >= maxRefreshes)
@@ -60,6 +70,8 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
           );
         }
         file = fresh;
+        // The name only: the URL's query string is its signature.
+        emit({ type: 'file-url-refreshed', downloadId, file: file.name, reason: 'HTTP 403' });
       }
     }
   };
@@ -135,6 +147,14 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
             );
           }
           resumes += 1;
+          emit({
+            type: 'file-resumed',
+            downloadId,
+            file: file.name,
+            fromByte: received,
+            resume: resumes,
+            reason: reasonOf(error),
+          });
           res.body.destroy();
           res = undefined;
           res = await get(received, etag);
@@ -175,7 +195,7 @@ function rangeStart(headers: IncomingHttpHeaders): number | undefined {
  * expired, the download is got again (`getDownload`) for a fresh URL of the same file.
  */
 export function openDownloadFile(
-  base: Pick<OpenFileOptions, 'http' | 'maxResumes' | 'maxRefreshes'>,
+  base: Pick<OpenFileOptions, 'http' | 'maxResumes' | 'maxRefreshes' | 'onEvent'>,
   downloadId: string,
   file: ResultFileRef,
   getDownload: (id: string, options?: CallOptions) => Promise<DownloadInfo>,
@@ -184,7 +204,9 @@ export function openDownloadFile(
   return openResultFile({
     ...base,
     file,
+    downloadId,
     signal: options?.signal,
+    maxWaitMs: options?.maxWaitMs,
     refresh: async () => {
       const info = await getDownload(downloadId, options);
       const fresh = info.files[file.index];

@@ -17,7 +17,11 @@ export interface TransportOptions {
   bodyTimeoutMs?: number;
   /** Attempts per request, the first included. */
   maxAttempts?: number;
-  /** No retry is started that would end later than this after the first attempt began. */
+  /**
+   * No retry is started that would end later than this after the first attempt began, unless a
+   * request allows more (`maxWaitMs`). A `Retry-After` that ends past it fails the request at
+   * once, saying how long the service asked to wait.
+   */
   maxRetryTimeMs?: number;
   /** Upper bound of the first backoff; it doubles per attempt up to `maxDelayMs`. */
   baseDelayMs?: number;
@@ -58,6 +62,8 @@ export interface HttpRequest {
    */
   idempotent?: boolean;
   signal?: AbortSignal;
+  /** This request's time bound for retries and their waits, in place of `maxRetryTimeMs`. */
+  maxWaitMs?: number | undefined;
 }
 
 export interface JsonResponse {
@@ -85,8 +91,12 @@ export const DEFAULT_TRANSPORT_OPTIONS = {
   maxDelayMs: 30_000,
 } as const;
 
-/** Statuses worth another try: the service is overloaded or a gateway lost its upstream. */
-const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+/**
+ * Statuses worth another try: the service is overloaded, a gateway lost its upstream, or the
+ * service failed (500). Only 429 and 503 are retried for requests that must not run twice: after
+ * a 500, 502 or 504 the work may have been done.
+ */
+const RETRY_STATUSES = new Set([429, 500, 502, 503, 504]);
 /** Statuses that say the service refused before doing any work. */
 const REFUSED_STATUSES = new Set([429, 503]);
 /** Network error codes raised before any byte of the request left this machine. */
@@ -102,8 +112,9 @@ const NOT_SENT_CODES = new Set([
 
 /**
  * HTTP for the client: one keep-alive pool per origin (an undici Agent keeps them), timeouts on
- * connect, headers and body, and retries with exponential backoff and full jitter on 429, 502,
- * 503, 504 and network errors, honouring `Retry-After`, bounded by attempts and by total time.
+ * connect, headers and body, and retries with exponential backoff and full jitter on 429, 500,
+ * 502, 503, 504 and network errors, honouring `Retry-After`, bounded by attempts and by total
+ * time.
  */
 export class HttpTransport {
   readonly #agent: Agent;
@@ -147,6 +158,11 @@ export class HttpTransport {
     return { status: res.statusCode, headers: res.headers, body: res.body };
   }
 
+  /** The transport's clock (the `now` option), in milliseconds. */
+  now(): number {
+    return this.#options.now();
+  }
+
   async close(): Promise<void> {
     await this.#agent.close();
   }
@@ -154,7 +170,8 @@ export class HttpTransport {
   async #send(req: HttpRequest): Promise<Dispatcher.ResponseData> {
     const o = this.#options;
     const idempotent = req.idempotent !== false;
-    const deadline = o.now() + o.maxRetryTimeMs;
+    const budgetMs = req.maxWaitMs ?? o.maxRetryTimeMs;
+    const deadline = o.now() + budgetMs;
     const headers: Record<string, string> = {
       'user-agent': o.userAgent,
       accept: 'application/json',
@@ -193,8 +210,13 @@ export class HttpTransport {
       }
       if (attempt >= o.maxAttempts) throw failure;
       const delayMs = retryAfterMs ?? backoffDelay(attempt, o.baseDelayMs, o.maxDelayMs, o.random);
-      // Sleeping past the deadline would only postpone the same failure.
-      if (o.now() + delayMs > deadline) throw failure;
+      // Sleeping past the deadline would only postpone the same failure. When the service named
+      // the wait, say so: "failed with 429" alone hides that waiting longer would have worked.
+      if (o.now() + delayMs > deadline) {
+        if (retryAfterMs !== undefined && failure instanceof ApiError)
+          throw askedToWait(failure, retryAfterMs, budgetMs);
+        throw failure;
+      }
       o.onRetry?.({ method: req.method, path: pathOf(req.url), attempt, delayMs, reason });
       await o.sleep(delayMs, req.signal);
     }
@@ -333,7 +355,25 @@ async function toApiError(req: HttpRequest, res: Dispatcher.ResponseData): Promi
     path: pathOf(req.url),
     body,
     details: errorMessages(body, text),
-    retryable: RETRY_STATUSES.has(status) || status === 500,
+    retryable: RETRY_STATUSES.has(status),
+  });
+}
+
+/** The failure, saying that the service's `Retry-After` ends past what the request may wait. */
+function askedToWait(failure: ApiError, retryAfterMs: number, budgetMs: number): ApiError {
+  const seconds = (ms: number) => Math.ceil(ms / 1000);
+  return new ApiError({
+    status: failure.status,
+    method: failure.method,
+    path: failure.path,
+    body: failure.body,
+    details: [
+      ...failure.details,
+      `the service asked to wait ${seconds(retryAfterMs)} seconds (Retry-After), past the ${seconds(budgetMs)} s this call may wait`,
+    ],
+    // Later, the same request can work: the service said when.
+    retryable: true,
+    code: failure.code,
   });
 }
 

@@ -1,10 +1,12 @@
 import { UsageError } from '../errors.js';
+import { type ClientEvent, eventSink } from './events.js';
 import { HttpTransport, type TransportOptions } from './http.js';
 import type { ConnectionSettings, ServiceClient } from './types.js';
 import { V3Client } from './v3.js';
 import { V4Client } from './v4.js';
 
 export { DownloadUncertainError, UnsupportedError } from './errors.js';
+export type { ClientEvent } from './events.js';
 export type * from './types.js';
 
 export interface ClientOptions extends TransportOptions {
@@ -12,6 +14,12 @@ export interface ClientOptions extends TransportOptions {
   maxFileResumes?: number;
   /** Fresh URLs after 403 (expired), per result file (default 2). */
   maxFileRefreshes?: number;
+  /**
+   * Told of what the client does on its own: retries (the transport's `onRetry` too),
+   * logins after a 401, fresh result-file URLs, resumed files, safeguard calls that failed and
+   * recovered download starts. Never given a secret. What it throws is ignored.
+   */
+  onEvent?: (event: ClientEvent) => void;
 }
 
 /**
@@ -26,10 +34,17 @@ export function createServiceClient(
 ): ServiceClient {
   const { url, userinfo } = splitUrl(settings.url);
   const api = settings.api ?? apiOfUrl(url);
-  const { maxFileResumes, maxFileRefreshes, ...transport } = options;
+  const { maxFileResumes, maxFileRefreshes, onEvent, ...transport } = options;
+  const emit = eventSink(onEvent);
   const files = {
     ...(maxFileResumes === undefined ? {} : { maxFileResumes }),
     ...(maxFileRefreshes === undefined ? {} : { maxFileRefreshes }),
+    onEvent: emit,
+  };
+  const { onRetry } = transport;
+  transport.onRetry = (event) => {
+    onRetry?.(event);
+    emit({ type: 'retry', ...event });
   };
   if (api === 'v3') {
     const token = settings.token || userinfo.user;

@@ -18,9 +18,57 @@ export function asObject(value: unknown, operation: string): Record<string, unkn
   throw badResponse(operation, `expected a JSON object, got ${kindOf(value)}`);
 }
 
-export function asArray(value: unknown, operation: string): unknown[] {
+/** Fields a list answer is known to be wrapped in, in the order they are looked at. */
+export const LIST_KEYS = [
+  'records',
+  'downloads',
+  'data',
+  'items',
+  'results',
+  'views',
+  'requests',
+] as const;
+
+/**
+ * A list answer in any envelope: a bare array (the contract), or an object holding it in one of
+ * LIST_KEYS (`key` first when given, e.g. `downloads` for the downloads listing), or else in the
+ * one array-valued field it has. Other fields (counts, pages, messages) are ignored. A known
+ * wrapper field that is null is an empty list.
+ */
+export function listOf(value: unknown, operation: string, key?: string): unknown[] {
   if (Array.isArray(value)) return value;
-  throw badResponse(operation, `expected a JSON array, got ${kindOf(value)}`);
+  if (!value || typeof value !== 'object') {
+    throw badResponse(operation, `expected a JSON array, got ${kindOf(value)}`);
+  }
+  const body = value as Record<string, unknown>;
+  const keys = key === undefined ? LIST_KEYS : [key, ...LIST_KEYS];
+  for (const k of keys) if (Array.isArray(body[k])) return body[k] as unknown[];
+  const arrays = Object.values(body).filter(Array.isArray);
+  if (arrays.length === 1) return arrays[0] as unknown[];
+  if (arrays.length === 0 && keys.some((k) => k in body && body[k] === null)) return [];
+  const fields = Object.keys(body).slice(0, 10).join(', ');
+  throw badResponse(
+    operation,
+    arrays.length === 0
+      ? `expected a list, got an object without one (fields: ${fields || 'none'})`
+      : `expected a list, got an object with ${arrays.length} lists and none of them named ${keys.join('/')} (fields: ${fields})`,
+  );
+}
+
+/**
+ * Pages that answer with one object in a list (v3 `/requests/{id}`, a v3 download start): the
+ * first item of any list form listOf reads, or the object itself when it is not an envelope.
+ */
+export function firstOf(value: unknown, operation: string, key?: string): unknown {
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    const body = value as Record<string, unknown>;
+    const keys = key === undefined ? LIST_KEYS : [key, ...LIST_KEYS];
+    // An object with an id and no known list field is the item itself, not an envelope.
+    if (body.id !== undefined && !keys.some((k) => Array.isArray(body[k]))) return body;
+  }
+  const list = listOf(value, operation, key);
+  if (list.length === 0) throw badResponse(operation, 'an empty list');
+  return list[0];
 }
 
 /** Ids arrive as strings or integers; sluice always speaks strings. */
@@ -41,6 +89,38 @@ export function optionalNumber(value: unknown): number | undefined {
   if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)))
     return Number(value);
   return undefined;
+}
+
+/**
+ * A one-object answer (a download, say) as sent, or taken out of an envelope: `{<key>: {...}}`
+ * or `{data: {...}}` when the object itself has no id, or a list holding just it.
+ */
+export function itemOf(value: unknown, operation: string, key: string): unknown {
+  if (Array.isArray(value)) {
+    if (value.length === 1) return value[0];
+    throw badResponse(operation, `expected one object, got a list of ${value.length}`);
+  }
+  if (!value || typeof value !== 'object') return value;
+  const body = value as Record<string, unknown>;
+  if (body.id !== undefined || body[`${key}_id`] !== undefined) return body;
+  for (const k of [key, 'data', 'item', 'result']) {
+    const inner = body[k];
+    if (inner && typeof inner === 'object' && !Array.isArray(inner)) return inner;
+  }
+  return body;
+}
+
+/**
+ * The records of a preview or scrape answer: `records`, or the same list under another known
+ * envelope field (`data`, `items`, `results`). Not the one-array fallback of listOf: these
+ * answers carry other lists (warnings, say) that are not records.
+ */
+export function recordsOf(body: Record<string, unknown>): Record<string, unknown>[] {
+  for (const key of ['records', 'data', 'items', 'results']) {
+    const value = body[key];
+    if (Array.isArray(value)) return records(value);
+  }
+  return [];
 }
 
 export function records(value: unknown): Record<string, unknown>[] {
@@ -74,7 +154,7 @@ export function downloadState(value: unknown, operation: string): DownloadState 
 /** Result links as `[{url}]` (contract) or `["url"]` (real service), in order. */
 export function resultFiles(value: unknown, operation: string): ResultFileRef[] {
   if (value === undefined || value === null) return [];
-  return asArray(value, operation).map((entry, index) => {
+  return listOf(value, operation, 'files').map((entry, index) => {
     const url =
       typeof entry === 'string' ? entry : optionalString((entry as { url?: unknown } | null)?.url);
     if (!url) throw badResponse(operation, `result ${index} has no url`);

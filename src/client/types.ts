@@ -36,9 +36,10 @@ export interface ServiceClient {
   /**
    * Starts a bulk download. Never blindly retried: after an ambiguous failure (the request may
    * have reached the service) the client looks for the download it may have created and returns
-   * that one, so a crash or a dropped connection never pays twice.
+   * that one, so a crash or a dropped connection never pays twice. `options.verify` lets the
+   * caller decide which new download is its own.
    */
-  startDownload(request: DownloadRequest, options?: CallOptions): Promise<DownloadStart>;
+  startDownload(request: DownloadRequest, options?: StartDownloadOptions): Promise<DownloadStart>;
   getDownload(id: string, options?: CallOptions): Promise<DownloadInfo>;
   listDownloads(options?: CallOptions): Promise<DownloadInfo[]>;
   cancelDownload(id: string, options?: CallOptions): Promise<void>;
@@ -63,6 +64,24 @@ export interface ServiceClient {
 
 export interface CallOptions {
   signal?: AbortSignal;
+  /**
+   * How long this call may spend waiting on retries (backoff and `Retry-After`), in place of the
+   * client's `maxRetryTimeMs`: e.g. polling that may wait as long as its own timeout. A
+   * `Retry-After` ending past it fails the call at once with a retryable ApiError that says how
+   * long the service asked to wait.
+   */
+  maxWaitMs?: number;
+}
+
+export interface StartDownloadOptions extends CallOptions {
+  /**
+   * Whether `download`, which appeared while an ambiguous start was in flight, is the one this
+   * start created (e.g. by sampling its first records). Used instead of the client's own check
+   * (v4 takes any new download, v3 compares query, type and format). A candidate it rejects or
+   * that makes it throw is never adopted; when new downloads appeared and none passes, the start
+   * fails with DownloadUncertainError naming them instead of being sent again.
+   */
+  verify?: (download: DownloadInfo) => Promise<boolean>;
 }
 
 export interface AccountInfo {

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { type DataType, isDataType } from '../catalog.js';
 import { UnsupportedError } from './errors.js';
+import { type EventSink, eventSink } from './events.js';
 import { openDownloadFile } from './files.js';
 import type { HttpTransport, JsonResponse } from './http.js';
 import { startDownloadOnce } from './recovery.js';
@@ -11,13 +12,14 @@ import {
   propertyOptionsUsed,
 } from './request-checks.js';
 import {
-  asArray,
   asObject,
   badResponse,
+  firstOf,
   idOf,
+  listOf,
   optionalNumber,
   optionalString,
-  records,
+  recordsOf,
   resultFiles,
   totalCost,
 } from './shape.js';
@@ -34,6 +36,7 @@ import type {
   ScrapeResult,
   SearchRequest,
   ServiceClient,
+  StartDownloadOptions,
   TargetedUpdateInfo,
   ViewInfo,
 } from './types.js';
@@ -45,6 +48,7 @@ export interface V3ClientInit {
   http: HttpTransport;
   maxFileResumes?: number;
   maxFileRefreshes?: number;
+  onEvent?: EventSink | undefined;
 }
 
 /** Data types the v3 `/data/{type}` operation serves. */
@@ -63,16 +67,19 @@ export class V3Client implements ServiceClient {
   readonly baseUrl: string;
   readonly #http: HttpTransport;
   readonly #authorization: string;
-  readonly #fileOptions: { maxResumes?: number; maxRefreshes?: number };
+  readonly #fileOptions: { maxResumes?: number; maxRefreshes?: number; onEvent: EventSink };
+  readonly #emit: EventSink;
 
   constructor(init: V3ClientInit) {
     this.baseUrl = init.baseUrl.replace(/\/+$/, '');
     this.#http = init.http;
     // A header, never `token:@host` in the URL, so the token cannot reach a message.
     this.#authorization = `Basic ${Buffer.from(`${init.token}:`).toString('base64')}`;
+    this.#emit = eventSink(init.onEvent);
     this.#fileOptions = {
       ...(init.maxFileResumes === undefined ? {} : { maxResumes: init.maxFileResumes }),
       ...(init.maxFileRefreshes === undefined ? {} : { maxRefreshes: init.maxFileRefreshes }),
+      onEvent: this.#emit,
     };
   }
 
@@ -81,7 +88,7 @@ export class V3Client implements ServiceClient {
    * both that the service answers and that the token is accepted.
    */
   async health(options?: CallOptions): Promise<{ status: string }> {
-    asArray((await this.#get('/requests', options)).body, 'health');
+    listOf((await this.#get('/requests', options)).body, 'health', 'requests');
     return { status: 'ok' };
   }
 
@@ -125,7 +132,7 @@ export class V3Client implements ServiceClient {
       (await this.#data(request, request.numRecords, false, options)).body,
       'preview',
     );
-    const found = records(body.records);
+    const found = recordsOf(body);
     return {
       numFound: numFoundOf(body, 'preview'),
       // The older form has no total_cost; a preview costs one credit per record returned.
@@ -139,33 +146,43 @@ export class V3Client implements ServiceClient {
     return { numFound: numFoundOf(body, 'count') };
   }
 
-  async startDownload(request: DownloadRequest, options?: CallOptions): Promise<DownloadStart> {
+  async startDownload(
+    request: DownloadRequest,
+    options?: StartDownloadOptions,
+  ): Promise<DownloadStart> {
     checkDownloadSize(request.numRecords);
     this.#dataQuery(request, request.numRecords, true);
     const format = request.format ?? 'json';
+    const { verify, ...callOptions } = options ?? {};
     return startDownloadOnce({
       what: `${request.type} download`,
-      list: () => this.listDownloads(options),
+      list: () => this.listDownloads(callOptions),
       isOurs: (d) =>
         d.query === request.query &&
         d.type === request.type &&
         (d.format === undefined || d.format === format),
+      verify,
+      now: () => this.#http.now(),
+      onEvent: this.#emit,
+      signal: callOptions.signal,
       start: async () =>
-        toDownloadStart(await this.#data(request, request.numRecords, true, options)),
+        toDownloadStart(await this.#data(request, request.numRecords, true, callOptions)),
     });
   }
 
   async getDownload(id: string, options?: CallOptions): Promise<DownloadInfo> {
     const operation = 'get download';
-    const list = asArray(
+    // The single-request page answers with an array holding the one request.
+    const request = firstOf(
       (await this.#get(`/requests/${encodeURIComponent(id)}`, options)).body,
       operation,
+      'requests',
     );
-    // The single-request page answers with an array holding the one request.
-    const info = toDownload(list[0], operation);
+    const info = toDownload(request, operation);
     if (info.state !== 'completed') return info;
-    const results = asArray(
+    const results = listOf(
       (await this.#get(`/results/${encodeURIComponent(id)}`, options)).body,
+      'results',
       'results',
     );
     const files = resultFiles(
@@ -178,7 +195,7 @@ export class V3Client implements ServiceClient {
   /** The requests, without their result files (those take one more call per download). */
   async listDownloads(options?: CallOptions): Promise<DownloadInfo[]> {
     const body = (await this.#get('/requests', options)).body;
-    return asArray(body, 'list downloads').map((r) => toDownload(r, 'list downloads'));
+    return listOf(body, 'list downloads', 'requests').map((r) => toDownload(r, 'list downloads'));
   }
 
   cancelDownload(): Promise<void> {
@@ -252,6 +269,7 @@ export class V3Client implements ServiceClient {
       // A GET, but a download start spends credits all the same.
       idempotent: !download,
       signal: options?.signal,
+      maxWaitMs: options?.maxWaitMs,
     });
   }
 
@@ -261,6 +279,7 @@ export class V3Client implements ServiceClient {
       url: this.baseUrl + path,
       headers: { authorization: this.#authorization },
       signal: options?.signal,
+      maxWaitMs: options?.maxWaitMs,
     });
   }
 }
@@ -287,8 +306,7 @@ function toDownloadStart(res: JsonResponse): DownloadStart {
       throw badResponse('start download', `a ${res.status} without a /requests/{id} location`);
     return { id: decodeURIComponent(id), recovered: false };
   }
-  const list = Array.isArray(res.body) ? res.body : [res.body];
-  const info = toDownload(list[0], 'start download');
+  const info = toDownload(firstOf(res.body, 'start download', 'requests'), 'start download');
   return {
     id: info.id,
     ...(info.numFound === undefined ? {} : { numFound: info.numFound }),

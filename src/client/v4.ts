@@ -3,8 +3,9 @@
 import type { Readable } from 'node:stream';
 import { CREDIT_TYPES, isDataType } from '../catalog.js';
 import { ApiError, UsageError } from '../errors.js';
+import { type EventSink, eventSink } from './events.js';
 import { openDownloadFile } from './files.js';
-import type { HttpMethod, HttpTransport, JsonResponse } from './http.js';
+import { type HttpMethod, type HttpTransport, type JsonResponse, pathOf } from './http.js';
 import { startDownloadOnce } from './recovery.js';
 import {
   checkDownloadSize,
@@ -13,14 +14,15 @@ import {
   propertyOptionsUsed,
 } from './request-checks.js';
 import {
-  asArray,
   asObject,
   badResponse,
   downloadState,
   idOf,
+  itemOf,
+  listOf,
   optionalNumber,
   optionalString,
-  records,
+  recordsOf,
   resultFiles,
   totalCost,
 } from './shape.js';
@@ -38,6 +40,7 @@ import type {
   ScrapeResult,
   SearchRequest,
   ServiceClient,
+  StartDownloadOptions,
   TargetedUpdateInfo,
   ViewInfo,
 } from './types.js';
@@ -50,12 +53,14 @@ export interface V4ClientInit {
   http: HttpTransport;
   maxFileResumes?: number;
   maxFileRefreshes?: number;
+  onEvent?: EventSink | undefined;
 }
 
 interface Call {
   json?: unknown;
   idempotent?: boolean;
   signal?: AbortSignal | undefined;
+  maxWaitMs?: number | undefined;
 }
 
 /**
@@ -71,16 +76,19 @@ export class V4Client implements ServiceClient {
   #token: string | undefined;
   /** The login in flight, shared by every call that needs a token meanwhile. */
   #login: Promise<string> | undefined;
-  readonly #fileOptions: { maxResumes?: number; maxRefreshes?: number };
+  readonly #fileOptions: { maxResumes?: number; maxRefreshes?: number; onEvent: EventSink };
+  readonly #emit: EventSink;
 
   constructor(init: V4ClientInit) {
     this.baseUrl = init.baseUrl.replace(/\/+$/, '');
     this.#http = init.http;
     this.#email = init.email;
     this.#password = init.password;
+    this.#emit = eventSink(init.onEvent);
     this.#fileOptions = {
       ...(init.maxFileResumes === undefined ? {} : { maxResumes: init.maxFileResumes }),
       ...(init.maxFileRefreshes === undefined ? {} : { maxRefreshes: init.maxFileRefreshes }),
+      onEvent: this.#emit,
     };
   }
 
@@ -112,7 +120,7 @@ export class V4Client implements ServiceClient {
 
   async listViews(options?: CallOptions): Promise<ViewInfo[]> {
     const body = (await this.#call('GET', '/views', options)).body;
-    return asArray(body, 'list views').map((v) => toView(v, 'list views'));
+    return listOf(body, 'list views', 'views').map((v) => toView(v, 'list views'));
   }
 
   async getView(name: string, options?: CallOptions): Promise<ViewInfo> {
@@ -160,7 +168,7 @@ export class V4Client implements ServiceClient {
     return {
       numFound: optionalNumber(body.num_found) ?? 0,
       totalCost: totalCost(body) ?? 0,
-      records: records(body.records),
+      records: recordsOf(body),
     };
   }
 
@@ -171,29 +179,44 @@ export class V4Client implements ServiceClient {
     return { numFound };
   }
 
-  async startDownload(request: DownloadRequest, options?: CallOptions): Promise<DownloadStart> {
+  async startDownload(
+    request: DownloadRequest,
+    options?: StartDownloadOptions,
+  ): Promise<DownloadStart> {
     checkDownloadSize(request.numRecords);
     this.#searchBody(request, 0, true);
+    const { verify, ...callOptions } = options ?? {};
     return startDownloadOnce({
       what: `${request.type} download`,
-      list: () => this.listDownloads(options),
-      // v4 downloads do not say what they searched: any new one is taken as ours.
+      list: () => this.listDownloads(callOptions),
+      // v4 downloads do not say what they searched: any new one is taken as ours, unless the
+      // caller can tell (verify).
       isOurs: () => true,
+      verify,
+      now: () => this.#http.now(),
+      onEvent: this.#emit,
+      signal: callOptions.signal,
       start: async () => {
         // Without a count the service downloads every match; v4 wants a number, so a large one.
-        const res = await this.#search(request, request.numRecords ?? 2_147_483_647, true, options);
+        const res = await this.#search(
+          request,
+          request.numRecords ?? 2_147_483_647,
+          true,
+          callOptions,
+        );
         return toDownloadStart(res);
       },
     });
   }
 
   async getDownload(id: string, options?: CallOptions): Promise<DownloadInfo> {
-    return toDownload((await this.#call('GET', downloadPath(id), options)).body, 'get download');
+    const body = (await this.#call('GET', downloadPath(id), options)).body;
+    return toDownload(itemOf(body, 'get download', 'download'), 'get download');
   }
 
   async listDownloads(options?: CallOptions): Promise<DownloadInfo[]> {
     const body = (await this.#call('GET', '/downloads', options)).body;
-    return asArray(body, 'list downloads').map((d) => toDownload(d, 'list downloads'));
+    return listOf(body, 'list downloads', 'downloads').map((d) => toDownload(d, 'list downloads'));
   }
 
   async cancelDownload(id: string, options?: CallOptions): Promise<void> {
@@ -230,7 +253,7 @@ export class V4Client implements ServiceClient {
 
   async listTargetedUpdates(options?: CallOptions): Promise<TargetedUpdateInfo[]> {
     const body = (await this.#call('GET', '/targeted-updates', options)).body;
-    return asArray(body, 'list targeted updates').map(toTargetedUpdate);
+    return listOf(body, 'list targeted updates', 'targeted_updates').map(toTargetedUpdate);
   }
 
   async scrape(request: RealTimeRequest, options?: CallOptions): Promise<ScrapeResult> {
@@ -241,12 +264,13 @@ export class V4Client implements ServiceClient {
       idempotent: false,
     });
     const body = asObject(res.body, 'scrape');
+    const found = recordsOf(body);
     return {
       id: idOf(body.id, 'scrape'),
       status: optionalString(body.status) ?? 'unknown',
-      numRecords: optionalNumber(body.num_records) ?? records(body.records).length,
+      numRecords: optionalNumber(body.num_records) ?? found.length,
       ...optional('totalCost', totalCost(body)),
-      records: records(body.records),
+      records: found,
     };
   }
 
@@ -301,6 +325,7 @@ export class V4Client implements ServiceClient {
         json: call.json,
         idempotent: call.idempotent ?? true,
         signal: call.signal,
+        maxWaitMs: call.maxWaitMs,
       });
     const token = await this.#tokenFor(call.signal);
     try {
@@ -309,7 +334,9 @@ export class V4Client implements ServiceClient {
       if (!(error instanceof ApiError && error.status === 401)) throw error;
       // A 401 is decided before any work, so even a download start may be sent again.
       if (this.#token === token) this.#token = undefined;
-      return await send(await this.#tokenFor(call.signal));
+      const renewed = await this.#tokenFor(call.signal);
+      this.#emit({ type: 'reauthenticated', method, path: pathOf(this.baseUrl + path) });
+      return await send(renewed);
     }
   }
 

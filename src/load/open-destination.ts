@@ -10,6 +10,8 @@ export interface OpenDestinationOptions {
   readOnly?: boolean;
   /** Where a relative `sqlite:` path starts from (default: the working directory). */
   baseDir?: string;
+  /** SQLite: how long to wait for another program's lock (default 10 s). */
+  busyTimeoutMs?: number;
 }
 
 /**
@@ -33,7 +35,10 @@ export async function openDestination(
       `destination '${url}' is not understood: use sqlite:PATH (e.g. sqlite:data/out.sqlite) or postgres://USER@HOST:PORT/DB`,
     );
   }
-  return openSqliteDestination(path, { readOnly: options.readOnly === true });
+  return openSqliteDestination(path, {
+    readOnly: options.readOnly === true,
+    ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
+  });
 }
 
 /** The absolute path of a `sqlite:` URL, relative paths taken from `baseDir`. */

@@ -42,6 +42,61 @@ export function creditsFor(job: JobSpec, records: number): Partial<Record<Credit
     : { [CREDIT_TYPE_OF[job.type]]: records };
 }
 
+/** Credits left per type (v4), or undefined where the API cannot say (v3). */
+export type Remaining = Partial<Record<CreditType, number>> | undefined;
+
+export async function creditsLeft(client: ServiceClient, signal?: AbortSignal): Promise<Remaining> {
+  if (client.api !== 'v4') return undefined;
+  const account = await client.account({ signal });
+  const left: Partial<Record<CreditType, number>> = {};
+  for (const [type, credits] of Object.entries(account.credits) as [
+    CreditType,
+    { remaining: number },
+  ][]) {
+    left[type] = credits.remaining;
+  }
+  return left;
+}
+
+/** The guard's verdict for a job that would download `records` of `found` records. */
+export function checkCredits(
+  job: JobSpec,
+  found: number,
+  records: number,
+  needed: Partial<Record<CreditType, number>>,
+  left: Remaining,
+): CreditEstimate {
+  const refusals: CreditEstimate['refusals'] = [];
+  const total = Object.values(needed).reduce((a, b) => a + (b ?? 0), 0);
+  const verb = job.people_keys_from ? 'could' : 'would';
+  if (job.max_credits !== undefined && total > job.max_credits) {
+    refusals.push({
+      message: `job '${job.name}' ${verb} spend ${total} credits${job.people_keys_from ? ' (one per owner)' : ''}, more than its max_credits of ${job.max_credits}`,
+      needed: total,
+      remaining: job.max_credits,
+      type: 'max_credits',
+    });
+  }
+  let remaining: CreditEstimate['remaining'];
+  if (left !== undefined) {
+    remaining = {};
+    for (const [type, n] of Object.entries(needed) as [CreditType, number][]) {
+      const have = left[type] ?? 0;
+      remaining[type] = have;
+      if (n > have) {
+        refusals.push({
+          message: `job '${job.name}' ${job.people_keys_from ? 'could need up to' : 'needs'} ${n} ${type} credits, ${have} remain`,
+          needed: n,
+          remaining: have,
+          type,
+        });
+      }
+    }
+  }
+  return { job: job.name, found, records, needed, remaining, refusals };
+}
+
+/** The guard's verdict for a job, from a free count and the account's credits left. */
 export async function estimateJob(
   client: ServiceClient,
   job: JobSpec,
@@ -50,66 +105,6 @@ export async function estimateJob(
   const request = options.request ?? searchRequestOf(job);
   const { numFound } = await client.count(request, { signal: options.signal });
   const records = Math.min(job.records ?? numFound, numFound);
-  return checkCredits(client, job, numFound, records, creditsFor(job, records), options.signal);
-}
-
-/**
- * What an owner lookup (`people_keys_from`) could cost, before its properties are loaded: at
- * most one person per property of the job it reads, one people credit each.
- */
-export async function estimateOwnerLookup(
-  client: ServiceClient,
-  job: JobSpec,
-  properties: number,
-  signal?: AbortSignal,
-): Promise<CreditEstimate> {
-  const estimate = await checkCredits(
-    client,
-    job,
-    properties,
-    properties,
-    { people: properties },
-    signal,
-  );
-  for (const refusal of estimate.refusals)
-    refusal.message = refusal.message.replace(' would ', ' could ');
-  return estimate;
-}
-
-async function checkCredits(
-  client: ServiceClient,
-  job: JobSpec,
-  found: number,
-  records: number,
-  needed: Partial<Record<CreditType, number>>,
-  signal?: AbortSignal,
-): Promise<CreditEstimate> {
-  const refusals: CreditEstimate['refusals'] = [];
-  const total = Object.values(needed).reduce((a, b) => a + (b ?? 0), 0);
-  if (job.max_credits !== undefined && total > job.max_credits) {
-    refusals.push({
-      message: `job '${job.name}' would spend ${total} credits, more than its max_credits of ${job.max_credits}`,
-      needed: total,
-      remaining: job.max_credits,
-      type: 'max_credits',
-    });
-  }
-  let remaining: CreditEstimate['remaining'];
-  if (client.api === 'v4') {
-    const account = await client.account({ signal });
-    remaining = {};
-    for (const [type, n] of Object.entries(needed) as [CreditType, number][]) {
-      const left = account.credits[type].remaining;
-      remaining[type] = left;
-      if (n > left) {
-        refusals.push({
-          message: `job '${job.name}' needs ${n} ${type} credits, ${left} remain`,
-          needed: n,
-          remaining: left,
-          type,
-        });
-      }
-    }
-  }
-  return { job: job.name, found, records, needed, remaining, refusals };
+  const left = await creditsLeft(client, options.signal);
+  return checkCredits(job, numFound, records, creditsFor(job, records), left);
 }

@@ -1,5 +1,5 @@
 export type { Clock } from './clock.js';
-export { type CreditEstimate, estimateJob, estimateOwnerLookup } from './estimate.js';
+export { type CreditEstimate, estimateJob } from './estimate.js';
 export type {
   Credits,
   ErrorInfo,
@@ -9,7 +9,8 @@ export type {
   RunSummary,
   Stage,
 } from './outcome.js';
-export { createProgress, type Progress } from './progress.js';
+export { type PlanReport, planPipeline } from './plan.js';
+export { noProgress, type Progress } from './progress.js';
 export {
   clientFor,
   openPipelineDestination,

@@ -7,7 +7,15 @@ import { SluiceError } from '../errors.js';
  */
 
 /** The stages of a run, in order: dlt's extract, normalize, load, and what surrounds them. */
-export type Stage = 'lock' | 'views' | 'guard' | 'extract' | 'normalize' | 'load' | 'finish';
+export type Stage =
+  | 'destination'
+  | 'lock'
+  | 'views'
+  | 'guard'
+  | 'extract'
+  | 'normalize'
+  | 'load'
+  | 'finish';
 
 export type JobStatus =
   | 'loaded'

@@ -1,10 +1,8 @@
-import type { Writable } from 'node:stream';
-import cliProgress from 'cli-progress';
 import type { Logger } from '../log.js';
 
 /**
- * Shows how a job is doing: a progress bar when stderr is a terminal, otherwise a log line now
- * and then (cron mails and orchestrator logs do not want carriage returns).
+ * Shows how a job is doing. The run reports phases and counts; the command line decides how
+ * they are shown (a bar on a terminal, log lines elsewhere: see cli/terminal.ts).
  */
 export interface Progress {
   phase(job: string, phase: string, total: number | undefined): void;
@@ -15,52 +13,10 @@ export interface Progress {
 /** Progress that shows nothing (library callers, tests). */
 export const noProgress: Progress = { phase() {}, update() {}, done() {} };
 
-export function createProgress(options: {
-  stream: Writable & { isTTY?: boolean };
-  logger: Logger;
-  enabled: boolean;
-}): Progress {
-  if (!options.enabled) return noProgress;
-  return options.stream.isTTY ? new BarProgress(options.stream) : new LogProgress(options.logger);
-}
-
-class BarProgress implements Progress {
-  readonly #stream: Writable;
-  #bar: cliProgress.SingleBar | undefined;
-
-  constructor(stream: Writable) {
-    this.#stream = stream;
-  }
-
-  phase(job: string, phase: string, total: number | undefined): void {
-    this.done();
-    this.#bar = new cliProgress.SingleBar(
-      {
-        stream: this.#stream as NodeJS.WritableStream,
-        format: `${job.padEnd(16)} ${phase.padEnd(9)} [{bar}] {percentage}% | {value}/{total} | {duration_formatted}`,
-        hideCursor: true,
-        clearOnComplete: false,
-        etaBuffer: 50,
-      },
-      cliProgress.Presets.shades_classic,
-    );
-    this.#bar.start(total ?? 0, 0);
-  }
-
-  update(value: number, total?: number): void {
-    if (total !== undefined) this.#bar?.setTotal(total);
-    this.#bar?.update(value);
-  }
-
-  done(): void {
-    this.#bar?.stop();
-    this.#bar = undefined;
-  }
-}
-
 const LOG_EVERY_MS = 10_000;
 
-class LogProgress implements Progress {
+/** A log line now and then: where no terminal shows a bar. */
+export class LogProgress implements Progress {
   readonly #logger: Logger;
   #job = '';
   #phase = '';

@@ -5,6 +5,7 @@ import { SluiceError, UsageError } from '../errors.js';
 import type { Destination, Lock } from '../load/destination.js';
 import { openDestination } from '../load/index.js';
 import type { Logger } from '../log.js';
+import { logClientEvent } from './client-log.js';
 import { type Clock, isoAt, systemClock } from './clock.js';
 import type { RunContext } from './context.js';
 import { runJob } from './job.js';
@@ -12,7 +13,9 @@ import {
   addCredits,
   type ErrorInfo,
   errorInfo,
+  inStage,
   type JobOutcome,
+  markStage,
   type RunSummary,
   runStatus,
 } from './outcome.js';
@@ -51,16 +54,28 @@ export function openPipelineDestination(
   options: { readOnly?: boolean } = {},
 ): Promise<Destination> {
   const where = destinationOf(spec, env);
+  const busy = Number(env.SLUICE_SQLITE_BUSY_TIMEOUT_MS || Number.NaN);
   return openDestination(where.url, {
     ...(where.schema === undefined ? {} : { schema: where.schema }),
+    ...(Number.isInteger(busy) && busy >= 0 ? { busyTimeoutMs: busy } : {}),
     ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
     baseDir: spec.baseDir,
   });
 }
 
-export function clientFor(spec: PipelineSpec): ServiceClient {
+/** The service client of a pipeline's source; what it does (retries, re-logins) is logged. */
+export function clientFor(spec: PipelineSpec, logger?: Logger): ServiceClient {
   const { api, url, email, password, token } = spec.source;
-  return createServiceClient({ api, url, email, password, token });
+  if (!url) {
+    throw new UsageError(
+      `${spec.file}: source.url is not set: set the variable it names (e.g. SLUICE_API_URL)`,
+      'SLUICE_CREDENTIALS',
+    );
+  }
+  return createServiceClient(
+    { api, url, email, password, token },
+    logger ? { onEvent: logClientEvent(logger) } : {},
+  );
 }
 
 /**
@@ -72,12 +87,14 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
   const env = options.env ?? process.env;
   const clock = options.clock ?? systemClock;
   const selected = selectJobs(spec, options.jobs);
-  const client = options.client ?? clientFor(spec);
-  const log = options.logger;
+  const log = options.logger.child({ pipeline: spec.name });
+  const client = options.client ?? clientFor(spec, log);
   let destination: Destination | undefined;
   try {
-    destination = options.destination ?? (await openPipelineDestination(spec, env));
-    await destination.ensureState();
+    destination =
+      options.destination ??
+      (await inStage('destination', () => openPipelineDestination(spec, env)));
+    await inStage('destination', () => destination!.ensureState());
     const lock: Lock = await destination
       .lock(`pipeline:${spec.name}`, {
         wait: options.wait === true,
@@ -88,20 +105,24 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
           ),
       })
       .catch((error: unknown) => {
-        if ((error as { code?: unknown }).code !== 'SLUICE_LOCKED') throw error;
+        if ((error as { code?: unknown }).code !== 'SLUICE_LOCKED') throw markStage(error, 'lock');
         throw new SluiceError(
           `another run of pipeline '${spec.name}' is in progress on ${destination!.description} (${(error as Error).message}); wait for it, or run with --wait`,
           { code: 'SLUICE_LOCKED', retryable: true },
         );
+      })
+      .catch((error: unknown) => {
+        throw markStage(error, 'lock');
       });
     try {
+      const runId = randomUUID();
       return await runLocked(spec, selected, {
         spec,
-        runId: randomUUID(),
+        runId,
         client,
         destination,
         clock,
-        logger: log,
+        logger: log.child({ run_id: runId }),
         progress: options.progress,
         env,
         fresh: options.fresh === true,

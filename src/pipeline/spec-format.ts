@@ -39,7 +39,10 @@ const identifier = z
 
 export const source = z.strictObject({
   api: z.enum(['v4', 'v3']).default('v4').describe('API version of the service'),
-  url: z.string().url('expected the URL of the v4 or v3 root, e.g. http://127.0.0.1:8787/v4'),
+  url: z
+    .string()
+    .url('expected the URL of the v4 or v3 root, e.g. http://127.0.0.1:8787/v4')
+    .optional(),
   email: z.string().optional().describe('v4 login email'),
   password: z.string().optional().describe('v4 password: use ${SLUICE_PASSWORD}, never a literal'),
   token: z.string().optional().describe('v3 API token: use ${SLUICE_API_TOKEN}'),
@@ -146,6 +149,8 @@ export interface PipelineSpec {
   name: string;
   source: z.output<typeof source>;
   destination: { url: string; schema?: string };
+  /** What a lenient load noted instead of failing (e.g. credentials not set). */
+  warnings: string[];
   views: Record<string, { fields: string[] }>;
   jobs: JobSpec[];
 }

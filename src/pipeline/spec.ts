@@ -21,9 +21,18 @@ export { parseDuration, pipelineJsonSchema } from './spec-format.js';
  * the field (`pipelines/x.yaml:12: jobs.homes.recods: unknown key; did you mean 'records'?`).
  */
 
+export interface LoadOptions {
+  /**
+   * `optional` for commands that never talk to the service (validate, status): an unset
+   * `${VAR}` under `source:` is a warning in `spec.warnings`, not an error.
+   */
+  source?: 'required' | 'optional';
+}
+
 export async function loadPipeline(
   file: string,
   env: NodeJS.ProcessEnv = process.env,
+  options: LoadOptions = {},
 ): Promise<PipelineSpec> {
   let text: string;
   try {
@@ -38,14 +47,26 @@ export async function loadPipeline(
       },
     );
   }
-  return parsePipeline(text, file, env);
+  return parsePipeline(text, file, env, options);
 }
+
+/** The most YAML aliases a pipeline file may expand: enough for any real file, not for a bomb. */
+const MAX_ALIASES = 100;
+/** Pipeline files are a few kB; past this, something is wrong with the file. */
+const MAX_FILE_CHARS = 1_000_000;
 
 export function parsePipeline(
   text: string,
   file: string,
   env: NodeJS.ProcessEnv = process.env,
+  options: LoadOptions = {},
 ): PipelineSpec {
+  if (text.length > MAX_FILE_CHARS) {
+    throw new PipelineSpecError(
+      `the file is ${Math.round(text.length / 1e6)} MB; a pipeline file is at most 1 MB`,
+      { file, path: '' },
+    );
+  }
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const lineOf = (offset: number | undefined) =>
@@ -58,8 +79,16 @@ export function parsePipeline(
       path: '',
     });
   }
-  interpolate(doc, doc.contents, [], env, file, lineOf);
-  const parsed = pipelineSchema.safeParse(doc.toJS());
+  const warnings: string[] = [];
+  const lenient = options.source === 'optional';
+  interpolate(doc, doc.contents, [], { env, file, lineOf, lenient, warnings });
+  let plain: unknown;
+  try {
+    plain = doc.toJS({ maxAliasCount: MAX_ALIASES });
+  } catch (error) {
+    throw new PipelineSpecError(`invalid YAML: ${(error as Error).message}`, { file, path: '' });
+  }
+  const parsed = pipelineSchema.safeParse(plain);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const path = issue.path.map(String);
@@ -89,7 +118,7 @@ export function parsePipeline(
       path: where.join('.'),
     });
   }
-  return resolve(parsed.data, file, doc, lineOf);
+  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings });
 }
 
 function resolve(
@@ -97,6 +126,7 @@ function resolve(
   file: string,
   doc: Document,
   lineOf: (offset: number | undefined) => number | undefined,
+  options: { lenient: boolean; warnings: string[] },
 ): PipelineSpec {
   const fail = (message: string, path: string[]): never => {
     throw new PipelineSpecError(message, {
@@ -105,13 +135,22 @@ function resolve(
       path: path.join('.'),
     });
   };
+  // Commands that never talk to the service only note what `run` would need.
+  const need = (message: string, path: string[]) => {
+    if (!options.lenient) fail(message, path);
+    // An unset variable was already noted where it is used.
+    else if (!options.warnings.some((w) => w.includes(': source.'))) {
+      options.warnings.push(`${path.join('.')}: ${message}`);
+    }
+  };
+  if (!raw.source.url) need('is required (the URL of the v4 or v3 root)', ['source', 'url']);
   if (raw.source.api === 'v4' && (!raw.source.email || !raw.source.password)) {
-    fail('the v4 API needs email and password (e.g. ${SLUICE_EMAIL} and ${SLUICE_PASSWORD})', [
+    need('the v4 API needs email and password (e.g. ${SLUICE_EMAIL} and ${SLUICE_PASSWORD})', [
       'source',
     ]);
   }
   if (raw.source.api === 'v3' && !raw.source.token) {
-    fail('the v3 API needs token (e.g. ${SLUICE_API_TOKEN})', ['source']);
+    need('the v3 API needs token (e.g. ${SLUICE_API_TOKEN})', ['source']);
   }
   const destination =
     typeof raw.destination === 'string' ? { url: raw.destination } : raw.destination;
@@ -217,10 +256,11 @@ function resolve(
     file,
     baseDir: dirname(resolvePath(file)),
     name: raw.name,
-    source: raw.source,
+    source: { ...raw.source, url: raw.source.url ?? '' },
     destination,
     views: raw.views,
     jobs,
+    warnings: options.warnings,
   };
 }
 
@@ -236,35 +276,53 @@ function interpolate(
   doc: Document,
   node: unknown,
   path: string[],
-  env: NodeJS.ProcessEnv,
-  file: string,
-  lineOf: (offset: number | undefined) => number | undefined,
+  context: {
+    env: NodeJS.ProcessEnv;
+    file: string;
+    lineOf: (offset: number | undefined) => number | undefined;
+    lenient: boolean;
+    warnings: string[];
+  },
 ): void {
   if (isMap(node)) {
-    for (const pair of node.items) {
+    for (const pair of [...node.items]) {
       const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
-      interpolate(doc, pair.value, [...path, key], env, file, lineOf);
+      interpolate(doc, pair.value, [...path, key], context);
+      // A `source:` value left unset where it is not needed is as if it were not written.
+      if (isScalar(pair.value) && pair.value.value === UNSET) node.delete(pair.key);
     }
   } else if (isSeq(node)) {
     node.items.forEach((item, i) => {
-      interpolate(doc, item, [...path, String(i)], env, file, lineOf);
+      interpolate(doc, item, [...path, String(i)], context);
     });
   } else if (isScalar(node) && typeof node.value === 'string' && node.value.includes('${')) {
-    node.value = node.value.replace(
+    let unset = false;
+    const value = node.value.replace(
       /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
       (_, name: string, fallback?: string) => {
-        const value = env[name];
+        const value = context.env[name];
         if (value !== undefined && value !== '') return value;
         if (fallback !== undefined) return fallback;
-        throw new PipelineSpecError(`environment variable ${name} is not set`, {
-          file,
-          line: lineOf(node.range?.[0]),
-          path: path.join('.'),
-        });
+        const where = `${context.file}:${context.lineOf(node.range?.[0]) ?? '?'}`;
+        if (context.lenient && path[0] === 'source') {
+          context.warnings.push(
+            `${where}: ${path.join('.')}: environment variable ${name} is not set (run needs it; this command does not)`,
+          );
+          unset = true;
+          return '';
+        }
+        throw new PipelineSpecError(
+          `environment variable ${name} is not set${path[0] === 'source' ? '' : ' (set it, or give a default: ${' + name + ':-value})'}`,
+          { file: context.file, line: context.lineOf(node.range?.[0]), path: path.join('.') },
+        );
       },
     );
+    node.value = unset ? UNSET : value;
   }
 }
+
+/** The value of a `source:` field whose variable is unset, for a lenient load. */
+const UNSET = Symbol('unset');
 
 /** Offset of the YAML node at a path, or of its nearest existing parent (for missing keys). */
 function nodeStart(doc: Document, path: string[]): number | undefined {

@@ -177,7 +177,7 @@ for (const kind of destinationKinds()) {
         'views-500',
         `views:\n  v_x:\n    fields: [id, address]\n${homes({ extra: '    view: v_x\n' })}`,
       );
-      await harness.faults([{ match: 'GET /v4/views', action: '500', times: 50 }]);
+      await harness.faults([{ match: 'GET /v4/views', action: '500', times: 50, retry_after: 0 }]);
       const result = await run(file);
       assert.equal(result.code, 1, result.stderr);
       assert.equal(result.summary.status, 'failed');

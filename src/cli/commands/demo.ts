@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { createLogger } from '../../log.js';
-import { createProgress, loadPipeline, runPipeline } from '../../pipeline/index.js';
+import { loadPipeline, runPipeline } from '../../pipeline/index.js';
+import type { CliContext } from '../context.js';
 import { exitCodeOfRun } from '../exit-codes.js';
 import { tablesText } from '../format.js';
-import { type Io, writeJson, writeLine } from '../output.js';
+import { writeJson, writeLine } from '../output.js';
 
 /** pipelines/demo.yaml of this package, wherever it is run from (src/ or dist/). */
 export const DEMO_PIPELINE = fileURLToPath(
@@ -16,10 +16,9 @@ export const DEMO_PIPELINE = fileURLToPath(
  */
 export async function demoCommand(
   args: { json?: boolean; file?: string },
-  io: Io,
-  env: NodeJS.ProcessEnv,
-  signal: AbortSignal,
+  ctx: CliContext,
 ): Promise<number> {
+  const { io, env, signal } = ctx;
   const { startEmulator } = await import('../../emulator/index.js');
   const emulator = await startEmulator({ port: 0, queueMs: 300, rate: 4000 });
   try {
@@ -37,12 +36,11 @@ export async function demoCommand(
       );
       writeLine(io.stdout, `Running pipeline '${spec.name}' from ${spec.file}...`);
     }
-    const logger = createLogger({ stream: io.stderr });
     const summary = await runPipeline(spec, {
       env: demoEnv,
       signal,
-      logger,
-      progress: createProgress({ stream: io.stderr, logger, enabled: !args.json }),
+      logger: ctx.logger,
+      progress: ctx.terminal.progress(!args.json),
     });
     if (args.json) {
       writeJson(io.stdout, summary);

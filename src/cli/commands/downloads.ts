@@ -142,6 +142,8 @@ export interface DownloadsFetchArgs extends JsonArgs {
   wait?: boolean;
   /** Between polls while waiting. */
   pollMs?: number;
+  /** No progress lines on stderr. */
+  quiet?: boolean;
 }
 
 export interface FetchDocument {
@@ -165,7 +167,7 @@ export async function downloadsFetchCommand(
   signal?: AbortSignal,
 ): Promise<FetchDocument> {
   if (!args.out) throw new UsageError('give the directory to save the files in: --out DIR');
-  const progress = args.json ? undefined : io.stderr;
+  const progress = args.json || args.quiet ? undefined : io.stderr;
   let info = await client.getDownload(args.id, { signal });
   while ((info.state === 'queued' || info.state === 'running') && args.wait) {
     if (progress)
@@ -341,7 +343,13 @@ export function registerDownloads(y: Argv, ctx: CliContext): Argv {
             }),
         async (args) => {
           await withClient(args, ctx, (client) =>
-            downloadsFetchCommand(client, args, ctx.io, ctx.signal),
+            // Progress lines are text: with JSON logs, stderr takes JSON lines only.
+            downloadsFetchCommand(
+              client,
+              ctx.logFormat === 'json' ? { ...args, quiet: true } : args,
+              ctx.io,
+              ctx.signal,
+            ),
           );
         },
       )

@@ -1,4 +1,7 @@
 import type { Argv } from 'yargs';
+import { attachContext } from '../../errors.js';
+import { loadPipeline, type PipelineSpec } from '../../pipeline/index.js';
+import type { CliContext } from '../context.js';
 
 export interface PipelineArgs {
   file: string;
@@ -13,4 +16,20 @@ export function pipelineFileArg(y: Argv): Argv<PipelineArgs> {
       default: false,
       describe: 'Print one JSON document on stdout',
     }) as Argv<PipelineArgs>;
+}
+
+/** Runs `work` on the pipeline file; what goes wrong is reported as this pipeline's. */
+export async function withPipeline<T>(
+  args: PipelineArgs,
+  ctx: CliContext,
+  source: 'required' | 'optional',
+  work: (spec: PipelineSpec) => Promise<T>,
+): Promise<T> {
+  const spec = await loadPipeline(args.file, ctx.env, { source });
+  for (const warning of spec.warnings) ctx.logger.warn({ pipeline: spec.name }, warning);
+  try {
+    return await work(spec);
+  } catch (error) {
+    throw attachContext(error, { pipeline: spec.name });
+  }
 }

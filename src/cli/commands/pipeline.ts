@@ -1,60 +1,54 @@
 import type { Argv } from 'yargs';
-import { createLogger, type LogFormat } from '../../log.js';
-import type { Clock } from '../../pipeline/clock.js';
 import {
-  type CreditEstimate,
   clientFor,
-  createProgress,
-  estimateJob,
-  estimateOwnerLookup,
-  loadPipeline,
   pipelineJsonSchema,
+  planPipeline,
   type RunSummary,
   runPipeline,
 } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
 import { EXIT, exitCodeOfRun } from '../exit-codes.js';
-import { creditsText, tablesText } from '../format.js';
-import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import { creditsText, plural, tablesText } from '../format.js';
+import { formatTable, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
-import { type PipelineArgs, pipelineFileArg } from './pipeline-args.js';
+import { type PipelineArgs, pipelineFileArg, withPipeline } from './pipeline-args.js';
 import { statusCommand } from './status.js';
 
 /**
- * The pipeline commands. Each is a plain function of (arguments, io, env) that returns an exit
- * code, so tests call them directly; index.ts only declares them.
+ * The pipeline commands. Each is a plain function of (arguments, context) that returns an exit
+ * code, so tests call them directly; registerPipeline only declares them.
  */
 
-export async function validateCommand(
-  args: PipelineArgs,
-  io: Io,
-  env: NodeJS.ProcessEnv,
-): Promise<number> {
-  const spec = await loadPipeline(args.file, env);
-  const jobs = spec.jobs.map((j) => ({
-    job: j.name,
-    type: j.type,
-    table: j.table,
-    write: j.write,
-    key: j.key,
-    records: j.records ?? 'all',
-    format: j.format,
-  }));
-  if (args.json) {
-    writeJson(io.stdout, {
-      file: spec.file,
-      valid: true,
-      pipeline: spec.name,
-      views: Object.keys(spec.views),
-      jobs,
-    });
-  } else {
+export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<number> {
+  return withPipeline(args, ctx, 'optional', async (spec) => {
+    const jobs = spec.jobs.map((j) => ({
+      job: j.name,
+      type: j.type,
+      table: j.table,
+      write: j.write,
+      key: j.key,
+      records: j.records ?? 'all',
+      format: j.format,
+    }));
+    const { stdout } = ctx.io;
+    if (args.json) {
+      writeJson(stdout, {
+        file: spec.file,
+        valid: true,
+        pipeline: spec.name,
+        views: Object.keys(spec.views),
+        jobs,
+        warnings: spec.warnings,
+      });
+      return EXIT.ok;
+    }
+    const views = Object.keys(spec.views).length;
     writeLine(
-      io.stdout,
-      `${spec.file}: valid pipeline '${spec.name}' (${plural(spec.jobs.length, 'job')}, ${plural(Object.keys(spec.views).length, 'view')})`,
+      stdout,
+      `${spec.file}: valid pipeline '${spec.name}' (${plural(spec.jobs.length, 'job')}, ${plural(views, 'view')})`,
     );
     writeLine(
-      io.stdout,
+      stdout,
       formatTable(
         ['job', 'type', 'records', 'format', 'table', 'write'],
         jobs.map((j) => [
@@ -67,42 +61,30 @@ export async function validateCommand(
         ]),
       ),
     );
-  }
-  return EXIT.ok;
+    return EXIT.ok;
+  });
 }
 
-export async function planCommand(
-  args: PipelineArgs,
-  io: Io,
-  env: NodeJS.ProcessEnv,
-): Promise<number> {
-  const spec = await loadPipeline(args.file, env);
-  const client = clientFor(spec);
-  try {
-    const estimates: CreditEstimate[] = [];
-    for (const job of spec.jobs) {
-      const from = job.people_keys_from;
-      const source = from === undefined ? undefined : estimates.find((e) => e.job === from);
-      estimates.push(
-        source
-          ? await estimateOwnerLookup(client, job, source.records)
-          : await estimateJob(client, job),
-      );
-    }
-    const refused = estimates.some((e) => e.refusals.length > 0);
-    if (args.json) {
-      writeJson(io.stdout, {
-        pipeline: spec.name,
-        guard: refused ? 'refuse' : 'pass',
-        jobs: estimates,
-      });
-    } else {
-      writeLine(io.stdout, `Plan for '${spec.name}' (nothing is spent; counts are free):`);
+export function planCommand(args: PipelineArgs, ctx: CliContext): Promise<number> {
+  return withPipeline(args, ctx, 'required', async (spec) => {
+    const client = clientFor(spec, ctx.logger);
+    try {
+      const plan = await planPipeline(spec, client, ctx.signal);
+      const refused = plan.guard === 'refuse';
+      const { stdout } = ctx.io;
+      if (args.json) {
+        writeJson(stdout, plan);
+        return refused ? EXIT.creditGuard : EXIT.ok;
+      }
+      writeLine(stdout, `Plan for '${spec.name}' (nothing is spent; counts are free):`);
+      const { create, update } = plan.views;
+      if (create.length > 0) writeLine(stdout, `views run would create: ${create.join(', ')}`);
+      if (update.length > 0) writeLine(stdout, `views run would update: ${update.join(', ')}`);
       writeLine(
-        io.stdout,
+        stdout,
         formatTable(
           ['job', 'found', 'to download', 'credits needed', 'credits left', 'guard'],
-          estimates.map((e) => [
+          plan.jobs.map((e) => [
             e.job,
             e.found,
             e.records,
@@ -112,61 +94,56 @@ export async function planCommand(
           ]),
         ),
       );
-      for (const e of estimates) for (const r of e.refusals) writeLine(io.stdout, `  ${r.message}`);
+      for (const e of plan.jobs) for (const r of e.refusals) writeLine(stdout, `  ${r.message}`);
+      return refused ? EXIT.creditGuard : EXIT.ok;
+    } finally {
+      await client.close();
     }
-    return refused ? EXIT.creditGuard : EXIT.ok;
-  } finally {
-    await client.close();
-  }
+  });
 }
 
 export interface RunArgs extends PipelineArgs {
   job?: string[];
   fresh?: boolean;
   wait?: boolean;
-  'log-format'?: LogFormat;
   progress?: boolean;
 }
 
-export async function runCommand(
-  args: RunArgs,
-  io: Io,
-  env: NodeJS.ProcessEnv,
-  signal: AbortSignal,
-  clock?: Clock,
-): Promise<number> {
-  const spec = await loadPipeline(args.file, env);
-  const logger = createLogger({ format: args['log-format'] ?? 'pretty', stream: io.stderr });
-  const progress = createProgress({ stream: io.stderr, logger, enabled: args.progress !== false });
-  const summary = await runPipeline(spec, {
-    env,
-    jobs: args.job,
-    fresh: args.fresh,
-    wait: args.wait,
-    signal,
-    logger,
-    progress,
-    ...(clock ? { clock } : {}),
+export function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
+  return withPipeline(args, ctx, 'required', async (spec) => {
+    const summary = await runPipeline(spec, {
+      env: ctx.env,
+      jobs: args.job,
+      fresh: args.fresh,
+      wait: args.wait,
+      signal: ctx.signal,
+      logger: ctx.logger,
+      progress: ctx.terminal.progress(args.progress !== false),
+      ...(ctx.clock ? { clock: ctx.clock } : {}),
+    });
+    if (args.json) writeJson(ctx.io.stdout, summary);
+    else printSummary(summary, ctx);
+    return exitCodeOfRun(summary);
   });
-  if (args.json) writeJson(io.stdout, summary);
-  else printSummary(summary, io);
-  return exitCodeOfRun(summary);
 }
 
-function printSummary(summary: RunSummary, io: Io): void {
+export function printSummary(summary: RunSummary, ctx: CliContext): void {
+  const { stdout } = ctx.io;
   writeLine(
-    io.stdout,
+    stdout,
     `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status} in ${summary.seconds}s -> ${summary.destination}`,
   );
   const v = summary.views;
   if (v.created.length + v.updated.length + v.unchanged.length > 0) {
     writeLine(
-      io.stdout,
+      stdout,
       `views: ${v.created.length} created, ${v.updated.length} updated, ${v.unchanged.length} unchanged`,
     );
   }
+  if (summary.error) writeLine(stdout, `${summary.error.stage}: ${summary.error.message}`);
+  if (summary.jobs.length === 0) return;
   writeLine(
-    io.stdout,
+    stdout,
     formatTable(
       [
         'job',
@@ -176,7 +153,7 @@ function printSummary(summary: RunSummary, io: Io): void {
         'downloaded',
         'loaded',
         'rejected',
-        'credits',
+        'credits spent',
         'seconds',
         'tables',
       ],
@@ -195,18 +172,9 @@ function printSummary(summary: RunSummary, io: Io): void {
     ),
   );
   for (const j of summary.jobs) {
-    if (j.error) writeLine(io.stdout, `  ${j.job}: ${j.error.message}`);
-    else if (j.message) writeLine(io.stdout, `  ${j.job}: ${j.message}`);
+    if (j.error) writeLine(stdout, `  ${j.job}: ${j.error.message}`);
+    else if (j.message) writeLine(stdout, `  ${j.job}: ${j.message}`);
   }
-}
-
-export function schemaCommand(io: Io): number {
-  writeJson(io.stdout, pipelineJsonSchema());
-  return EXIT.ok;
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 /** Declares validate, plan, run, status, schema and demo; handlers report their exit code. */
@@ -217,15 +185,15 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
   return y
     .command(
       'validate <file>',
-      'Check a pipeline file and its queries (sends no request)',
-      (c) => pipelineFileArg(c),
-      async (args) => done(await validateCommand(args, ctx.io, ctx.env)),
+      'Check a pipeline file and its queries (sends no request, needs no credentials)',
+      (c) => pipelineFileArg(c).example('$0 validate pipelines/demo.yaml', 'check the demo'),
+      async (args) => done(await validateCommand(args, ctx)),
     )
     .command(
       'plan <file>',
       'Show what each job would download and cost, and whether the credit guard passes (spends nothing)',
-      (c) => pipelineFileArg(c),
-      async (args) => done(await planCommand(args, ctx.io, ctx.env)),
+      (c) => pipelineFileArg(c).example('$0 plan pipelines/demo.yaml --json', 'as JSON'),
+      async (args) => done(await planCommand(args, ctx)),
     )
     .command(
       'run <file>',
@@ -247,36 +215,38 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             default: false,
             describe: 'Wait for another run of the same pipeline instead of exiting',
           })
-          .option('log-format', {
-            type: 'string',
-            choices: ['pretty', 'json'],
-            default: 'pretty',
-            describe: 'Logs on stderr: readable lines or JSON lines',
-          })
           .option('progress', {
             type: 'boolean',
             default: true,
             describe: 'Progress bar on a terminal (--no-progress to hide)',
-          }),
-      async (args) =>
-        done(await runCommand(args as RunArgs, ctx.io, ctx.env, ctx.signal, ctx.clock)),
+          })
+          .example('$0 run pipelines/demo.yaml', 'run every job')
+          .example('$0 run pipelines/demo.yaml --job texas_homes', 'one job')
+          .example(
+            '$0 run pipelines/demo.yaml --json --log-format json --no-progress',
+            'for an orchestrator: one JSON document on stdout, JSON lines on stderr',
+          ),
+      async (args) => done(await runCommand(args as RunArgs, ctx)),
     )
     .command(
       'status <file>',
-      'Recent runs, downloads and loaded files of a pipeline, from its state tables',
+      'Recent runs, downloads and loaded files of a pipeline, from its state tables (read-only)',
       (c) =>
         pipelineFileArg(c).option('limit', {
           type: 'number',
           default: 10,
           describe: 'How many runs',
         }),
-      async (args) => done(await statusCommand(args, ctx.io, ctx.env)),
+      async (args) => done(await statusCommand(args, ctx)),
     )
     .command(
       'schema',
       'Print the JSON Schema of pipeline files (for editor completion)',
       (c) => c,
-      () => done(schemaCommand(ctx.io)),
+      () => {
+        writeJson(ctx.io.stdout, pipelineJsonSchema());
+        done(EXIT.ok);
+      },
     )
     .command(
       'demo',
@@ -287,6 +257,6 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
           default: false,
           describe: 'Print the run summary as JSON',
         }),
-      async (args) => done(await demoCommand(args, ctx.io, ctx.env, ctx.signal)),
+      async (args) => done(await demoCommand(args, ctx)),
     );
 }

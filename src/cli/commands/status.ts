@@ -1,20 +1,28 @@
-import { loadPipeline, openPipelineDestination, type PipelineSpec } from '../../pipeline/index.js';
+import { openPipelineDestination, type PipelineSpec } from '../../pipeline/index.js';
+import type { CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { creditsText } from '../format.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
-import type { PipelineArgs } from './pipeline-args.js';
+import { type PipelineArgs, withPipeline } from './pipeline-args.js';
 
 /**
  * `sluice status`: recent runs, jobs, downloads and files of a pipeline, read from its state
  * tables. Read-only: it opens the destination for reading, creates nothing, and needs no
  * service credentials.
  */
-export async function statusCommand(
+export function statusCommand(
+  args: PipelineArgs & { limit?: number },
+  ctx: CliContext,
+): Promise<number> {
+  return withPipeline(args, ctx, 'optional', (spec) => status(spec, args, ctx.io, ctx.env));
+}
+
+async function status(
+  spec: PipelineSpec,
   args: PipelineArgs & { limit?: number },
   io: Io,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
-  const spec: PipelineSpec = await loadPipeline(args.file, env);
   // Read-only: a monitoring role can use it, and a mistyped path creates nothing.
   const destination = await openPipelineDestination(spec, env, { readOnly: true }).catch(
     (error: unknown) => {

@@ -1,4 +1,5 @@
 import type { Argv } from 'yargs';
+import { closest, DATA_TYPES, fieldPaths, resolveField } from '../../catalog.js';
 import type { ServiceClient, ViewInfo } from '../../client/types.js';
 import { UsageError } from '../../errors.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
@@ -126,7 +127,22 @@ function requireFields(fields: readonly string[] | undefined): string[] {
   const list = listArg(fields) ?? [];
   if (list.length === 0)
     throw new UsageError('--fields needs at least one field, e.g. --fields id,address,city');
+  for (const field of list) checkViewField(field);
   return list;
+}
+
+/**
+ * A view's field must be a field of some data type (views are not typed): checked here, before
+ * the request, with the closest name when it is not (`sluice fields <type>` lists them).
+ */
+function checkViewField(field: string): void {
+  const path = field.endsWith(':*') ? field.slice(0, -2) : field;
+  if (DATA_TYPES.some((type) => resolveField(type, path) !== undefined)) return;
+  const guess = closest(path, [...new Set(DATA_TYPES.flatMap((type) => fieldPaths(type)))]);
+  throw new UsageError(
+    `unknown field in view: ${field}${guess ? `; did you mean '${guess}'?` : ''} (sluice fields <type> lists them)`,
+    'SLUICE_VIEW_FIELD',
+  );
 }
 
 function summarizeFields(fields: readonly string[]): string {

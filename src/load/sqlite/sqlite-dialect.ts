@@ -66,6 +66,9 @@ function bindable(value: RowValue | undefined, type: ColumnType): string | numbe
   return value;
 }
 
+/** How long a statement waits for another program's lock on the database before failing. */
+const BUSY_TIMEOUT_MS = 10_000;
+
 const CAPABILITIES: DestinationCapabilities = {
   maxIdentifierBytes: Number.POSITIVE_INFINITY,
   maxColumns: 2000,
@@ -96,6 +99,7 @@ class SqliteDialect implements Dialect<Database.Database> {
     readonly path: string,
     readonly description: string,
     readonly readOnly: boolean,
+    readonly busyTimeoutMs: number,
   ) {
     this.#handle = handle;
     this.db = new Kysely<StateDatabase>({
@@ -320,7 +324,7 @@ class SqliteDialect implements Dialect<Database.Database> {
   }
 
   translate(error: unknown): unknown {
-    return translateSqliteError(error, this.path);
+    return translateSqliteError(error, this.path, this.busyTimeoutMs);
   }
 
   async close(): Promise<void> {
@@ -346,9 +350,10 @@ function castExpression(col: string, from: ColumnType, to: ColumnType): string {
  */
 export async function openSqliteDestination(
   path: string,
-  options: { readOnly?: boolean } = {},
+  options: { readOnly?: boolean; busyTimeoutMs?: number } = {},
 ): Promise<Destination> {
   const readOnly = options.readOnly === true;
+  const timeout = options.busyTimeoutMs ?? BUSY_TIMEOUT_MS;
   const description = `sqlite:${path}`;
   let handle: Database.Database | undefined;
   try {
@@ -360,11 +365,11 @@ export async function openSqliteDestination(
           false,
         );
       }
-      handle = new Database(path, { readonly: true, fileMustExist: true, timeout: 10_000 });
+      handle = new Database(path, { readonly: true, fileMustExist: true, timeout });
       handle.pragma('schema_version'); // reads the header: fails here if it is no database
     } else {
       if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-      handle = new Database(path, { timeout: 10_000 });
+      handle = new Database(path, { timeout });
       if (handle.readonly) {
         throw Object.assign(new Error('read-only'), { code: 'SQLITE_READONLY' });
       }
@@ -374,7 +379,7 @@ export async function openSqliteDestination(
     }
   } catch (error) {
     handle?.close();
-    throw translateSqliteError(error, path);
+    throw translateSqliteError(error, path, timeout);
   }
-  return new Loader(new SqliteDialect(handle, path, description, readOnly));
+  return new Loader(new SqliteDialect(handle, path, description, readOnly, timeout));
 }

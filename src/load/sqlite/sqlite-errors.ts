@@ -4,14 +4,18 @@ import { SluiceError } from '../../errors.js';
 import { DestinationError } from '../errors.js';
 
 /** A better-sqlite3 or file-system error as a DestinationError saying what to do. */
-export function translateSqliteError(error: unknown, path: string): unknown {
+export function translateSqliteError(
+  error: unknown,
+  path: string,
+  busyTimeoutMs = 10_000,
+): unknown {
   if (error instanceof SluiceError || !(error instanceof Error)) return error;
   const code = (error as { code?: string }).code ?? '';
   const fail = (message: string, sluiceCode: string, retryable = false) =>
     new DestinationError(message, sluiceCode, retryable, error);
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return fail(
-      `the SQLite database ${path} is locked by another program (it kept it busy past the 10 s timeout); try again when that program is done`,
+      `the SQLite database ${path} is locked by another program (it kept it busy past the ${busyTimeoutMs / 1000} s timeout); try again when that program is done`,
       'SLUICE_DESTINATION_BUSY',
       true,
     );

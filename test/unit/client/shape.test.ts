@@ -4,7 +4,11 @@ import { connectionFromEnv, createServiceClient } from '../../../src/client/inde
 import {
   downloadState,
   fileNameOf,
+  firstOf,
   idOf,
+  itemOf,
+  listOf,
+  recordsOf,
   resultFiles,
   totalCost,
 } from '../../../src/client/shape.js';
@@ -66,6 +70,86 @@ describe('wire forms', () => {
     assert.equal(v3DateToIso('2024-12-31 01:02:03'), '2024-12-31T01:02:03Z');
     assert.equal(v3DateToIso('yesterday'), undefined);
     assert.equal(v3DateToIso(undefined), undefined);
+  });
+});
+
+describe('lists in envelopes', () => {
+  const a = { id: 'a' };
+  const b = { id: 'b' };
+  const badAnswer = (pattern: RegExp) => (e: unknown) =>
+    e instanceof SluiceError && e.code === 'SLUICE_API_BAD_RESPONSE' && pattern.test(e.message);
+
+  test('a bare array, or the list under a known field, with other fields ignored', () => {
+    assert.deepEqual(listOf([a, b], 'x'), [a, b]);
+    for (const key of ['records', 'downloads', 'data', 'items', 'results', 'views', 'requests']) {
+      assert.deepEqual(listOf({ [key]: [a, b], total: 2, next: null }, 'x'), [a, b], key);
+    }
+  });
+
+  test('the field named for the operation wins over the generic ones', () => {
+    assert.deepEqual(listOf({ data: [a], downloads: [b] }, 'x', 'downloads'), [b]);
+    assert.deepEqual(listOf({ data: [a], downloads: [b] }, 'x'), [b], 'in the order of LIST_KEYS');
+    assert.deepEqual(listOf({ targeted_updates: [a], errors: 'none' }, 'x', 'targeted_updates'), [
+      a,
+    ]);
+  });
+
+  test('else the one array-valued field, whatever its name', () => {
+    assert.deepEqual(listOf({ entries: [a, b], count: 2, meta: { page: 1 } }, 'x'), [a, b]);
+    assert.deepEqual(listOf({ entries: [] }, 'x'), []);
+  });
+
+  test('a known wrapper holding null is an empty list', () => {
+    assert.deepEqual(listOf({ downloads: null, total: 0 }, 'x'), []);
+  });
+
+  test('what cannot be read as one list is a bad answer naming the operation', () => {
+    assert.throws(
+      () => listOf({ a: [a], b: [b] }, 'list downloads'),
+      badAnswer(/^list downloads: .*2 lists/),
+    );
+    assert.throws(
+      () => listOf({ message: 'ok' }, 'list views'),
+      badAnswer(/without one \(fields: message\)/),
+    );
+    assert.throws(() => listOf('nope', 'x'), badAnswer(/a string/));
+    assert.throws(() => listOf(undefined, 'x'), badAnswer(/nothing/));
+  });
+
+  test('firstOf: the first item of a list form, or an object that is the item itself', () => {
+    assert.deepEqual(firstOf([a, b], 'x'), a);
+    assert.deepEqual(firstOf({ requests: [a] }, 'x', 'requests'), a);
+    assert.deepEqual(firstOf({ data: [b], status: 'ok' }, 'x'), b);
+    // A v3 request object has `records` (a string) and an id: not an envelope.
+    const request = { id: 7, records: '', status: 'STARTED' };
+    assert.deepEqual(firstOf(request, 'x', 'requests'), request);
+    assert.throws(() => firstOf([], 'get download'), badAnswer(/empty list/));
+  });
+
+  test('itemOf: one object as sent, out of an envelope, or alone in a list', () => {
+    const d = { id: 'd1', status: 'queued' };
+    assert.deepEqual(itemOf(d, 'x', 'download'), d);
+    assert.deepEqual(itemOf({ download: d, request_id: 'r' }, 'x', 'download'), d);
+    assert.deepEqual(itemOf({ data: d }, 'x', 'download'), d);
+    assert.deepEqual(itemOf([d], 'x', 'download'), d);
+    const started = { download_id: 'd2', data: { note: 1 } };
+    assert.deepEqual(itemOf(started, 'x', 'download'), started, 'an id of its own: the item');
+    assert.throws(() => itemOf([d, d], 'x', 'download'), badAnswer(/list of 2/));
+  });
+
+  test('recordsOf: records, or under data/items/results; never an unrelated list', () => {
+    const r = [{ id: 1 }, 'junk', { id: 2 }];
+    assert.deepEqual(recordsOf({ records: r }), [{ id: 1 }, { id: 2 }]);
+    assert.deepEqual(recordsOf({ num_found: 2, data: r }), [{ id: 1 }, { id: 2 }]);
+    assert.deepEqual(recordsOf({ items: r }), [{ id: 1 }, { id: 2 }]);
+    assert.deepEqual(recordsOf({ num_found: 0, warnings: [{ w: 1 }] }), []);
+  });
+
+  test('result links in an envelope too', () => {
+    const url = 'https://files.example/abc_0.csv?sig=1';
+    assert.deepEqual(resultFiles({ files: [{ url, size: 10 }], expires_in: 3600 }, 'x'), [
+      { index: 0, url, name: 'abc_0.csv' },
+    ]);
   });
 });
 

@@ -1,0 +1,30 @@
+import type { ClientEvent } from '../client/index.js';
+import type { Logger } from '../log.js';
+
+/**
+ * What the client does on its own, in the log at info: retries, new logins, refreshed file
+ * URLs, resumed files. Without it these happen silently, and a slow run cannot be explained.
+ */
+export function logClientEvent(logger: Logger): (event: ClientEvent) => void {
+  return (event) => {
+    const { type, ...fields } = event;
+    logger.info({ client: type, ...fields }, describeEvent(event));
+  };
+}
+
+function describeEvent(event: ClientEvent): string {
+  switch (event.type) {
+    case 'retry':
+      return `retrying ${event.method} ${event.path} in ${Math.round(event.delayMs)} ms (attempt ${event.attempt}: ${event.reason})`;
+    case 'reauthenticated':
+      return `logged in again (the token had expired) for ${event.method} ${event.path}`;
+    case 'file-url-refreshed':
+      return `fresh URL for ${event.file} of download ${event.downloadId} (${event.reason})`;
+    case 'file-resumed':
+      return `resuming ${event.file} from byte ${event.fromByte} (${event.reason})`;
+    case 'safeguard-failed':
+      return `could not list downloads before ${event.what} (${event.message}); going on`;
+    case 'start-recovered':
+      return `starting ${event.what} failed (${event.reason}); ${event.outcome === 'adopted' ? `adopted download ${event.downloadId}` : 'nothing had started: sent it again'}`;
+  }
+}
