@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadPipeline, runPipeline } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
@@ -23,6 +24,9 @@ export async function demoCommand(
   const emulator = await startEmulator({ port: 0, queueMs: 300, rate: 4000 });
   try {
     const demoEnv = {
+      // Into ./data/demo.sqlite of the folder it is run from (the repository, or a user's
+      // project where sluice is installed), never inside the installed package.
+      SLUICE_DESTINATION: `sqlite:${resolve('data', 'demo.sqlite')}`,
       ...env,
       SLUICE_API_URL: emulator.v4Url,
       SLUICE_EMAIL: emulator.options.email,

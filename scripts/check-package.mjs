@@ -1,0 +1,103 @@
+// The package as users get it, checked the way they use it (.ci/run runs this after the tests):
+//  1. `npm pack`, the tarball installed with `--omit=dev` into an empty folder; `import('sluice')`
+//     and `import('sluice/emulator')` give the public API; the installed `sluice` command runs a
+//     pipeline against the emulator into SQLite.
+//  2. A clone of this repository installed with `npm ci --omit=dev` has a working command.
+// Usage: node scripts/check-package.mjs   (needs the npm registry, as npm ci does)
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const work = mkdtempSync(join(tmpdir(), 'sluice-package-'));
+const npm = (args, cwd) =>
+  execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  }).toString();
+const step = (text) => console.log(`check-package: ${text}`);
+
+function run(command, args, options) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+try {
+  step('npm pack');
+  npm(['pack', '--pack-destination', work], root);
+  const tarball = join(work, readdirSync(work).find((f) => f.endsWith('.tgz')));
+  const app = join(work, 'app');
+  execFileSync('mkdir', ['-p', app]);
+  writeFileSync(join(app, 'package.json'), '{ "name": "app", "private": true, "type": "module" }\n');
+  step('install the tarball with --omit=dev into an empty folder');
+  npm(['install', tarball, '--omit=dev'], app);
+
+  step("import('sluice') and import('sluice/emulator'), and run a pipeline with the installed command");
+  writeFileSync(
+    join(app, 'pipeline.yaml'),
+    `version: 1
+name: packaged
+source: { api: v4, url: \${SLUICE_API_URL}, email: \${SLUICE_EMAIL}, password: \${SLUICE_PASSWORD} }
+destination: sqlite:out.sqlite
+jobs:
+  homes: { type: properties, query: 'province:TX', records: 120, poll: { interval: 200ms } }
+`,
+  );
+  writeFileSync(
+    join(app, 'check.mjs'),
+    `import { spawnSync } from 'node:child_process';
+import * as sluice from 'sluice';
+import { startEmulator } from 'sluice/emulator';
+for (const name of ['runPipeline', 'loadPipeline', 'parsePipeline', 'createServiceClient', 'openDestination', 'SluiceError', 'silentLogger', 'noProgress']) {
+  if (typeof sluice[name] !== 'function' && typeof sluice[name] !== 'object') throw new Error('sluice does not export ' + name);
+}
+const emulator = await startEmulator({ port: 0, queueMs: 50, rate: 100000 });
+try {
+  const env = { ...process.env, SLUICE_API_URL: emulator.v4Url, SLUICE_EMAIL: emulator.options.email, SLUICE_PASSWORD: emulator.options.password };
+  const spec = await sluice.loadPipeline('pipeline.yaml', env);
+  if (spec.jobs.length !== 1) throw new Error('loadPipeline');
+  // The installed command, as a user runs it, in a process of its own (the emulator answers here).
+  const { spawn } = await import('node:child_process');
+  const child = spawn('npx', ['sluice', 'run', 'pipeline.yaml', '--json', '--no-progress'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const code = await new Promise((r) => child.on('exit', r));
+  const summary = JSON.parse(out);
+  if (code !== 0 || summary.status !== 'succeeded' || summary.jobs[0].loaded !== 120) throw new Error('run: ' + out);
+  console.log('check-package: the installed command loaded ' + summary.jobs[0].loaded + ' rows');
+} finally {
+  await emulator.close();
+}
+`,
+  );
+  const checked = await run(process.execPath, ['check.mjs'], { cwd: app });
+  process.stdout.write(checked.stdout);
+  if (checked.code !== 0) throw new Error(`the installed package failed:\n${checked.stderr}`);
+
+  step('a clone of the repository, npm ci --omit=dev');
+  const clone = join(work, 'clone');
+  execFileSync('git', ['clone', '--quiet', root, clone]);
+  npm(['ci', '--omit=dev'], clone);
+  const started = Date.now();
+  const fields = await run(process.execPath, ['bin/sluice.js', 'fields', 'properties', '--json'], {
+    cwd: clone,
+  });
+  if (fields.code !== 0 || JSON.parse(fields.stdout).type !== 'properties') {
+    throw new Error(`sluice from npm ci --omit=dev failed:\n${fields.stderr}`);
+  }
+  const viaNpx = await run('npx', ['sluice', '--version'], { cwd: clone });
+  if (viaNpx.code !== 0) throw new Error(`npx sluice failed:\n${viaNpx.stderr}`);
+  step(`npm ci --omit=dev gives a working command (first run ${Date.now() - started} ms)`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
