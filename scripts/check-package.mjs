@@ -47,7 +47,11 @@ try {
     join(app, 'pipeline.yaml'),
     `version: 1
 name: packaged
-source: { api: v4, url: \${SLUICE_API_URL}, email: \${SLUICE_EMAIL}, password: \${SLUICE_PASSWORD} }
+source:
+  api: v4
+  url: \${SLUICE_API_URL}
+  email: \${SLUICE_EMAIL}
+  password: \${SLUICE_PASSWORD}
 destination: sqlite:out.sqlite
 jobs:
   homes: { type: properties, query: 'province:TX', records: 120, poll: { interval: 200ms } }

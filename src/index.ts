@@ -36,13 +36,15 @@ export {
   type JobSpec,
   type JobStatus,
   loadPipeline,
+  noProgress,
   type PipelineSpec,
+  type PlanReport,
   type Progress,
   parsePipeline,
+  planPipeline,
   type RunOptions,
   type RunStatus,
   type RunSummary,
   runPipeline,
   type Stage,
 } from './pipeline/index.js';
-export { noProgress } from './pipeline/progress.js';

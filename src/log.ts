@@ -46,7 +46,8 @@ export function createLogger(
       destination: stream,
       sync: true,
       colorize,
-      ignore: 'pid,hostname',
+      // Every line of a run carries these; people see them once, in the run's summary.
+      ignore: 'pid,hostname,pipeline,run_id',
       translateTime: 'SYS:HH:MM:ss',
       singleLine: true,
     }),

@@ -1,0 +1,138 @@
+import { strict as assert } from 'node:assert';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { EmulatorHarness } from '../helpers/emulator.js';
+import { tempDir } from '../helpers/pipeline.js';
+import { normalise, runReadmeExamples } from '../helpers/readme.js';
+
+/** The README keeps its word: its example outputs, exit codes, cron line and Python example. */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
+function block(marker: string): string {
+  const match = new RegExp(`<!-- ${marker} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\`\`\``).exec(README);
+  assert.ok(match, `the README has a ${marker} block`);
+  return match[1]!;
+}
+
+function run(command: string, args: string[], options: { cwd?: string; env: NodeJS.ProcessEnv }) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('README', () => {
+  test('every example session prints what the README shows (npm run readme writes them)', async () => {
+    const { stale } = await runReadmeExamples();
+    assert.deepEqual(
+      stale.map((s) => `${s.command}\n--- README\n${s.expected}\n--- sluice now\n${s.actual}`),
+      [],
+      'README examples are out of date: run npm run readme',
+    );
+  });
+
+  test('the exit code table names every error code the CLI maps', async () => {
+    const { exitCodeOfCode } = await import('../../src/cli/exit-codes.js');
+    const rows = new Map<number, string>();
+    for (const line of README.split('\n')) {
+      const m = /^\| (\d+) \|[^|]*\|(.*)\|$/.exec(line);
+      if (m) rows.set(Number(m[1]), m[2]!);
+    }
+    const source = readFileSync(join(ROOT, 'src/cli/exit-codes.ts'), 'utf8');
+    for (const [, code] of source.matchAll(/^ {2}(SLUICE_[A-Z0-9_]+):/gm)) {
+      const exit = exitCodeOfCode(code!);
+      const row = rows.get(exit) ?? '';
+      const listed =
+        row.includes(`\`${code}\``) ||
+        (code!.startsWith('SLUICE_QUERY') && row.includes('`SLUICE_QUERY*`')) ||
+        (code!.startsWith('SLUICE_API_') && row.includes(code!.slice('SLUICE_API_'.length)));
+      assert.ok(listed, `${code} (exit ${exit}) is in the README's row for exit ${exit}`);
+    }
+  });
+
+  describe('schedules and orchestrators, as written', () => {
+    let harness: EmulatorHarness;
+    let dir: string;
+    let envFile: string;
+    before(async () => {
+      harness = await EmulatorHarness.start({ scale: 0.2, queueMs: 0, rate: 100_000_000 });
+      dir = tempDir('sluice-schedule-');
+      envFile = join(dir, 'sluice.env');
+      const { email, password } = harness.credentials;
+      // What an operator's environment file holds: KEY=value lines, not exported.
+      writeFileSync(
+        envFile,
+        `SLUICE_API_URL=${harness.v4Url}\nSLUICE_EMAIL=${email}\nSLUICE_PASSWORD=${password}\nSLUICE_DESTINATION=sqlite:${dir}/austin.sqlite\n`,
+      );
+    });
+    after(() => harness.close());
+
+    test("the cron line runs under cron's bare environment", async () => {
+      const line = block('cron').trim();
+      const command = line
+        .split(/\s+/)
+        .slice(5)
+        .join(' ')
+        .replaceAll('/srv/sluice', ROOT)
+        .replaceAll('./sluice.env', envFile)
+        .replaceAll('/var/log/sluice', join(dir, 'log'));
+      mkdirSync(join(dir, 'log'));
+      const result = await run('/bin/sh', ['-c', command], {
+        env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: process.env.HOME },
+      });
+      assert.equal(result.code, 0, result.stderr);
+      const summary = JSON.parse(readFileSync(join(dir, 'log', 'last-run.json'), 'utf8'));
+      assert.equal(summary.status, 'succeeded');
+      assert.ok(summary.jobs[0].loaded > 0);
+      const log = readFileSync(join(dir, 'log', 'sluice.log'), 'utf8')
+        .trim()
+        .split('\n');
+      for (const entry of log) assert.equal(typeof JSON.parse(entry).msg, 'string', entry);
+    });
+
+    test('the Python example branches on the exit code', async (t) => {
+      if (spawnSync('python3', ['--version']).status !== 0) {
+        t.skip('python3 is not installed here');
+        return;
+      }
+      const script = `${block('orchestrator')}
+import sys
+print(run_sluice("pipelines/demo.yaml", cwd=sys.argv[1])["status"])
+try:
+    run_sluice("test/fixtures/typo.yaml", cwd=sys.argv[1])
+except RuntimeError as error:
+    print("mistake" if "a mistake to fix (exit 2)" in str(error) else "other")
+`;
+      const file = join(dir, 'orchestrate.py');
+      writeFileSync(file, script);
+      const env = Object.fromEntries(
+        readFileSync(envFile, 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      );
+      const result = await run('python3', [file, ROOT], {
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      });
+      assert.equal(result.code, 0, result.stderr);
+      assert.deepEqual(result.stdout.trim().split('\n'), ['succeeded', 'mistake']);
+    });
+  });
+
+  test('the placeholders of example outputs', () => {
+    assert.equal(
+      normalise('run 0f8fad5b-d9cb-469f-a165-70867728950e at 2026-11-23T20:00:00.123Z in 1.5s'),
+      'run <uuid> at <time> in <s>s',
+    );
+  });
+});
