@@ -35,14 +35,22 @@ function run(command, args, options) {
 try {
   step('npm pack');
   npm(['pack', '--pack-destination', work], root);
-  const tarball = join(work, readdirSync(work).find((f) => f.endsWith('.tgz')));
+  const tarball = join(
+    work,
+    readdirSync(work).find((f) => f.endsWith('.tgz')),
+  );
   const app = join(work, 'app');
   execFileSync('mkdir', ['-p', app]);
-  writeFileSync(join(app, 'package.json'), '{ "name": "app", "private": true, "type": "module" }\n');
+  writeFileSync(
+    join(app, 'package.json'),
+    '{ "name": "app", "private": true, "type": "module" }\n',
+  );
   step('install the tarball with --omit=dev into an empty folder');
   npm(['install', tarball, '--omit=dev'], app);
 
-  step("import('sluice') and import('sluice/emulator'), and run a pipeline with the installed command");
+  step(
+    "import('sluice') and import('sluice/emulator'), and run a pipeline with the installed command",
+  );
   writeFileSync(
     join(app, 'pipeline.yaml'),
     `version: 1

@@ -24,6 +24,7 @@ const EXIT_OF_CODE: Record<string, number> = {
   SLUICE_QUERY: EXIT.invalidInput,
   SLUICE_QUERY_FIELD: EXIT.invalidInput,
   SLUICE_QUERY_SYNTAX: EXIT.invalidInput,
+  SLUICE_QUERY_TOO_LONG: EXIT.invalidInput,
   SLUICE_CREDENTIALS: EXIT.invalidInput,
   SLUICE_UNSUPPORTED: EXIT.invalidInput,
   SLUICE_VIEW_FIELD: EXIT.invalidInput,

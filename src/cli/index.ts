@@ -73,7 +73,7 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
       'emulator',
       'Run a local emulator of the data-search service (v4 and v3)',
       (y) => emulatorOptions(y),
-      (args) => runEmulator(args as unknown as EmulatorArgs, ctx.io, ctx.signal),
+      (args) => runEmulator(args as unknown as EmulatorArgs, ctx),
     )
     .completion(
       'completion',

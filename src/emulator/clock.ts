@@ -4,9 +4,15 @@
  */
 export class Clock {
   #offsetMs = 0;
+  #startedAt = Date.now();
 
   now(): number {
     return Date.now() + this.#offsetMs;
+  }
+
+  /** When the clock started or was last reset: where the emulator's changing world begins. */
+  get startedAt(): number {
+    return this.#startedAt;
   }
 
   advance(ms: number): void {
@@ -15,5 +21,6 @@ export class Clock {
 
   reset(): void {
     this.#offsetMs = 0;
+    this.#startedAt = Date.now();
   }
 }

@@ -13,6 +13,7 @@ import { SearchEngine } from './search.js';
 import type { EmulatorContext } from './service.js';
 import { UrlSigner } from './signing.js';
 import { EmulatorState } from './state.js';
+import { World } from './world.js';
 
 export {
   DEFAULT_CREDENTIALS,
@@ -49,7 +50,13 @@ export function createEmulator(partial: Partial<EmulatorOptions> = {}): {
       queueMs: options.queueMs,
       rate: options.rate,
     }),
-    engine: new SearchEngine(new Dataset({ seed: options.seed, scale: options.scale })),
+    engine: new SearchEngine(
+      new World(
+        new Dataset({ seed: options.seed, scale: options.scale }),
+        options.churn,
+        clock.startedAt,
+      ),
+    ),
     spool: new FileSpool(options.spoolDir ?? mkdtempSync(join(tmpdir(), 'sluice-emulator-'))),
     faults: new FaultInjector(options.faults, options.seed),
     signer: new UrlSigner(options.signingKey ?? randomBytes(32).toString('hex')),

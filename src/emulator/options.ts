@@ -26,6 +26,11 @@ export interface EmulatorOptions {
   queueMs: number;
   /** Download progress, in records per second of emulator time. */
   rate: number;
+  /**
+   * How fast the data changes, as a fraction per day of emulator time: each record is updated
+   * at this rate, and new records appear at this rate times the base size (see world.ts).
+   */
+  churn: number;
   /** Credits allotted per data type when the emulator starts or is reset. */
   credits: Record<CreditType, number>;
   /** Serve result files gzip-encoded to clients that accept it (the live service does not). */
@@ -44,6 +49,15 @@ export const DEFAULT_CREDENTIALS = {
   token: 'sluice-demo-token',
 } as const;
 
+/**
+ * 0.2% a day: at the scale most tests use (0.05) about five updates and five new records a day
+ * in all, the first of them hours after the start for the default seed (about ten minutes at
+ * scale 1), so tests that move the clock by seconds or minutes see a still world.
+ */
+const DEFAULT_CHURN = 0.002;
+/** Above 100% a day, reading a record years ahead would replay thousands of updates. */
+const MAX_CHURN = 1;
+
 export const DEFAULT_OPTIONS: EmulatorOptions = {
   host: '127.0.0.1',
   port: 8787,
@@ -57,6 +71,7 @@ export const DEFAULT_OPTIONS: EmulatorOptions = {
   fileRecords: 10_000,
   queueMs: 500,
   rate: 20_000,
+  churn: DEFAULT_CHURN,
   gzipFiles: false,
   credits: { business: 1_000_000, people: 1_000_000, product: 1_000_000, property: 1_000_000 },
 };
@@ -76,8 +91,39 @@ export function resolveOptions(partial: Partial<EmulatorOptions> = {}): Emulator
       );
     }
   }
+  if (typeof options.churn !== 'number' || !(options.churn >= 0 && options.churn <= MAX_CHURN)) {
+    throw new RangeError(
+      `emulator option churn must be a fraction per day from 0 to ${MAX_CHURN}, got ${String(options.churn)}`,
+    );
+  }
   if (options.wire !== 'contract' && options.wire !== 'real') {
     throw new RangeError(`emulator option wire must be contract or real, got ${options.wire}`);
   }
   return options;
+}
+
+const CHURN_UNITS: Record<string, number> = {
+  hour: 24,
+  day: 1,
+  week: 1 / 7,
+  month: 1 / 30,
+  year: 1 / 365,
+};
+
+/**
+ * A churn rate as written on the command line: a fraction (`0.002`) or a percentage (`0.2%`),
+ * per day unless a unit follows (`1%/week`, `0.01/hour`); `0` turns changes off. Answers the
+ * fraction per day; throws RangeError for anything else.
+ */
+export function parseChurn(text: string): number {
+  const match =
+    /^\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*(?:\/\s*(hour|day|week|month|year)s?)?\s*$/i.exec(text);
+  if (!match) {
+    throw new RangeError(
+      `churn must be a fraction or percentage per day (0.002, 0.2%/day), got '${text}'`,
+    );
+  }
+  const [, amount, percent, unit] = match;
+  const value = Number(amount) / (percent ? 100 : 1);
+  return value * CHURN_UNITS[(unit ?? 'day').toLowerCase()]!;
 }

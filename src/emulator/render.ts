@@ -36,25 +36,43 @@ export function csvRow(columns: readonly string[], record: Record<string, unknow
   return `${line}\n`;
 }
 
+/**
+ * What a file holds, hashed: its form, and which records at which versions. The same query can
+ * find other records, or the same records changed, at another moment, so the records are named
+ * one by one (a hash and a version a record, cheap beside rendering it).
+ */
 function contentKey(
+  engine: SearchEngine,
   d: Download,
   records: { from: number; to: number },
   options: { real: boolean; corrupt: number },
 ): string {
+  const world = engine.world;
   const what = JSON.stringify([
     d.type,
-    d.query,
     d.autoTrace,
-    d.addressMatching,
-    d.requirePeopleData,
     d.viewFields ?? null,
     d.format,
     records.from,
-    records.to,
     options.real,
     options.corrupt,
+    // Changes are dated from the origin; a reset moves it (and empties the spool).
+    world.origin,
   ]);
-  return createHash('sha256').update(what).digest('hex').slice(0, 32);
+  const hash = createHash('sha256').update(what);
+  const ids = new Float64Array(Math.min(4096, (records.to - records.from) * 2));
+  let n = 0;
+  for (let p = records.from; p < records.to; p++) {
+    const index = d.matches.at(p);
+    ids[n++] = index;
+    ids[n++] = world.version(d.type, index, d.createdAt, d.autoTrace);
+    if (n === ids.length) {
+      hash.update(ids);
+      n = 0;
+    }
+  }
+  hash.update(ids.subarray(0, n));
+  return hash.digest('hex').slice(0, 32);
 }
 
 /** A deterministic number in [0, 1) for a record position. */
@@ -103,7 +121,7 @@ export class FileSpool {
   ): Promise<{ path: string; size: number }> {
     // Spooled by content, not by download: two downloads of the same records in the same form
     // share their files, so a benchmark can warm the spool before it measures a loader.
-    const name = `${contentKey(d, records, options)}.${d.format === 'csv' ? 'csv' : 'txt'}${options.gzip ? '.gz' : ''}`;
+    const name = `${contentKey(engine, d, records, options)}.${d.format === 'csv' ? 'csv' : 'txt'}${options.gzip ? '.gz' : ''}`;
     let pending = this.#pending.get(name);
     if (!pending) {
       pending = options.gzip
@@ -132,7 +150,7 @@ export class FileSpool {
     let chunk = d.format === 'csv' ? `${columns.join(',')}\n` : '';
     try {
       for (let p = from; p < to; p++) {
-        const record = project(engine.record(d.type, d.matches.at(p), d.autoTrace));
+        const record = project(engine.record(d.type, d.matches.at(p), d.autoTrace, d.createdAt));
         if (corrupt > 0 && unitHash(p) < corrupt) chunk += malformed(d.format, columns.length, p);
         else
           chunk +=

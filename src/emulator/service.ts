@@ -67,6 +67,8 @@ export function viewFields(ctx: EmulatorContext, name: string | undefined): stri
 
 export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
   const { state, engine } = ctx;
+  // One moment for the whole request: a download is a snapshot of the world as of its start.
+  const now = ctx.clock.now();
   const fields = viewFields(ctx, req.view);
   if (req.autoTrace) {
     const plans = state.account.allotted;
@@ -87,11 +89,16 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
   }
   let matches: ReturnType<SearchEngine['match']>;
   try {
-    matches = engine.match(req.type, req.query, {
-      autoTrace: req.autoTrace,
-      addressMatching: req.addressMatching,
-      requirePeopleData: req.requirePeopleData,
-    });
+    matches = engine.match(
+      req.type,
+      req.query,
+      {
+        autoTrace: req.autoTrace,
+        addressMatching: req.addressMatching,
+        requirePeopleData: req.requirePeopleData,
+      },
+      now,
+    );
   } catch (error) {
     if (error instanceof QueryError) {
       const message =
@@ -118,7 +125,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
     const real = ctx.options.wire === 'real';
     const records: Record<string, unknown>[] = [];
     for (let p = 0; p < delivered; p++) {
-      const record = project(engine.record(req.type, matches.at(p), req.autoTrace));
+      const record = project(engine.record(req.type, matches.at(p), req.autoTrace, now));
       // A csv preview shows the records as the CSV file would hold them: one text cell a field.
       records.push(req.format === 'csv' ? csvShaped(columns, record, real) : record);
     }
@@ -150,7 +157,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
     target,
     numFound,
     matches,
-    createdAt: ctx.clock.now(),
+    createdAt: now,
     charged: 0,
   };
   state.downloads.push(download);

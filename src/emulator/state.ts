@@ -46,6 +46,7 @@ export interface Download {
   /** Records this download will deliver: min(requested, found). */
   target: number;
   numFound: number;
+  /** The records found as of `createdAt`, which the files hold as they were then. */
   matches: MatchSet;
   createdAt: number;
   /** Records delivered when it was cancelled. */

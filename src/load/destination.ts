@@ -72,8 +72,12 @@ export interface JobFinish {
   /** `write: replace`: these logical tables get this pipeline's staging tables swapped in. */
   swap?: { tables: string[]; stagedBy: string };
   attempt?: { attemptId: string; changes: Partial<Attempt> };
+  /** The job's row, so that it counts as loaded exactly when its tables are. */
+  job?: JobRow;
   cursor?: CursorRow;
   clearCursor?: { pipeline: string; job: string };
+  /** Runs last inside the transaction (a test's place to stop a run mid-swap). */
+  beforeCommit?: () => Promise<void>;
 }
 
 export interface Lock {
@@ -110,6 +114,7 @@ export interface State {
   runsLeftRunning(pipeline: string): Promise<RunRow[]>;
   latestRun(pipeline: string, before?: string): Promise<RunRow | undefined>;
   run(runId: string): Promise<RunRow | undefined>;
+  runChain(root: string): Promise<RunRow[]>;
   saveJob(row: JobRow): Promise<void>;
   jobsOfRuns(runIds: readonly string[]): Promise<JobRow[]>;
   openAttempt(pipeline: string, job: string): Promise<Attempt | undefined>;

@@ -129,10 +129,12 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
       if (finish.attempt) {
         await this.#store.updateAttempt(finish.attempt.attemptId, finish.attempt.changes, tx.db);
       }
+      if (finish.job) await this.#store.saveJob(finish.job, tx.db);
       if (finish.clearCursor) {
         await this.#store.clearCursor(finish.clearCursor.pipeline, finish.clearCursor.job, tx.db);
       }
       if (finish.cursor) await this.#store.saveCursor(finish.cursor, tx.db);
+      await finish.beforeCommit?.();
     });
   }
 

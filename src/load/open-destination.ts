@@ -1,5 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
+import type { Logger } from '../log.js';
 import type { Destination } from './destination.js';
 import { openSqliteDestination } from './sqlite/sqlite-dialect.js';
 
@@ -12,6 +13,10 @@ export interface OpenDestinationOptions {
   baseDir?: string;
   /** SQLite: how long to wait for another program's lock (default 10 s). */
   busyTimeoutMs?: number;
+  /** Stops a statement that waits (PostgreSQL: on another session's lock). */
+  signal?: AbortSignal;
+  /** Where waits on other sessions' locks are reported. */
+  logger?: Logger;
 }
 
 /**
@@ -27,6 +32,8 @@ export async function openDestination(
     return openPostgresDestination(url, {
       ...(options.schema === undefined ? {} : { schema: options.schema }),
       ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
     });
   }
   const path = sqlitePath(url, options.baseDir);

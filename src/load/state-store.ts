@@ -110,6 +110,16 @@ export class StateStore {
     return query.executeTakeFirst();
   }
 
+  /** A run and the runs that resumed it (their `resumes` names it). */
+  async runChain(root: string): Promise<RunRow[]> {
+    return this.db
+      .selectFrom('_sluice_runs')
+      .selectAll()
+      .where((eb) => eb.or([eb('run_id', '=', root), eb('resumes', '=', root)]))
+      .orderBy('started_at')
+      .execute();
+  }
+
   async run(runId: string): Promise<RunRow | undefined> {
     return this.db
       .selectFrom('_sluice_runs')

@@ -70,6 +70,8 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('error_code'),
       text('error_message'),
       text('summary'),
+      text('spec_hash'),
+      text('load_hash'),
     ],
     primaryKey: ['run_id', 'job'],
     indexes: [{ name: '_sluice_jobs_by_pipeline', columns: ['pipeline', 'job', 'started_at'] }],
@@ -185,6 +187,8 @@ export interface StateDatabase {
     error_code: string | null;
     error_message: string | null;
     summary: string | null;
+    spec_hash: string | null;
+    load_hash: string | null;
   };
   _sluice_downloads: {
     attempt_id: string;

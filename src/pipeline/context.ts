@@ -1,10 +1,11 @@
-import { createHash } from 'node:crypto';
 import type { ServiceClient } from '../client/types.js';
-import type { Destination } from '../load/destination.js';
+import type { Destination, JobRow } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import type { ShapePlan } from '../records/tables.js';
-import type { Clock } from './clock.js';
+import { type Clock, isoAt } from './clock.js';
+import type { JobOutcome } from './outcome.js';
 import type { Progress } from './progress.js';
+import type { Resumable } from './resume.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
 
 /** What every stage of a run works with. */
@@ -19,6 +20,8 @@ export interface RunContext {
   env: NodeJS.ProcessEnv;
   /** Start new downloads instead of re-attaching to unfinished ones. */
   fresh: boolean;
+  /** The interrupted run this one finishes, when it does (see resume.ts). */
+  resume?: Resumable;
   signal?: AbortSignal;
 }
 
@@ -38,16 +41,28 @@ export function shapePlanOf(job: JobSpec, spec: PipelineSpec): ShapePlan {
 }
 
 /**
- * Hash of what decides where and how a download's rows land (table, write mode, nesting, key).
- * A download half loaded under one must not be finished under another.
+ * A job's row in `_sluice_jobs`. Written in the transaction that finishes the job (so a run
+ * killed right after cannot forget that the job is loaded), and again when the run moves on.
  */
-export function loadHashOf(job: JobSpec): string {
-  const value = {
-    table: job.table,
-    write: job.write,
-    nested: job.nested,
-    key: job.key,
-    people_table: job.people_table ?? null,
+export function jobRow(
+  ctx: RunContext,
+  job: JobSpec,
+  outcome: JobOutcome,
+  startedAt: string,
+): JobRow {
+  return {
+    run_id: ctx.runId,
+    pipeline: ctx.spec.name,
+    job: job.name,
+    spec_hash: job.downloadHash,
+    load_hash: job.loadHash,
+    status: outcome.status,
+    stage: outcome.stage,
+    started_at: startedAt,
+    finished_at: isoAt(ctx.clock),
+    download_ids: outcome.download_id,
+    error_code: outcome.error?.code ?? null,
+    error_message: outcome.error?.message ?? null,
+    summary: JSON.stringify(outcome),
   };
-  return createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 16);
 }

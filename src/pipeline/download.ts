@@ -1,5 +1,6 @@
 import type { Logger } from '../log.js';
 import type { JobTables } from '../records/tables.js';
+import { checkpoint } from './checkpoints.js';
 import type { RunContext } from './context.js';
 import { ensureDownload, waitForDownload } from './extract.js';
 import {
@@ -41,6 +42,7 @@ export async function runDownloadJob(
   await loadFiles(load, download.attempt, polled.info);
   outcome.stage = 'finish';
   await inStage('finish', () => finishJob(load, download.attempt, polled.info));
+  await checkpoint(ctx, 'job-finished', job.name);
   if (polled.timedOut) {
     outcome.status = 'timed_out';
     outcome.message = polled.timedOut;

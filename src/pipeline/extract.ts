@@ -3,8 +3,9 @@ import type { DownloadInfo } from '../client/types.js';
 import { CreditGuardError, SluiceError } from '../errors.js';
 import type { Attempt } from '../load/destination.js';
 import type { Logger } from '../log.js';
+import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
-import { loadHashOf, type RunContext } from './context.js';
+import type { RunContext } from './context.js';
 import { estimateJob, searchRequestOf } from './estimate.js';
 import { inStage, type JobOutcome } from './outcome.js';
 import type { JobSpec } from './spec.js';
@@ -36,7 +37,7 @@ export async function ensureDownload(
   const { destination, client, signal } = ctx;
   const state = destination.state;
   const pipeline = ctx.spec.name;
-  const loadHash = loadHashOf(job);
+  const loadHash = job.loadHash;
   let attempt = await state.openAttempt(pipeline, job.name);
   const end = async (status: string, message: string) => {
     await state.updateAttempt(attempt!.attempt_id, {
@@ -150,6 +151,7 @@ export async function ensureDownload(
     { download_id: start.id },
     `started download ${start.id} for ${estimate.records} records`,
   );
+  await checkpoint(ctx, 'download-started', job.name);
   return { attempt: fresh, startedNow: true };
 }
 
@@ -234,8 +236,9 @@ export async function waitForDownload(
       : Math.min(job.records, attempt.num_found ?? job.records);
   progress.phase(job.name, 'download', target);
   let lastState = '';
-  for (;;) {
+  for (let polls = 1; ; polls++) {
     const info = await client.getDownload(id, { signal });
+    if (polls === 1) await checkpoint(ctx, 'polling', job.name);
     progress.update(info.numRecords, target);
     if (info.numRecords !== attempt.num_records) {
       attempt.num_records = info.numRecords;

@@ -2,8 +2,9 @@ import pLimit from 'p-limit';
 import type { DownloadInfo, ResultFileRef } from '../client/types.js';
 import { SluiceError } from '../errors.js';
 import type { Attempt } from '../load/destination.js';
+import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
-import type { RunContext } from './context.js';
+import { jobRow, type RunContext } from './context.js';
 import { creditsFor } from './estimate.js';
 import { FileReader, parseWorkers } from './normalize.js';
 import { inStage, type JobOutcome, markStage } from './outcome.js';
@@ -89,6 +90,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
       outcome.loaded += counts.rows;
       outcome.rejected += counts.rejects;
       outcome.files_loaded += 1;
+      await checkpoint(ctx, 'file-committed', job.name, file.index);
       log.info(
         { file: file.name, rows: counts.rows, rejected: counts.rejects },
         `loaded ${file.name}: ${counts.rows} rows${counts.rejects ? `, ${counts.rejects} rejected` : ''}`,
@@ -181,8 +183,12 @@ export async function finishJob(
         }
       : undefined;
   const now = isoAt(ctx.clock);
+  const status = info === undefined ? 'empty' : info.state === 'cancelled' ? 'timed_out' : 'loaded';
+  const startedAt = attempt?.requested_at ?? now;
   await ctx.destination.finishJob({
     ...(swap ? { swap } : {}),
+    job: jobRow(ctx, job, { ...outcome, status, stage: 'finish' }, startedAt),
+    beforeCommit: () => checkpoint(ctx, 'swap', job.name),
     ...(attempt && info
       ? {
           attempt: {

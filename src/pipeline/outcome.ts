@@ -67,6 +67,8 @@ export interface JobOutcome {
 export interface RunSummary {
   pipeline: string;
   run_id: string;
+  /** The interrupted or failed run this one finished, or null: see resume.ts. */
+  resumed_from: string | null;
   status: RunStatus;
   destination: string;
   started_at: string;

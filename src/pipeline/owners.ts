@@ -6,6 +6,7 @@ import { type RunContext, shapePlanOf } from './context.js';
 import { runDownloadJob } from './download.js';
 import { prepareTables } from './load.js';
 import { addCredits, type JobOutcome, newOutcome } from './outcome.js';
+import { skippable } from './resume.js';
 import type { JobSpec } from './spec.js';
 
 /** People keys per owner lookup query: about 40 characters each, so a query stays near 8 kB. */
@@ -57,6 +58,10 @@ export async function runOwnerLookup(
         .slice(0, 16),
     };
     const partOutcome = newOutcome(part.name);
+    if (skippable(ctx.resume, part)) {
+      log.info(`part ${i + 1} of the owner lookup was loaded by the run this one resumes`);
+      continue;
+    }
     log.info(`looking up ${chunk.length} owners' people keys (part ${i + 1})`);
     try {
       const tables = new JobTables(plan(chunk.map((k) => [k, owners.get(k) ?? []])));

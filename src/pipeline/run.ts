@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { createServiceClient } from '../client/index.js';
 import type { ServiceClient } from '../client/types.js';
 import { SluiceError, UsageError } from '../errors.js';
-import type { Destination, Lock } from '../load/destination.js';
+import type { Destination, JobRow, Lock } from '../load/destination.js';
 import { openDestination } from '../load/index.js';
 import type { Logger } from '../log.js';
 import { logClientEvent } from './client-log.js';
 import { type Clock, isoAt, systemClock } from './clock.js';
-import type { RunContext } from './context.js';
+import { jobRow, type RunContext } from './context.js';
 import { runJob } from './job.js';
 import {
   addCredits,
@@ -16,10 +16,12 @@ import {
   inStage,
   type JobOutcome,
   markStage,
+  newOutcome,
   type RunSummary,
   runStatus,
 } from './outcome.js';
 import type { Progress } from './progress.js';
+import { findResumable, skippable } from './resume.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
 import { syncViews } from './views.js';
 
@@ -51,13 +53,15 @@ export function destinationOf(spec: PipelineSpec, env: NodeJS.ProcessEnv) {
 export function openPipelineDestination(
   spec: PipelineSpec,
   env: NodeJS.ProcessEnv,
-  options: { readOnly?: boolean } = {},
+  options: { readOnly?: boolean; signal?: AbortSignal; logger?: Logger } = {},
 ): Promise<Destination> {
   const where = destinationOf(spec, env);
   const busy = Number(env.SLUICE_SQLITE_BUSY_TIMEOUT_MS || Number.NaN);
   return openDestination(where.url, {
     ...(where.schema === undefined ? {} : { schema: where.schema }),
     ...(Number.isInteger(busy) && busy >= 0 ? { busyTimeoutMs: busy } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
     ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
     baseDir: spec.baseDir,
   });
@@ -93,7 +97,12 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
   try {
     destination =
       options.destination ??
-      (await inStage('destination', () => openPipelineDestination(spec, env)));
+      (await inStage('destination', () =>
+        openPipelineDestination(spec, env, {
+          ...(options.signal ? { signal: options.signal } : {}),
+          logger: log,
+        }),
+      ));
     await inStage('destination', () => destination!.ensureState());
     const lock: Lock = await destination
       .lock(`pipeline:${spec.name}`, {
@@ -161,10 +170,27 @@ async function runLocked(
       `run ${dead.run_id} of ${dead.started_at} ended without finishing; marked interrupted`,
     );
   }
-  await state.startRun({ runId: ctx.runId, pipeline: spec.name, startedAt, resumes: null });
+  const resume = ctx.fresh ? undefined : await findResumable(state, spec, clock.now());
+  if (resume) ctx.resume = resume;
+  if (resume) {
+    log.info(
+      `resuming run ${resume.run.run_id} (${resume.run.status} at ${resume.endedAt}, within resume_window): ${
+        resume.done.size > 0
+          ? `jobs it loaded are not downloaded again: ${[...resume.done.keys()].join(', ')}`
+          : 'it loaded no job yet'
+      }`,
+    );
+  }
+  await state.startRun({
+    runId: ctx.runId,
+    pipeline: spec.name,
+    startedAt,
+    resumes: resume?.root ?? null,
+  });
   const summary: RunSummary = {
     pipeline: spec.name,
     run_id: ctx.runId,
+    resumed_from: resume?.run.run_id ?? null,
     status: 'succeeded',
     destination: destination.description,
     started_at: startedAt,
@@ -183,10 +209,12 @@ async function runLocked(
   if (runError === undefined) {
     for (const job of selected) {
       const jobStarted = isoAt(clock);
-      const outcome = await runJob(ctx, job);
+      const loadedBefore = skippable(resume, job);
+      const outcome = loadedBefore ? skipped(job, loadedBefore) : await runJob(ctx, job);
+      if (loadedBefore) log.info({ job: job.name }, outcome.message);
       summary.jobs.push(outcome);
       addCredits(summary.credits, outcome.credits);
-      await state.saveJob(jobRow(ctx, outcome, jobStarted));
+      await state.saveJob(jobRow(ctx, job, outcome, jobStarted));
       if (outcome.status === 'interrupted') break;
     }
   }
@@ -207,19 +235,17 @@ async function runLocked(
   return summary;
 }
 
-function jobRow(ctx: RunContext, outcome: JobOutcome, startedAt: string) {
+/** A job the resumed run loaded: reported, not run. */
+function skipped(job: JobSpec, row: JobRow): JobOutcome {
+  const before = row.summary ? (JSON.parse(row.summary) as Partial<JobOutcome>) : {};
   return {
-    run_id: ctx.runId,
-    pipeline: ctx.spec.name,
-    job: outcome.job,
-    status: outcome.status,
-    stage: outcome.stage,
-    started_at: startedAt,
-    finished_at: isoAt(ctx.clock),
-    download_ids: outcome.download_id,
-    error_code: outcome.error?.code ?? null,
-    error_message: outcome.error?.message ?? null,
-    summary: JSON.stringify(outcome),
+    ...newOutcome(job.name),
+    status: 'skipped',
+    stage: 'finish',
+    download_id: row.download_ids,
+    found: before.found ?? null,
+    tables: before.tables ?? [],
+    message: `loaded by run ${row.run_id} (${row.finished_at ?? row.started_at}), which this run resumes: not downloaded again (--fresh runs it anew)`,
   };
 }
 

@@ -53,6 +53,29 @@ const destinationObject = z.strictObject({
   schema: identifier.optional().describe('PostgreSQL schema, default public'),
 });
 
+/**
+ * A number where one is expected, also from `${VAR}` (whose value is text): `records: ${N}`.
+ * Only whole text numbers are taken; anything else is left for the schema to refuse.
+ */
+const numeric = <T extends z.ZodTypeAny>(schema: T) =>
+  z.preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v), schema);
+
+/** A boolean, also from `${VAR}`: `true` / `false`. */
+const flag = <T extends z.ZodTypeAny>(schema: T) =>
+  z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), schema);
+
+const incremental = z.strictObject({
+  cursor: z.string().min(1).describe("a date field of the job's data type, e.g. dateUpdated"),
+  start: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}/, 'expected a date such as 2026-01-01 or 2026-01-01T00:00:00Z')
+    .optional()
+    .describe("the first run's lower bound (default: everything)"),
+  lookback: duration
+    .default(0)
+    .describe('re-read this much before the cursor, for late writes, e.g. 1d'),
+});
+
 const poll = z.strictObject({
   interval: duration.default(5000).describe('time between status checks, e.g. 5s'),
   max_interval: duration.default(60_000).describe('backoff ceiling between checks'),
@@ -66,31 +89,24 @@ const poll = z.strictObject({
 const job = z.strictObject({
   type: z.enum(DATA_TYPES).describe('data type: properties, businesses, products or people'),
   query: z.string().min(1, 'a query is required, e.g. city:Austin').optional(),
-  records: z
-    .union([z.literal('all'), z.number().int().positive()])
+  records: numeric(z.union([z.literal('all'), z.number().int().positive()]))
     .default('all')
     .describe("number of records to download, or 'all'"),
   view: z.string().optional().describe('a view declared under views:, or a pre-made view'),
   format: z.enum(['csv', 'json']).default('json'),
-  auto_trace: z.boolean().default(false).describe('properties only: attach matched owners'),
+  auto_trace: flag(z.boolean()).default(false).describe('properties only: attach matched owners'),
   address_matching: z.enum(['on', 'off', 'retry']).optional(),
-  require_people_data: z.boolean().optional(),
+  require_people_data: flag(z.boolean()).optional(),
   table: identifier.optional().describe('destination table, default the job name'),
   write: z.enum(['append', 'replace', 'merge']).default('merge'),
   key: z
     .union([identifier, z.array(identifier).min(1)])
     .default('id')
     .describe('merge key column(s)'),
-  max_credits: z
-    .number()
-    .int()
-    .nonnegative()
+  max_credits: numeric(z.number().int().nonnegative())
     .optional()
     .describe('refuse the job if it would spend more'),
-  max_rejects: z
-    .number()
-    .int()
-    .nonnegative()
+  max_rejects: numeric(z.number().int().nonnegative())
     .optional()
     .describe('fail the job past this many rejected rows'),
   nested: z
@@ -103,6 +119,9 @@ const job = z.strictObject({
     .describe(
       'people jobs: look up the owners of the properties loaded by this job (by their people keys) instead of a query',
     ),
+  incremental: incremental
+    .optional()
+    .describe('download only what changed since the last run, by a date cursor (merge jobs)'),
   poll: poll.default({
     interval: 5000,
     max_interval: 60_000,
@@ -119,6 +138,9 @@ export const pipelineSchema = z.strictObject({
     .max(100),
   source,
   destination: z.union([z.string(), destinationObject]).default('sqlite:data/sluice.sqlite'),
+  resume_window: duration
+    .default(6 * 3_600_000)
+    .describe('a run this soon after an interrupted or failed one resumes it (0: never)'),
   views: z
     .record(z.string().min(1), z.strictObject({ fields: z.array(z.string().min(1)).min(1) }))
     .default({}),
@@ -140,6 +162,11 @@ export interface JobSpec extends Omit<RawJob, 'records' | 'key' | 'table' | 'que
   key: string[];
   /** Hash of what decides the download; a later run re-attaches only when it is unchanged. */
   downloadHash: string;
+  /**
+   * Hash of what decides where and how a download's rows land (table, write mode, nesting,
+   * key): a download half loaded under one must not be finished under another.
+   */
+  loadHash: string;
 }
 
 export interface PipelineSpec {
@@ -149,6 +176,8 @@ export interface PipelineSpec {
   name: string;
   source: z.output<typeof source>;
   destination: { url: string; schema?: string };
+  /** A run this soon (ms) after an interrupted or failed one finishes it instead of starting anew. */
+  resumeWindow: number;
   /** What a lenient load noted instead of failing (e.g. credentials not set). */
   warnings: string[];
   views: Record<string, { fields: string[] }>;
@@ -172,11 +201,13 @@ export function knownKeys(path: string[]): string[] {
     destination: Object.keys(destinationObject.shape),
     job: Object.keys(job.shape),
     poll: Object.keys(poll.shape),
+    incremental: Object.keys(incremental.shape),
     view: ['fields'],
   };
   if (path.length === 0) return shapes['']!;
   if (path[0] === 'jobs' && path.length === 2) return shapes.job!;
   if (path[0] === 'jobs' && path[2] === 'poll') return shapes.poll!;
+  if (path[0] === 'jobs' && path[2] === 'incremental') return shapes.incremental!;
   if (path[0] === 'views' && path.length === 2) return shapes.view!;
   return shapes[path[0]!] ?? [];
 }

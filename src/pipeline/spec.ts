@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
-import { closest, resolveField } from '../catalog.js';
+import { closest, FIELDS, resolveField } from '../catalog.js';
 import { PipelineSpecError, QueryError } from '../errors.js';
 import { checkQuery } from '../query/index.js';
 import {
@@ -223,6 +223,60 @@ function resolve(
         );
       }
     });
+    const keys = Array.isArray(j.key) ? j.key : [j.key];
+    // The merge key must come with the data, or every row is rejected after the credits are
+    // spent: checked against the view's fields, or the data type's.
+    if (j.write === 'merge' && j.people_keys_from === undefined) {
+      const top =
+        declared && new Set(declared.fields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
+      for (const key of keys) {
+        if (top && !top.has(key)) {
+          fail(
+            `merge key '${key}' is not a field of view '${j.view}' (${declared!.fields.join(', ')}): add it to the view, or choose another key`,
+            at('key'),
+          );
+        } else if (!top && !Object.hasOwn(FIELDS[j.type], key)) {
+          const guess = closest(key, Object.keys(FIELDS[j.type]));
+          fail(
+            `merge key '${key}' is not a field of ${j.type}${guess ? `; did you mean '${guess}'?` : ''}`,
+            at('key'),
+          );
+        }
+      }
+    }
+    if (j.incremental !== undefined) {
+      const { cursor } = j.incremental;
+      if (j.write !== 'merge') {
+        fail(
+          j.write === 'replace'
+            ? 'incremental needs write: merge: a replace keeps only what one download holds, and an incremental download holds only what changed since the last run'
+            : 'incremental needs write: merge: the lookback re-reads records, which append would load twice',
+          at('incremental'),
+        );
+      }
+      if (j.people_keys_from !== undefined) {
+        fail(
+          'an owner lookup follows its properties job: make that job incremental',
+          at('incremental'),
+        );
+      }
+      const def = Object.hasOwn(FIELDS[j.type], cursor) ? FIELDS[j.type][cursor] : undefined;
+      if (def?.kind !== 'date') {
+        const dates = Object.entries(FIELDS[j.type])
+          .filter(([, d]) => d.kind === 'date')
+          .map(([n]) => n);
+        fail(
+          `cursor '${cursor}' is not a date field of ${j.type}; use one of ${dates.join(', ')}`,
+          at('incremental', 'cursor'),
+        );
+      }
+      if (declared && !declared.fields.some((f) => f.replace(/:\*$/, '') === cursor)) {
+        fail(
+          `cursor '${cursor}' is not in view '${j.view}': add it to the view's fields, or the run cannot know how far it got`,
+          at('incremental', 'cursor'),
+        );
+      }
+    }
     const table = j.table ?? (j.people_keys_from ? (j.people_table ?? 'people') : name);
     const other = tables.get(table);
     if (other) fail(`table '${table}' is already written by job '${other}'`, at('table'));
@@ -250,6 +304,13 @@ function resolve(
       table,
       key: j.people_keys_from ? ['people_key'] : Array.isArray(j.key) ? j.key : [j.key],
       downloadHash,
+      loadHash: hash({
+        table,
+        write: j.write,
+        nested: j.nested,
+        key: keys,
+        people_table: j.people_table ?? null,
+      }),
     };
   });
   return {
@@ -260,6 +321,7 @@ function resolve(
     destination,
     views: raw.views,
     jobs,
+    resumeWindow: raw.resume_window,
     warnings: options.warnings,
   };
 }

@@ -4,6 +4,7 @@ import type { FileTransaction, WriteTarget } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import type { JobTables, RelatedTable } from '../records/tables.js';
 import type { ParsedRow, RecordBatch, RejectedLine, Row } from '../records/types.js';
+import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
 import { type JobOutcome, markStage } from './outcome.js';
@@ -66,6 +67,7 @@ export async function writeFile(
   const merging = main.mode === 'merge';
   let rows = 0;
   let bytes = 0;
+  let written = 0;
   const kept: RejectedLine[] = [];
   // A file loaded again (after a rollback) must not keep the rejects of its earlier try.
   await tx.clearRejects(downloadId, file.name);
@@ -115,6 +117,7 @@ export async function writeFile(
       );
     }
     ctx.progress.update(outcome.loaded + outcome.rejected + rows + kept.length);
+    if (++written === 1) await checkpoint(ctx, 'file-batch', job.name, file.index);
   }
   await tx.recordFile({
     download_id: downloadId,

@@ -9,11 +9,42 @@ const SPACE = /\s/;
 const MAX_DEPTH = 100;
 
 /**
+ * The longest query parsed, in characters. Real queries run to a few hundred, a long list of ids
+ * to some thousands; parsing and checking one of this length still takes well under a second,
+ * while one of megabytes took seconds and could exhaust memory building its values and tree.
+ */
+export const MAX_QUERY_LENGTH = 100_000;
+
+/** The start of a query too long to show whole, in its excerpt. */
+const TOO_LONG_HEAD = 60;
+/** The most of the query a message quotes. */
+const CLIP = 40;
+
+/**
  * Parses a query in the service's Lucene-like syntax. Throws QueryError (SLUICE_QUERY_SYNTAX)
- * whose start/end cover the offending text.
+ * whose start/end cover the offending text, or SLUICE_QUERY_TOO_LONG before reading any of a
+ * query longer than MAX_QUERY_LENGTH.
  */
 export function parseQuery(query: string): QueryNode {
+  if (query.length > MAX_QUERY_LENGTH) throw tooLong(query);
   return new QueryParser(query).parse();
+}
+
+/**
+ * The error's query is the start of the query only, with a caret past it: the excerpt of the
+ * whole one would print it twice over, megabytes on a terminal. Whitespace becomes spaces so the
+ * caret stays under the end.
+ */
+function tooLong(query: string): QueryError {
+  const count = (n: number) => n.toLocaleString('en-US');
+  const head = `${query.slice(0, TOO_LONG_HEAD).replace(/\s/g, ' ')}...`;
+  return new QueryError(
+    `query is ${count(query.length)} characters long; the limit is ${count(MAX_QUERY_LENGTH)}: split it into several queries`,
+    head,
+    head.length - 3,
+    head.length,
+    'SLUICE_QUERY_TOO_LONG',
+  );
 }
 
 /** The token in front of a term, so errors can name what the missing term should follow. */
@@ -169,13 +200,13 @@ class QueryParser {
     }
     if (word.start === word.end) this.#fail("expected a field name before ':'", colon, colon + 1);
     if (word.escaped || !FIELD_NAME.test(word.text)) {
-      this.#fail(`'${word.text}' is not a valid field name`, word.start, word.end);
+      this.#fail(`'${clip(word.text)}' is not a valid field name`, word.start, word.end);
     }
     this.#pos = colon + 1;
     const field = { field: word.text, fieldSpan: { start: word.start, end: word.end } };
     const next = this.#peek();
     if (next === undefined || SPACE.test(next) || next === ')') {
-      this.#fail(`expected a value after '${word.text}:'`, start, colon + 1);
+      this.#fail(`expected a value after '${clip(word.text)}:'`, start, colon + 1);
     }
     if (next === '(') return this.#parseGroup(field, start);
     return this.#parseValue(field, start);
@@ -218,7 +249,7 @@ class QueryParser {
     if (this.#atRangeClose()) this.#fail("range needs 'TO'", this.#pos, this.#pos + 1);
     const to = this.#peek() === '"' ? this.#tokenAt(this.#pos) : this.#readWord('bound');
     if (to.text !== 'TO' || ('escaped' in to && to.escaped)) {
-      this.#fail(`range needs 'TO', found '${to.text}'`, to.start, to.end);
+      this.#fail(`range needs 'TO', found '${clip(to.text)}'`, to.start, to.end);
     }
 
     this.#skipSpace();
@@ -231,7 +262,7 @@ class QueryParser {
     if (!this.#atRangeClose()) {
       const found = this.#tokenAt(this.#pos);
       this.#fail(
-        `expected ']' or '}' to close '${opener}' opened at ${open}, found '${found.text}'`,
+        `expected ']' or '}' to close '${opener}' opened at ${open}, found '${clip(found.text)}'`,
         found.start,
         found.end,
       );
@@ -416,7 +447,7 @@ class QueryParser {
   #expectTermEnd(after: string): void {
     if (this.#isTermEnd(this.#pos)) return;
     const found = this.#tokenAt(this.#pos);
-    this.#fail(`unexpected '${found.text}' after ${after}`, found.start, found.end);
+    this.#fail(`unexpected '${clip(found.text)}' after ${after}`, found.start, found.end);
   }
 
   #atRangeClose(): boolean {
@@ -451,6 +482,11 @@ class QueryParser {
   #fail(message: string, start: number, end: number): never {
     throw new QueryError(message, this.#q, start, end, 'SLUICE_QUERY_SYNTAX');
   }
+}
+
+/** Query text quoted in a message: a long run of it would bury the message (the span has it). */
+function clip(text: string): string {
+  return text.length > CLIP ? `${text.slice(0, CLIP - 3)}...` : text;
 }
 
 function term(

@@ -150,7 +150,7 @@ export async function* csvBatches(
         }
       }
       const raw = text.slice(start, end);
-      const failure = parseOne(raw, line);
+      const failure = parseOne(raw, line, !final && end === text.length);
       const newline = raw.indexOf('\n');
       if (failure !== undefined && newline >= 0 && newline < raw.length - 1) {
         reject(line, raw.slice(0, newline + 1), failure);
@@ -166,13 +166,16 @@ export async function* csvBatches(
     return start;
   };
 
-  /** Parses one record's text; undefined when it was taken, else why it could not be. */
-  const parseOne = (raw: string, line: number): string | undefined => {
+  /**
+   * Parses one record's text; undefined when it was taken, else why it could not be. `cut`: the
+   * text stops where this piece of the file does, not where the file does.
+   */
+  const parseOne = (raw: string, line: number, cut: boolean): string | undefined => {
     let records: string[][];
     try {
       records = parse(raw, CSV_OPTIONS) as string[][];
     } catch (error) {
-      return csvReason(error, line);
+      return csvReason(error, raw, line, cut);
     }
     if (records.length === 0) return undefined;
     if (records.length > 1) return 'more than one record where one was expected';
@@ -313,10 +316,58 @@ function newlines(text: string): number {
   return n;
 }
 
-/** What csv-parse said, with the line in the file rather than in the piece it was given. */
-function csvReason(error: unknown, line: number): string {
+/**
+ * What csv-parse said about `raw`, the text of a record starting at line `line` of the file, with
+ * the lines it names as lines of the file. Its own count starts at 1 in the text it was given and
+ * is not the file's: it ends a line at every CR and every LF, except the LF of a CRLF that ends a
+ * record, while the file's lines end at LF only. So a CRLF inside a quoted cell counts twice, a
+ * CR in a cell once: the line is found again by counting both ways over `raw`.
+ */
+function csvReason(error: unknown, raw: string, line: number, cut: boolean): string {
   const message = error instanceof Error ? error.message : String(error);
-  return message.replace(/\bat line (\d+)/g, (_, n: string) => `at line ${line + Number(n) - 1}`);
+  const inFile = (n: string) => fileLine(raw, line, Number(n));
+  // Cut: csv-parse stopped at the end of the text gathered to look for the closing quote, not
+  // at the end of the file, as its message would have it.
+  const open =
+    cut && (error as { code?: unknown }).code === 'CSV_QUOTE_NOT_CLOSED'
+      ? /\bat line (\d+)/.exec(message)?.[1]
+      : undefined;
+  if (open !== undefined) {
+    return `Quote Not Closed: still open at line ${inFile(open)}, ${raw.length.toLocaleString('en-US')} characters further on`;
+  }
+  return message.replace(
+    /\b(at|on) line (\d+)/g,
+    (_, word: string, n: string) => `${word} line ${inFile(n)}`,
+  );
+}
+
+const QUOTE = 0x22;
+const CR = 0x0d;
+const LF = 0x0a;
+
+/**
+ * The file line of csv-parse's line `n` of `raw` (see csvReason). Quotes are followed as the
+ * record splitter follows them: up to the error csv-parse reports, it agrees with that.
+ */
+function fileLine(raw: string, firstLine: number, n: number): number {
+  let counted = 1;
+  let line = firstLine;
+  let inQuotes = false;
+  for (let i = 0; i < raw.length && counted < n; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === QUOTE) inQuotes = !inQuotes;
+    else if (c === LF) {
+      counted++;
+      line++;
+    } else if (c === CR) {
+      counted++;
+      if (!inQuotes && raw.charCodeAt(i + 1) === LF) {
+        i++;
+        line++;
+      }
+    }
+  }
+  return line;
 }
 
 /** Just past the first newline outside quotes from `from`, or -1 if there is none. */

@@ -407,6 +407,8 @@ for (const h of harnesses) {
           error_code: null,
           error_message: null,
           summary: null,
+          spec_hash: null,
+          load_hash: null,
         });
         assert.equal((await dest.state.jobsOfRuns(['r0'])).length, 1, 'new tables are made');
         await dest.ensureState();

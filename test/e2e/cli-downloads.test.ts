@@ -1,5 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
@@ -278,5 +280,106 @@ describe('downloads', () => {
     const r = await sluice('downloads', 'fetch', completed);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--out DIR/);
+  });
+});
+
+/**
+ * Result URLs are pre-signed storage URLs, and the last segment of their path is all that names
+ * a file: two files of one download can end in the same name. The emulator never does that, so
+ * a small server here answers the v4 login and `GET /downloads/{id}` and serves the files.
+ */
+describe('downloads fetch: result files that end in the same name', () => {
+  // The URL paths of the download's results, in order, and the name each is saved under.
+  const results: [string, string][] = [
+    ['/store/a/part.csv?X-Signature=1', 'part.csv'],
+    ['/store/b/part.csv?X-Signature=2', 'part-2.csv'],
+    ['/store/a/part.csv?X-Signature=3', 'part-3.csv'],
+    // The same name to a file system that ignores case (macOS, Windows).
+    ['/store/c/PART.csv', 'PART-4.csv'],
+    // Its own name, which a renamed copy of part.csv must not take from it.
+    ['/store/d/part-1.csv', 'part-1.csv'],
+    // What part.csv is written to while it downloads.
+    ['/store/e/part.csv.part', 'part.csv-1.part'],
+    // A directory smuggled into the name stays out of the path.
+    ['/store/f/..%2F..%2Fpart.csv', 'part-5.csv'],
+  ];
+  const bodyOf = (n: number) => `id,n\nr${n},${n}\n${'x'.repeat(100 * n)}\n`;
+  let server: Server;
+  let env: NodeJS.ProcessEnv;
+
+  before(async () => {
+    server = createServer((req, res) => {
+      const send = (status: number, body: string, type = 'application/json') => {
+        res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+      };
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      if (req.method === 'POST' && req.url === '/v4/auth') return send(200, '{"token":"t1"}');
+      if (req.url === '/v4/downloads/d1' && req.headers.authorization === 'Bearer t1') {
+        const body = {
+          id: 'd1',
+          status: 'completed',
+          num_records: results.length,
+          results: results.map(([path]) => ({ url: base + path })),
+        };
+        return send(200, JSON.stringify(body));
+      }
+      const n = results.findIndex(([path]) => path === req.url);
+      if (n >= 0) return send(200, bodyOf(n), 'text/csv');
+      send(404, '{"error":"not found"}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    env = {
+      PATH: process.env.PATH,
+      SLUICE_API_URL: `http://127.0.0.1:${port}/v4`,
+      SLUICE_EMAIL: 'ann@example.com',
+      SLUICE_PASSWORD: 'secret',
+    };
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  test('fetch saves files that share a base name under names of their own instead of overwriting', async () => {
+    const root = tempDir();
+    const dir = join(root, 'out');
+    const r = await runCli(['downloads', 'fetch', 'd1', '--out', dir, '--json'], env);
+    assert.equal(r.code, 0, r.stderr);
+    const doc = JSON.parse(r.stdout) as {
+      files: { index: number; name: string; path: string; bytes: number }[];
+      bytes: number;
+    };
+    assert.deepEqual(
+      doc.files.map((f) => [f.index, f.name, f.path]),
+      results.map(([, name], n) => [n, name, join(dir, name)]),
+    );
+    assert.deepEqual(readdirSync(dir).sort(), results.map(([, name]) => name).sort());
+    assert.deepEqual(readdirSync(root), ['out'], 'nothing written outside --out');
+    for (const [n, f] of doc.files.entries()) {
+      assert.equal(readFileSync(f.path, 'utf8'), bodyOf(n), `${f.name} holds file ${n}`);
+      assert.equal(f.bytes, Buffer.byteLength(bodyOf(n)));
+    }
+
+    // The same names every time, so a file already there is found before anything is fetched.
+    const again = tempDir();
+    writeFileSync(join(again, 'part-3.csv'), 'keep me');
+    const refused = await runCli(['downloads', 'fetch', 'd1', '--out', again], env);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /1 file already exists: .*part-3\.csv; add --force to overwrite/);
+    assert.deepEqual(readdirSync(again), ['part-3.csv']);
+    assert.equal(readFileSync(join(again, 'part-3.csv'), 'utf8'), 'keep me');
+
+    const forced = await runCli(['downloads', 'fetch', 'd1', '--out', again, '--force'], env);
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.match(forced.stdout, /^Saved 7 files \([\d,]+ bytes, 7 records\) of download d1 to /);
+    assert.match(
+      forced.stdout,
+      /\n5 files named like another saved under a new name: part\.csv \(file 2\) as part-2\.csv, /,
+    );
+    assert.match(forced.stderr, /\[3\/7\] part-3\.csv {2}[\d,]+ bytes, done/);
+    for (const [n, [, name]] of results.entries())
+      assert.equal(readFileSync(join(again, name), 'utf8'), bodyOf(n), name);
   });
 });

@@ -49,17 +49,19 @@ function shellWords(line: string): string[] {
 }
 
 export function normalise(text: string): string {
-  return text
-    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>')
-    .replace(/(?<![0-9a-f])[0-9a-f]{24}(?![0-9a-f])/g, '<id>')
-    .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z/g, '<time>')
-    .replace(/\[\d{2}:\d{2}:\d{2}\]/g, '[<clock>]')
-    .replace(/\b\d+(\.\d+)?s\b/g, '<s>s')
-    // seconds in tables, which change from run to run
-    .replace(/\b\d+\.\d{1,2}\b/g, '<n>')
-    .replace(/[ \t]+/g, ' ')
-    .replace(/ +$/gm, '')
-    .trim();
+  return (
+    text
+      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>')
+      .replace(/(?<![0-9a-f])[0-9a-f]{24}(?![0-9a-f])/g, '<id>')
+      .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z/g, '<time>')
+      .replace(/\[\d{2}:\d{2}:\d{2}\]/g, '[<clock>]')
+      .replace(/\b\d+(\.\d+)?s\b/g, '<s>s')
+      // seconds in tables, which change from run to run
+      .replace(/\b\d+\.\d{1,2}\b/g, '<n>')
+      .replace(/[ \t]+/g, ' ')
+      .replace(/ +$/gm, '')
+      .trim()
+  );
 }
 
 export async function runReadmeExamples(): Promise<ExampleResult> {

@@ -1,6 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import { access, mkdir, rename, rm } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { basename, extname, join, resolve } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -151,14 +151,16 @@ export interface FetchDocument {
   state: DownloadInfo['state'];
   numRecords: number;
   dir: string;
-  files: { name: string; path: string; bytes: number }[];
+  /** `index` is the file's position in the download: `name` may not be the service's name. */
+  files: { index: number; name: string; path: string; bytes: number }[];
   bytes: number;
 }
 
 /**
- * `sluice downloads fetch`: saves every result file into a directory under its own name. Each
- * file is streamed to `<name>.part` and renamed when complete, so a file with the final name is
- * always whole; existing files are left alone unless --force.
+ * `sluice downloads fetch`: saves every result file into a directory under its own name (see
+ * `localNames` for files whose names meet). Each file is streamed to `<name>.part` and renamed
+ * when complete, so a file with the final name is always whole; existing files are left alone
+ * unless --force.
  */
 export async function downloadsFetchCommand(
   client: ServiceClient,
@@ -191,7 +193,8 @@ export async function downloadsFetchCommand(
   }
 
   const dir = resolve(args.out);
-  const targets = info.files.map((file) => ({ file, path: join(dir, safeName(file)) }));
+  const names = localNames(info.files);
+  const targets = info.files.map((file, n) => ({ file, path: join(dir, names[n]!) }));
   if (!args.force) {
     const existing = [];
     for (const t of targets) if (await exists(t.path)) existing.push(t.path);
@@ -207,7 +210,7 @@ export async function downloadsFetchCommand(
   for (const [n, { file, path }] of targets.entries()) {
     const label = `[${n + 1}/${targets.length}] ${basename(path)}`;
     const bytes = await saveFile(client, info.id, file, path, { signal, progress, label });
-    saved.push({ name: basename(path), path, bytes });
+    saved.push({ index: file.index, name: basename(path), path, bytes });
   }
   const doc: FetchDocument = {
     id: info.id,
@@ -225,6 +228,13 @@ export async function downloadsFetchCommand(
       io.stdout,
       `Saved ${plural(saved.length, 'file')} (${num(doc.bytes)} bytes, ${plural(info.numRecords, 'record')}) of download ${info.id} to ${dir}`,
     );
+    const renamed = targets.filter(({ file, path }) => basename(path) !== safeName(file));
+    if (renamed.length > 0) {
+      writeLine(
+        io.stdout,
+        `${plural(renamed.length, 'file')} named like another saved under a new name: ${renamed.map(({ file, path }) => `${safeName(file)} (file ${file.index + 1}) as ${basename(path)}`).join(', ')}`,
+      );
+    }
   }
   return doc;
 }
@@ -269,6 +279,46 @@ async function saveFile(
 function safeName(file: ResultFileRef): string {
   const name = basename(file.name || `file_${file.index}`);
   return name === '' || name === '.' || name === '..' ? `file_${file.index}` : name;
+}
+
+/**
+ * A name for each result file, unique within the download. Two URLs can end in the same name
+ * (other folders, other query strings), and saving both under it would keep only the last. Each
+ * file keeps its own name when no earlier file has it; the others get `-1`, `-2`, ... before the
+ * extension, in file order, so the same download is saved under the same names every time.
+ * Names are compared regardless of case, as macOS and Windows file systems compare them, and no
+ * name is another's `.part` file, which would be written over while that one downloads.
+ */
+function localNames(files: readonly ResultFileRef[]): string[] {
+  const taken = new Set<string>();
+  const key = (name: string) => name.normalize('NFC').toLowerCase();
+  const free = (name: string) => !taken.has(key(name)) && !taken.has(key(`${name}.part`));
+  const take = (name: string) => {
+    taken.add(key(name));
+    taken.add(key(`${name}.part`));
+    return name;
+  };
+  // Own names first, so a later file's own name is not given to an earlier duplicate.
+  const own = files.map((file) => {
+    const name = safeName(file);
+    return free(name) ? take(name) : undefined;
+  });
+  return own.map((name, n) => {
+    if (name !== undefined) return name;
+    const [stem, extension] = splitExtension(safeName(files[n]!));
+    for (let k = 1; ; k++) {
+      const candidate = `${stem}-${k}${extension}`;
+      if (free(candidate)) return take(candidate);
+    }
+  });
+}
+
+/** `x.csv.gz` as `x` and `.csv.gz`: a renamed copy is `x-1.csv.gz`, not `x.csv-1.gz`. */
+function splitExtension(name: string): [string, string] {
+  const extension = /(?:\.[^.]+)?\.(?:gz|bz2|xz|zst)$/i.exec(name)?.[0] ?? extname(name);
+  return extension.length > 0 && extension.length < name.length
+    ? [name.slice(0, -extension.length), extension]
+    : [name, ''];
 }
 
 async function exists(path: string): Promise<boolean> {

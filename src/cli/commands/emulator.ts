@@ -1,9 +1,10 @@
 import type { Argv } from 'yargs';
 // The emulator (Fastify and the data generator) loads only when this command runs.
 import type { RunningEmulator } from '../../emulator/index.js';
-import { DEFAULT_OPTIONS, type EmulatorOptions } from '../../emulator/options.js';
+import { DEFAULT_OPTIONS, type EmulatorOptions, parseChurn } from '../../emulator/options.js';
 import { UsageError } from '../../errors.js';
-import { type Io, writeLine } from '../output.js';
+import type { CliContext } from '../context.js';
+import { writeJson, writeLine } from '../output.js';
 
 export interface EmulatorArgs {
   host: string;
@@ -20,9 +21,11 @@ export interface EmulatorArgs {
   'file-records': number;
   rate: number;
   'queue-ms': number;
+  churn: string;
   credits?: number;
   gzip: boolean;
   quiet: boolean;
+  json?: boolean;
 }
 
 export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
@@ -79,6 +82,12 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
       default: d.queueMs,
       describe: 'Time a download stays queued, ms',
     })
+    .option('churn', {
+      type: 'string',
+      default: `${d.churn * 100}%/day`,
+      describe:
+        'How fast the data changes with emulator time: the share of records updated per day, and of new records added (0.2%/day, 0.002, 0 for none)',
+    })
     .option('credits', {
       type: 'number',
       describe: 'Credits allotted to each data type (default 1,000,000)',
@@ -95,7 +104,10 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
     }) as unknown as Argv<EmulatorArgs>;
 }
 
-export function toEmulatorOptions(args: EmulatorArgs, io: Io): Partial<EmulatorOptions> {
+export function toEmulatorOptions(
+  args: EmulatorArgs,
+  log: (line: string) => void,
+): Partial<EmulatorOptions> {
   const options: Partial<EmulatorOptions> = {
     host: args.host,
     port: args.port,
@@ -111,22 +123,29 @@ export function toEmulatorOptions(args: EmulatorArgs, io: Io): Partial<EmulatorO
     fileRecords: args['file-records'],
     rate: args.rate,
     queueMs: args['queue-ms'],
+    churn: parseChurn(args.churn),
     gzipFiles: args.gzip,
   };
   if (args.credits !== undefined) {
     const n = args.credits;
     options.credits = { business: n, people: n, product: n, property: n };
   }
-  if (!args.quiet) options.log = (line) => writeLine(io.stderr, line);
+  if (!args.quiet) options.log = log;
   return options;
 }
 
 /** `sluice emulator`: runs until interrupted. */
-export async function runEmulator(args: EmulatorArgs, io: Io, signal: AbortSignal): Promise<void> {
+export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<void> {
+  const { io, signal } = ctx;
   let emulator: RunningEmulator;
+  // Its request log: lines for people, or JSON lines with the rest of the log.
+  const log =
+    ctx.logFormat === 'json'
+      ? (line: string) => ctx.logger.info({ emulator: true }, line)
+      : (line: string) => writeLine(io.stderr, line);
   try {
     const { startEmulator } = await import('../../emulator/index.js');
-    emulator = await startEmulator(toEmulatorOptions(args, io));
+    emulator = await startEmulator(toEmulatorOptions(args, log));
   } catch (error) {
     if (error instanceof RangeError) throw new UsageError(error.message);
     const code = (error as NodeJS.ErrnoException).code;
@@ -139,6 +158,35 @@ export async function runEmulator(args: EmulatorArgs, io: Io, signal: AbortSigna
     .map((t) => `${context.engine.dataset.count(t).toLocaleString('en-US')} ${t}`)
     .join(', ');
   const out = io.stdout;
+  const wait = () =>
+    new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+  if (args.json) {
+    // One document, as soon as it listens: where it is and how to log in.
+    writeJson(out, {
+      url: emulator.url,
+      v4_url: emulator.v4Url,
+      v3_url: emulator.v3Url,
+      control_url: `${emulator.url}/_emulator/`,
+      email: options.email,
+      password: options.password,
+      token: options.token,
+      seed: options.seed,
+      wire: options.wire,
+      churn_per_day: options.churn,
+      data: Object.fromEntries(
+        (['properties', 'businesses', 'products', 'people'] as const).map((t) => [
+          t,
+          context.engine.dataset.count(t),
+        ]),
+      ),
+    });
+    await wait();
+    await emulator.close();
+    return;
+  }
   writeLine(
     out,
     `sluice emulator listening on ${emulator.url} (wire: ${options.wire}, seed ${options.seed})`,
@@ -150,9 +198,15 @@ export async function runEmulator(args: EmulatorArgs, io: Io, signal: AbortSigna
   writeLine(out, `  v3       ${emulator.v3Url}   API token ${options.token}`);
   writeLine(
     out,
-    `  control  ${emulator.url}/_emulator/   (reset, credits, clock, expire-files, faults, requests, outbox)`,
+    `  control  ${emulator.url}/_emulator/   (reset, credits, clock, records, expire-files, faults, requests, outbox)`,
   );
   writeLine(out, `  data     ${counts}`);
+  if (options.churn > 0) {
+    writeLine(
+      out,
+      `  churn    ${+(options.churn * 100).toPrecision(6)}% of records updated a day, as many added`,
+    );
+  }
   if (options.faults) writeLine(out, `  faults   ${options.faults}`);
   writeLine(out);
   writeLine(out, 'Try it:');
@@ -162,9 +216,6 @@ export async function runEmulator(args: EmulatorArgs, io: Io, signal: AbortSigna
   );
   writeLine(out, "  sluice count properties 'city:Austin AND province:TX'");
   writeLine(out, 'Stop with Ctrl-C.');
-  await new Promise<void>((resolve) => {
-    if (signal.aborted) resolve();
-    signal.addEventListener('abort', () => resolve(), { once: true });
-  });
+  await wait();
   await emulator.close();
 }

@@ -1,4 +1,5 @@
 import { openPipelineDestination, type PipelineSpec } from '../../pipeline/index.js';
+import { findResumable, skippable } from '../../pipeline/resume.js';
 import type { CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { creditsText } from '../format.js';
@@ -44,6 +45,14 @@ async function status(
       return EXIT.ok;
     }
     const recent = await destination.state.recent(spec.name, args.limit ?? 10);
+    const resumable = await findResumable(destination.state, spec, Date.now());
+    const resume = resumable && {
+      run_id: resumable.run.run_id,
+      status: resumable.run.status,
+      ended_at: resumable.endedAt,
+      until: new Date(Date.parse(resumable.endedAt) + spec.resumeWindow).toISOString(),
+      skip: spec.jobs.filter((j) => skippable(resumable, j)).map((j) => j.name),
+    };
     const paid = creditsPaid(
       await destination.state.attemptsOfRuns(recent.runs.map((r) => r.run_id)),
     );
@@ -52,6 +61,7 @@ async function status(
         pipeline: spec.name,
         destination: destination.description,
         state: 'found',
+        resume: resume ?? null,
         runs: recent.runs.map(({ summary, credits: _credits, ...run }) => ({
           ...run,
           credits_paid: paid.get(run.run_id) ?? {},
@@ -66,6 +76,12 @@ async function status(
       return EXIT.ok;
     }
     writeLine(io.stdout, `Pipeline '${spec.name}' in ${destination.description}`);
+    if (resume) {
+      writeLine(
+        io.stdout,
+        `A run before ${resume.until} resumes run ${resume.run_id} (${resume.status}): ${resume.skip.length > 0 ? `it skips ${resume.skip.join(', ')}, already loaded` : 'no job of it was loaded'}; --fresh runs every job anew.`,
+      );
+    }
     writeLine(io.stdout);
     writeLine(io.stdout, 'Recent runs');
     writeLine(

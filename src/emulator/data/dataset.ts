@@ -23,9 +23,19 @@ const OWNING_PEOPLE = 0.4;
 const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const EPOCH_2015 = 1_420_070_400;
 const SPAN_10Y = 10 * 365 * 86_400;
+/**
+ * The latest dateUpdated of a record as generated (2025-10-25): before any emulator starts, so
+ * every change the emulator's clock brings (see world.ts) is newer than all of them.
+ */
+const UPDATED_MAX = EPOCH_2015 + SPAN_10Y + 86_400 * 300;
+/**
+ * Owners who are not people of the data set take the people indices just past it (ownerOf), so
+ * records that appear later start this far past the base range, where no index is taken.
+ */
+const NEW_INDEX_GAP = 1_000_000;
 
 /** 32-bit integer hash (murmur3 finalizer) of a few numbers. */
-function mix(a: number, b: number, c = 0): number {
+export function mix(a: number, b: number, c = 0): number {
   let h = Math.imul(a ^ 0x85ebca6b, 0xcc9e2d51) ^ Math.imul(b + 0x6b43a9b5, 0x1b873593) ^ Math.imul(c + 0x3c6ef372, 0x27d4eb2f);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
@@ -38,7 +48,7 @@ function mix(a: number, b: number, c = 0): number {
  * A small, fast PRNG (mulberry32) seeded per record, so every record can be built on its own,
  * in any order, and is the same for the same seed.
  */
-class Rng {
+export class Rng {
   #state: number;
   constructor(seed: number) {
     this.#state = seed >>> 0;
@@ -73,7 +83,7 @@ class Rng {
   }
 }
 
-function iso(seconds: number): string {
+export function iso(seconds: number): string {
   return `${new Date(seconds * 1000).toISOString().slice(0, 19)}Z`;
 }
 
@@ -115,12 +125,19 @@ export class Dataset {
     this.#keyMask = mix(this.seed, 0x5eed);
   }
 
+  /** Records of the base range, the records the emulator starts with. */
   count(type: DataType): number {
     return this.#counts[type];
   }
 
+  /** The first index of the records that appear later; the world decides when each does. */
+  firstNewIndex(type: DataType): number {
+    return this.#counts[type] + NEW_INDEX_GAP;
+  }
+
   record(type: DataType, index: number): Json {
-    if (!Number.isInteger(index) || index < 0 || index >= this.#counts[type]) {
+    const later = index >= this.firstNewIndex(type) && index <= 0xffffffff;
+    if (!Number.isInteger(index) || index < 0 || (index >= this.#counts[type] && !later)) {
       throw new RangeError(`no ${type} record ${index}`);
     }
     const rng = new Rng(mix(this.seed, TYPE_SALT[type], index));
@@ -169,30 +186,12 @@ export class Dataset {
     };
   }
 
-  /** Property `index` with its owner's people record merged into the owner entry, or undefined. */
-  autotrace(propertyIndex: number): Json | undefined {
-    const owner = this.ownerOf(propertyIndex);
-    if (owner?.personIndex === undefined) return undefined;
-    const property = this.record('properties', propertyIndex);
-    const person = this.record('people', owner.personIndex);
-    const people = property.people as Json[];
-    const entry = people.find((p) => p.title === 'owner');
-    if (!entry) return undefined;
-    entry.firstName = person.firstName;
-    entry.lastName = person.lastName;
-    if (person.emails) entry.emails = person.emails;
-    if (person.phoneNumbers) entry.phoneNumbers = person.phoneNumbers;
-    entry.keys = person.keys;
-    entry.people_keys = [owner.peopleKey];
-    return property;
-  }
-
   #names(personIndex: number): { first: string; last: string } {
     const h = mix(this.seed, 0x4a3e, personIndex);
     return { first: P.FIRST_NAMES[h % P.FIRST_NAMES.length]!, last: P.LAST_NAMES[(h >>> 12) % P.LAST_NAMES.length]! };
   }
 
-  #id(type: DataType, index: number): string {
+  id(type: DataType, index: number): string {
     let out = '';
     for (let w = 0; w < 4; w++) {
       let h = mix(this.seed ^ TYPE_SALT[type], index, w);
@@ -228,7 +227,7 @@ export class Dataset {
   }
 
   #property(index: number, rng: Rng): Json {
-    const id = this.#id('properties', index);
+    const id = this.id('properties', index);
     const { city, lat, lon, postalCode, address } = this.#place(rng);
     const r: Json = { id, address, city: city.city, province: city.province, postalCode, country: 'US' };
     if (rng.chance(0.9)) {
@@ -240,7 +239,7 @@ export class Dataset {
     r.geoLocation = `POINT (${lon} ${lat})`;
     const added = rng.time();
     r.dateAdded = iso(added);
-    r.dateUpdated = iso(Math.min(added + rng.int(0, 3 * 365 * 86_400), EPOCH_2015 + SPAN_10Y + 86_400 * 300));
+    r.dateUpdated = iso(Math.min(added + rng.int(0, 3 * 365 * 86_400), UPDATED_MAX));
     const type = rng.pick(P.PROPERTY_TYPES);
     r.propertyType = type;
     const owner = this.ownerOf(index);
@@ -295,7 +294,7 @@ export class Dataset {
         const { first, last } = this.#names(agentIndex);
         const broker: Json = { agent: `${first} ${last}`, company: rng.pick(P.BROKER_COMPANIES) };
         if (rng.chance(0.7)) broker.emails = [`${first}.${last}@realty.example`.toLowerCase().replaceAll("'", '')];
-        if (rng.chance(0.8)) broker.phones = [this.#phone(rng)];
+        if (rng.chance(0.8)) broker.phones = [phone(rng)];
         if (rng.chance(0.6)) broker.licenseNumber = `${city.province}${rng.int(100000, 999999)}`;
         broker.dateSeen = iso(rng.time());
         if (rng.chance(0.5)) broker.people_key = this.peopleKey(agentIndex);
@@ -367,7 +366,7 @@ export class Dataset {
   }
 
   #business(index: number, rng: Rng): Json {
-    const id = this.#id('businesses', index);
+    const id = this.id('businesses', index);
     const { city, lat, lon, postalCode, address } = this.#place(rng);
     const kind = rng.pick(P.BUSINESS_KINDS);
     const name = `${rng.pick(P.BUSINESS_WORDS)} ${kind.noun}`;
@@ -377,7 +376,7 @@ export class Dataset {
     r.geoLocation = `POINT (${lon} ${lat})`;
     r.categories = [kind.category, ...(rng.chance(0.5) ? ['Local Business'] : [])];
     r.primaryCategories = kind.category;
-    if (rng.chance(0.85)) r.phones = [this.#phone(rng)];
+    if (rng.chance(0.85)) r.phones = [phone(rng)];
     const domain = `${name.toLowerCase().replace(/[^a-z]+/g, '')}${index}.example`;
     if (rng.chance(0.7)) r.websites = [`https://www.${domain}`];
     if (rng.chance(0.5)) r.emails = [`info@${domain}`];
@@ -397,7 +396,7 @@ export class Dataset {
     if (rng.chance(0.75)) r.yearOpened = rng.int(1950, 2023);
     const added = rng.time();
     r.dateAdded = iso(added);
-    r.dateUpdated = iso(added + rng.int(0, 700 * 86_400));
+    r.dateUpdated = iso(Math.min(added + rng.int(0, 700 * 86_400), UPDATED_MAX));
     if (rng.chance(0.7)) {
       r.reviews = Array.from({ length: rng.int(1, 4) }, () => {
         const reviewer = this.#names(rng.int(0, 1_000_000));
@@ -424,7 +423,7 @@ export class Dataset {
   }
 
   #product(index: number, rng: Rng): Json {
-    const id = this.#id('products', index);
+    const id = this.id('products', index);
     const brand = rng.pick(P.BRANDS);
     const item = rng.pick(P.PRODUCT_NOUNS);
     const r: Json = { id, name: `${brand} ${item.noun} ${rng.int(100, 999)}`, brand };
@@ -443,7 +442,7 @@ export class Dataset {
     r.sourceURLs = [`https://www.${rng.pick(P.MERCHANTS).toLowerCase().replace(/[^a-z.]/g, '')}/p/${id}`];
     const added = rng.time();
     r.dateAdded = iso(added);
-    r.dateUpdated = iso(added + rng.int(0, 500 * 86_400));
+    r.dateUpdated = iso(Math.min(added + rng.int(0, 500 * 86_400), UPDATED_MAX));
     const base = rng.int(5, 1500);
     const prices: Json[] = [];
     for (let i = rng.int(1, 4); i > 0; i--) {
@@ -468,7 +467,7 @@ export class Dataset {
   #person(index: number, rng: Rng): Json {
     const { first, last } = this.#names(index);
     const { city, postalCode, address } = this.#place(rng);
-    const r: Json = { id: this.#id('people', index), firstName: first, lastName: last };
+    const r: Json = { id: this.id('people', index), firstName: first, lastName: last };
     if (rng.chance(0.9)) {
       r.address = address;
       r.city = city.city;
@@ -478,14 +477,14 @@ export class Dataset {
     }
     const handle = `${first}.${last}`.toLowerCase().replace(/[^a-z.]/g, '');
     if (rng.chance(0.8)) r.emails = [`${handle}${index % 100}@${rng.pick(P.EMAIL_HOSTS)}`];
-    const numbers = rng.chance(0.85) ? Array.from({ length: rng.int(1, 2) }, () => this.#phone(rng)) : [];
+    const numbers = rng.chance(0.85) ? Array.from({ length: rng.int(1, 2) }, () => phone(rng)) : [];
     if (numbers.length > 0) r.phones = numbers;
     r.keys = [this.peopleKey(index)];
     if (rng.chance(0.3)) r.businessName = `${rng.pick(P.BUSINESS_WORDS)} ${rng.pick(P.BUSINESS_KINDS).noun}`;
     if (rng.chance(0.6)) r.jobTitle = rng.pick(P.JOB_TITLES);
     const added = rng.time();
     r.dateAdded = iso(added);
-    r.dateUpdated = iso(added + rng.int(0, 900 * 86_400));
+    r.dateUpdated = iso(Math.min(added + rng.int(0, 900 * 86_400), UPDATED_MAX));
     if (numbers.length > 0) {
       r.phoneNumbers = numbers.map((number) => ({
         number,
@@ -497,7 +496,25 @@ export class Dataset {
     return r;
   }
 
-  #phone(rng: Rng): string {
-    return `+1${rng.int(200, 989)}${rng.int(200, 999)}${String(rng.int(0, 9999)).padStart(4, '0')}`;
-  }
+}
+
+export function phone(rng: Rng): string {
+  return `+1${rng.int(200, 989)}${rng.int(200, 999)}${String(rng.int(0, 9999)).padStart(4, '0')}`;
+}
+
+/**
+ * A property with its owner's people record merged into the owner entry (what autotrace
+ * returns), or undefined when the property has no owner entry. Changes `property` in place.
+ */
+export function mergeOwner(property: Json, person: Json, owner: Owner): Json | undefined {
+  const people = property.people as Json[] | undefined;
+  const entry = people?.find((p) => p.title === 'owner');
+  if (!entry) return undefined;
+  entry.firstName = person.firstName;
+  entry.lastName = person.lastName;
+  if (person.emails) entry.emails = person.emails;
+  if (person.phoneNumbers) entry.phoneNumbers = person.phoneNumbers;
+  entry.keys = person.keys;
+  entry.people_keys = [owner.peopleKey];
+  return property;
 }

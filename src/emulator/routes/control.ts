@@ -1,13 +1,19 @@
 import type { FastifyInstance } from 'fastify';
-import { CREDIT_TYPES } from '../../catalog.js';
+import { CREDIT_TYPES, DATA_TYPES, type DataType } from '../../catalog.js';
 import { parseFaultRule } from '../faults.js';
 import type { DEFAULT_OPTIONS } from '../options.js';
 import type { EmulatorContext } from '../service.js';
 import { accountBody, HttpProblem } from '../state.js';
+import { isoDate } from '../wire.js';
+import { registerRecordControl } from './records.js';
+
+const byType = <T>(value: (type: DataType) => T) =>
+  Object.fromEntries(DATA_TYPES.map((type) => [type, value(type)])) as Record<DataType, T>;
 
 /**
  * The control API for tests and demos, under /_emulator/: no auth, JSON in and out. It changes
- * the emulator's world (credits, time, faults) and shows what happened (requests, outbox).
+ * the emulator's world (credits, time, records, faults) and shows what happened (requests,
+ * outbox).
  */
 export function registerControl(app: FastifyInstance, ctx: EmulatorContext): void {
   app.register(
@@ -15,26 +21,35 @@ export function registerControl(app: FastifyInstance, ctx: EmulatorContext): voi
       control.post('/reset', async () => {
         ctx.state.reset();
         ctx.clock.reset();
+        // The world starts again with the clock: no record updated or added yet.
+        ctx.engine.world.reset(ctx.clock.startedAt);
+        ctx.engine.clear();
         ctx.faults.configure(ctx.options.faults, []);
         await ctx.spool.clear();
         return { message: 'emulator reset' };
       });
 
-      control.get('/info', async () => ({
-        seed: ctx.options.seed,
-        scale: ctx.options.scale,
-        wire: ctx.options.wire,
-        counts: {
-          properties: ctx.engine.dataset.count('properties'),
-          businesses: ctx.engine.dataset.count('businesses'),
-          products: ctx.engine.dataset.count('products'),
-          people: ctx.engine.dataset.count('people'),
-        },
-        now: new Date(ctx.clock.now()).toISOString(),
-        file_records: ctx.options.fileRecords,
-        rate: ctx.options.rate,
-        queue_ms: ctx.options.queueMs,
-      }));
+      control.get('/info', async () => {
+        const now = ctx.clock.now();
+        const world = ctx.engine.world;
+        const stats = byType((type) => world.stats(type, now));
+        return {
+          seed: ctx.options.seed,
+          scale: ctx.options.scale,
+          wire: ctx.options.wire,
+          counts: byType((type) => world.indices(type, now).count),
+          now: new Date(now).toISOString(),
+          file_records: ctx.options.fileRecords,
+          rate: ctx.options.rate,
+          queue_ms: ctx.options.queueMs,
+          churn: {
+            per_day: world.churn,
+            since: isoDate(world.origin),
+            updated: byType((type) => stats[type].updated),
+            added: byType((type) => stats[type].added),
+          },
+        };
+      });
 
       const creditFields = CREDIT_TYPES.flatMap((t) => [
         `${t}_credits_allotted`,
@@ -95,6 +110,8 @@ export function registerControl(app: FastifyInstance, ctx: EmulatorContext): voi
           return { now: new Date(ctx.clock.now()).toISOString() };
         },
       );
+
+      registerRecordControl(control, ctx);
 
       control.get('/outbox', async () => ctx.state.outbox);
       control.get('/requests', async () => ctx.state.requests);

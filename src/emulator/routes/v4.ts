@@ -333,15 +333,18 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
             addressMatching: 'on',
             requirePeopleData: false,
           });
-          const count = Math.min(request.body.num_records, matches.numFound);
+          const now = ctx.clock.now();
+          const found = ctx.engine.match(
+            type,
+            request.body.query,
+            { autoTrace: false, addressMatching: 'on', requirePeopleData: false },
+            now,
+          );
+          // The same moment as the search above but for a clock tick: count what this one found.
+          const count = Math.min(request.body.num_records, matches.numFound, found.count);
           ctx.state.requireCredits(type, false, count);
-          const found = ctx.engine.match(type, request.body.query, {
-            autoTrace: false,
-            addressMatching: 'on',
-            requirePeopleData: false,
-          });
           const records = Array.from({ length: count }, (_, p) =>
-            ctx.engine.record(type, found.at(p), false),
+            ctx.engine.record(type, found.at(p), false, now),
           );
           ctx.state.charge(type, false, count);
           return {
@@ -351,7 +354,7 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
             num_records: count,
             status: 'completed',
             total_cost: count,
-            scraped_at: isoDate(ctx.clock.now()),
+            scraped_at: isoDate(now),
             records,
           };
         },

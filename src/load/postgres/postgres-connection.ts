@@ -36,7 +36,8 @@ export function redact(url: string): { description: string; secrets: string[] } 
  * The pool's connection settings. Session settings go in each connection's startup packet, so
  * every pooled connection has them before its first query: `search_path` to the schema (then
  * public), `TimeZone` to UTC, a lock timeout, and for a read-only look, read-only transactions.
- * `options` already in the URL are kept, ahead of these.
+ * `options` already in the URL are kept, after these, so that they win (e.g. a shorter
+ * `lock_timeout`). Connections name themselves `sluice`, for pg_stat_activity.
  */
 export function connectionConfig(url: string, schema: string, readOnly: boolean): pg.PoolConfig {
   // In the startup options, a backslash escapes a space or a backslash inside one value.
@@ -48,12 +49,13 @@ export function connectionConfig(url: string, schema: string, readOnly: boolean)
     parsed = new URL(url);
   } catch {
     // Not a URL; pg reports it when connecting.
-    return { connectionString: url, options: ours };
+    return { connectionString: url, options: ours, application_name: 'sluice' };
   }
   const inUrl = parsed.searchParams.get('options');
   parsed.searchParams.delete('options');
   return {
     connectionString: parsed.toString(),
-    options: inUrl ? `${inUrl} ${ours}` : ours,
+    options: inUrl ? `${ours} ${inUrl}` : ours,
+    application_name: parsed.searchParams.get('application_name') ?? 'sluice',
   };
 }

@@ -18,6 +18,7 @@ import {
 import pg from 'pg';
 import copyStreams from 'pg-copy-streams';
 import { SluiceError } from '../../errors.js';
+import type { Logger } from '../../log.js';
 import type { Widening } from '../../schema/plan.js';
 import type { Column, Row } from '../../schema/types.js';
 import { sleep } from '../../util/sleep.js';
@@ -35,7 +36,7 @@ import {
   quoteIdent,
   typeParsers,
 } from './postgres-encoding.js';
-import { isConnectionError, translatePostgresError } from './postgres-errors.js';
+import { isConnectionError, LOCK_TIMEOUT, translatePostgresError } from './postgres-errors.js';
 
 /** A Kysely pool over one already checked-out client, so state statements run in its transaction. */
 function singleClientPool(client: pg.PoolClient): PostgresPool {
@@ -57,6 +58,9 @@ interface PgConn {
   count: number;
 }
 
+/** How often a transaction looks whether it waits on another session's lock. */
+const LOCK_WATCH_MS = 3000;
+
 const CAPABILITIES: DestinationCapabilities = {
   maxIdentifierBytes: 63,
   maxColumns: 1600,
@@ -76,6 +80,8 @@ class PostgresDialect implements Dialect<PgConn> {
     readonly description: string,
     readonly readOnly: boolean,
     private readonly secrets: string[],
+    private readonly signal?: AbortSignal,
+    private readonly log?: Logger,
   ) {
     this.db = new Kysely<StateDatabase>({
       dialect: new KyselyPostgresDialect({ pool }),
@@ -92,6 +98,14 @@ class PostgresDialect implements Dialect<PgConn> {
     // 'error'; without a listener that would end the process. The query in flight rejects too.
     const onError = () => {};
     client.on('error', onError);
+    // Interrupted while a statement waits (on a lock another session holds, say): the
+    // connection is closed, which ends the statement and rolls the transaction back.
+    const onAbort = () =>
+      (
+        client as unknown as { connection: { stream: { destroy(): void } } }
+      ).connection.stream.destroy();
+    this.signal?.addEventListener('abort', onAbort, { once: true });
+    const watch = this.#watchLocks(client);
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
@@ -116,9 +130,42 @@ class PostgresDialect implements Dialect<PgConn> {
       broken ??= isConnectionError(error) ? (error as Error) : undefined;
       throw error;
     } finally {
+      clearInterval(watch);
+      this.signal?.removeEventListener('abort', onAbort);
       client.off('error', onError);
-      client.release(broken);
+      client.release(broken ?? (this.signal?.aborted ? new Error('interrupted') : undefined));
     }
+  }
+
+  /**
+   * While a transaction's statement waits for a lock another session holds, says so now and
+   * then (who holds it), instead of a run that is silent until the lock timeout.
+   */
+  #watchLocks(client: pg.PoolClient): NodeJS.Timeout {
+    const pid = (client as unknown as { processID?: number }).processID;
+    let said = '';
+    const timer = setInterval(() => {
+      if (pid === undefined || this.log === undefined) return;
+      this.pool
+        .query<{ blockers: number[]; query: string | null }>(
+          `SELECT pg_blocking_pids($1) AS blockers,
+                  (SELECT query FROM pg_stat_activity WHERE pid = $1) AS query`,
+          [pid],
+        )
+        .then(({ rows }) => {
+          const blockers = rows[0]?.blockers ?? [];
+          const now = blockers.join(',');
+          if (blockers.length > 0 && now !== said) {
+            this.log?.warn(
+              `waiting for a lock held by PostgreSQL session ${blockers.join(', ')} (lock_timeout ${LOCK_TIMEOUT} unless the URL sets another); Ctrl-C or SIGTERM stops the run`,
+            );
+          }
+          said = now;
+        })
+        .catch(() => {});
+    }, LOCK_WATCH_MS);
+    timer.unref();
+    return timer;
   }
 
   migrationTransaction<T>(work: (conn: PgConn, db: Kysely<StateDatabase>) => Promise<T>) {
@@ -388,7 +435,7 @@ function lockKey(name: string): string {
  */
 export async function openPostgresDestination(
   url: string,
-  options: { schema?: string; readOnly?: boolean } = {},
+  options: { schema?: string; readOnly?: boolean; signal?: AbortSignal; logger?: Logger } = {},
 ): Promise<Destination> {
   const schema = options.schema ?? 'public';
   const readOnly = options.readOnly === true;
@@ -421,5 +468,15 @@ export async function openPostgresDestination(
     await pool.end().catch(() => {});
     throw translatePostgresError(scrub(error, secrets), description);
   }
-  return new Loader(new PostgresDialect(pool, schema, description, readOnly, secrets));
+  return new Loader(
+    new PostgresDialect(
+      pool,
+      schema,
+      description,
+      readOnly,
+      secrets,
+      options.signal,
+      options.logger,
+    ),
+  );
 }

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { QueryError } from '../../../src/errors.js';
 import type { QueryNode, TermValue } from '../../../src/query/ast.js';
-import { parseQuery } from '../../../src/query/parse.js';
+import { MAX_QUERY_LENGTH, parseQuery } from '../../../src/query/parse.js';
 
 /** A compact rendering of the tree, so precedence tests read like the query they check. */
 function shape(node: QueryNode): string {
@@ -451,4 +451,93 @@ describe('parseQuery: syntax errors name the problem and where it is', () => {
       assert.equal(error.excerpt, 'city:Austin AND\n            ^^^');
     }
   });
+});
+
+/** How long `parse` took, and what it threw. */
+function timed(parse: () => unknown): { ms: number; error: unknown } {
+  const start = performance.now();
+  try {
+    parse();
+    return { ms: performance.now() - start, error: undefined };
+  } catch (error) {
+    return { ms: performance.now() - start, error };
+  }
+}
+
+describe('parseQuery: queries too long or made to be slow', () => {
+  test('a 20 MB query fails at once with its length and the limit, instead of taking seconds and gigabytes', () => {
+    // A long list of ids, the likeliest way to get here; it took 6 s and half a gigabyte, and a
+    // 20 MB single word ran out of memory.
+    const ids = Array.from({ length: 1_666_667 }, (_, i) => `x${String(i).padStart(7, '0')}`);
+    const query = `id:(${ids.join(' OR ')})`;
+    const { ms, error } = timed(() => parseQuery(query));
+    assert.ok(error instanceof QueryError, 'a QueryError');
+    assert.equal(error.code, 'SLUICE_QUERY_TOO_LONG');
+    assert.equal(
+      error.message,
+      `query is ${query.length.toLocaleString('en-US')} characters long; the limit is 100,000: split it into several queries`,
+    );
+    assert.ok(ms < 100, `${ms} ms`);
+    // Its start, not 20 MB of query and 20 MB of spaces on a terminal.
+    const head = query.slice(0, 60);
+    assert.equal(error.excerpt, `${head}...\n${' '.repeat(60)}^^^`);
+  });
+
+  test(`the limit is ${MAX_QUERY_LENGTH.toLocaleString('en-US')} characters, far above real queries`, () => {
+    assert.equal(MAX_QUERY_LENGTH, 100_000);
+    const longest = `city:"${'a'.repeat(MAX_QUERY_LENGTH - 7)}"`;
+    assert.equal(parseQuery(longest).type, 'term');
+    assert.throws(() => parseQuery(`${longest} `), { code: 'SLUICE_QUERY_TOO_LONG' });
+    // Line ends of a query written over several lines keep the caret under the end.
+    assert.throws(
+      () => parseQuery(`city:Austin\nAND ${longest}`),
+      (error: QueryError) => {
+        assert.equal(error.excerpt.split('\n')[0], `city:Austin AND city:"${'a'.repeat(38)}...`);
+        return true;
+      },
+    );
+  });
+
+  // Runs of operators, quotes, escapes and brackets as long as the limit allows: each a syntax
+  // error named where it starts, found in a single pass, with no recursion past MAX_DEPTH.
+  const runs: [string, string, string, number, number][] = [
+    ['NOT', `${'NOT '.repeat(24_999)}a`, 'query is nested too deeply', 400, 401],
+    ['-', `${'-'.repeat(99_999)}a`, 'query is nested too deeply', 100, 101],
+    ['+-', `${'+-'.repeat(49_999)}a`, 'query is nested too deeply', 100, 101],
+    ['(', '('.repeat(100_000), 'query is nested too deeply', 100, 101],
+    [')', ')'.repeat(100_000), "unexpected ')' with no matching '('", 0, 1],
+    ['AND', `a ${'AND '.repeat(24_999)}`, "unexpected 'AND' after 'AND'", 6, 9],
+    ['OR', `a ${'OR '.repeat(33_332)}`, "unexpected 'OR' after 'OR'", 5, 7],
+    [':', ':'.repeat(100_000), "expected a field name before ':'", 0, 1],
+    [
+      '"',
+      '"'.repeat(100_000),
+      `unexpected '${'"'.repeat(37)}...' after the closing quote`,
+      2,
+      100_000,
+    ],
+    ['\\', `"${'\\'.repeat(99_999)}`, 'unterminated quote', 0, 100_000],
+    ['\\ (odd)', '\\'.repeat(99_999), "dangling '\\' at end of query", 99_998, 99_999],
+    [
+      '\\"',
+      `${'\\"'.repeat(49_999)}"`,
+      `unexpected '"' inside a value; quote the whole value or write \\"`,
+      99_998,
+      99_999,
+    ],
+    ['a*', 'a*'.repeat(50_000), 'wildcards are only supported at the end of a value', 1, 2],
+    ['[', `x:${'['.repeat(99_998)}`, "expected ']' or '}' to close '[' opened at 2", 2, 3],
+    ['open quote', `"${'a '.repeat(49_999)}`, 'unterminated quote', 0, 99_999],
+  ];
+  for (const [name, query, message, start, end] of runs) {
+    test(`a run of ${name} as long as the limit allows is a syntax error, found at once`, () => {
+      assert.ok(query.length <= MAX_QUERY_LENGTH);
+      const { ms, error } = timed(() => parseQuery(query));
+      assert.ok(error instanceof QueryError, `a QueryError, not ${error}`);
+      assert.equal(error.code, 'SLUICE_QUERY_SYNTAX');
+      assert.equal(error.message, message);
+      assert.deepEqual({ start: error.start, end: error.end }, { start, end });
+      assert.ok(ms < 500, `${ms} ms`);
+    });
+  }
 });

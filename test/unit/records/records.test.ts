@@ -238,6 +238,102 @@ describe('records', () => {
     assert.match(rejects[0]?.reason ?? '', /at line 3\b/);
   });
 
+  /** The line numbers a reject's reason names ("... at line N"). */
+  const linesIn = (reason: string) =>
+    [...reason.matchAll(/\bline (\d+)/g)].map((m) => Number(m[1]));
+
+  for (const [eol, name] of [
+    ['\n', 'LF'],
+    ['\r\n', 'CRLF'],
+  ] as const) {
+    it(`rejects and their reasons name lines of the file, far into it and after multi-line cells (${name})`, async () => {
+      // Over half a megabyte: parsed in several blocks. Every 997th record has a cell of three
+      // lines, so a record's line is not its number plus one.
+      const lines = ['id,city'];
+      for (let i = 1; i <= 20_000; i++) {
+        if (i % 997 === 0) lines.push(`m${i},"multi${eol}line${eol}cell"`);
+        else if (i === 3 || i === 15_000) lines.push(`b${i},"bro"ken`);
+        else if (i === 16_000) lines.push(`u${i},"unclosed`);
+        else if (i === 17_000) lines.push(`q${i},"a${eol}b"c`);
+        else lines.push(`r${i},${'c'.repeat(20)}`);
+      }
+      const text = `${lines.join(eol)}${eol}`;
+      const lineOf = (i: number) => i + 1 + 2 * Math.floor((i - 1) / 997);
+      const { rows, rejects } = await collect(
+        recordBatches(chunked(text, 4096), 'csv', 'properties', { batchSize: 1000 }),
+      );
+      const lineOfRow = (id: string) => rows.find((r) => r.row.id === id)?.line;
+      // Read again after the unclosed quote of record 16000 was rejected.
+      assert.equal(lineOfRow('m16949'), lineOf(16_949));
+      // Record 17000 has two lines.
+      assert.equal(lineOfRow('r19999'), lineOf(19_999) + 1);
+      assert.deepEqual(
+        rejects.slice(0, 4).map((r) => [r.raw.split(',')[0], r.line, linesIn(r.reason)]),
+        [
+          ['b3', lineOf(3), [lineOf(3)]],
+          ['b15000', lineOf(15_000), [lineOf(15_000)]],
+          // The quote left open pairs with the next one in the file, which opens the cell of
+          // record 16949; the text after it is no delimiter. Lines after the reject's own are
+          // read again as records.
+          ['u16000', lineOf(16_000), [lineOf(16_949)]],
+          // The closing quote on the record's second line is followed by text.
+          ['q17000', lineOf(17_000), [lineOf(17_000) + 1]],
+        ],
+      );
+      assert.match(rejects[0]!.reason, /^Invalid Closing Quote: got "k" at line 4 /);
+    });
+  }
+
+  it('a CR inside a cell is not a line end in the line a reason names', async () => {
+    const { rejects } = await collect(
+      recordBatches(
+        chunked('id,city\r\n1,"a\rb"c\r\n2,x\r\n3,"d\r\ne\rf"g\r\n4,y\r\n5,h\ri"j\n'),
+        'csv',
+        'properties',
+      ),
+    );
+    assert.deepEqual(
+      rejects.map((r) => [r.line, linesIn(r.reason)]),
+      [
+        [2, [2]],
+        // Record 3's quote closes on line 5; that line is then read again as a record.
+        [4, [5]],
+        [5, [5]],
+        [7, [7]],
+      ],
+    );
+  });
+
+  for (const [eol, name] of [
+    ['\n', 'LF'],
+    ['\r\n', 'CRLF'],
+  ] as const) {
+    it(`a quote still open after megabytes says at which line of the file it gave up (${name})`, async () => {
+      const lines = ['id,city', '0,"unclosed'];
+      // Long lines: after the reject, the rest of the text is read again one record at a time.
+      for (let i = 1; i <= 1500; i++) lines.push(`r${i},${'c'.repeat(4000)}`);
+      const text = lines.join(eol);
+      const { rows, rejects } = await collect(
+        recordBatches(chunked(text, 65_536), 'csv', 'properties'),
+      );
+      assert.equal(rows.length, 1500);
+      assert.equal(rejects.length, 1);
+      const { line, reason } = rejects[0]!;
+      assert.equal(line, 2);
+      // Not "the parsing is finished": only the text gathered to look for the quote ended.
+      const m = /^Quote Not Closed: still open at line (\d+), ([\d,]+) characters further on$/.exec(
+        reason,
+      );
+      assert.ok(m, reason);
+      // The text it read from the start of line 2 ends within the line it names.
+      const read = Number(m[2]!.replaceAll(',', ''));
+      const startOf = (n: number) =>
+        lines.slice(1, n - 1).reduce((sum, l) => sum + l.length + eol.length, 0);
+      const at = Number(m[1]);
+      assert.ok(startOf(at) < read && read <= startOf(at + 1), `${read} chars end in line ${at}`);
+    });
+  }
+
   it('keeps broken NDJSON lines aside and goes on', async () => {
     const text =
       '{"id":"a"}\n{"id": "broken-1", "address": "12 Truncated St\n[1,2]\n{"id":"b"}\r\n';

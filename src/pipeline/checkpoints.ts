@@ -1,0 +1,45 @@
+import type { RunContext } from './context.js';
+
+/**
+ * Named places of a run where a test can stop it, so that crash recovery is checked at exact
+ * points rather than at whatever moment a timer hits. `SLUICE_CHECKPOINT=<point>:<job>[@<file>]`
+ * makes the run print `sluice-checkpoint <point> <job>` on stderr when it gets there and wait
+ * until it is interrupted (SIGINT, SIGTERM) or killed. Unset, a checkpoint costs nothing.
+ *
+ * - `download-started`: the id is recorded, before the first poll
+ * - `polling`: after the first poll
+ * - `file-batch`: inside a file's transaction, after its first batch is written (`@<index>`)
+ * - `file-committed`: a file's transaction committed (`@<index>`)
+ * - `swap`: inside the job's last transaction, replace swap done, before it commits
+ * - `job-finished`: the job's last transaction committed, before the next job
+ */
+export type Checkpoint =
+  | 'download-started'
+  | 'polling'
+  | 'file-batch'
+  | 'file-committed'
+  | 'swap'
+  | 'job-finished';
+
+export async function checkpoint(
+  ctx: RunContext,
+  point: Checkpoint,
+  job: string,
+  file?: number,
+): Promise<void> {
+  const wanted = ctx.env.SLUICE_CHECKPOINT;
+  if (!wanted) return;
+  const here = `${point}:${job}`;
+  if (wanted !== here && wanted !== `${here}@${file}`) return;
+  process.stderr.write(
+    `sluice-checkpoint ${point} ${job}${file === undefined ? '' : `@${file}`}\n`,
+  );
+  const signal = ctx.signal;
+  await new Promise<void>((resolve) => {
+    if (signal?.aborted) resolve();
+    signal?.addEventListener('abort', () => resolve(), { once: true });
+    // Without a signal to wait for, only a kill ends the wait.
+    if (!signal) setInterval(() => {}, 60_000);
+  });
+  throw signal?.reason ?? new Error('interrupted at a checkpoint');
+}
