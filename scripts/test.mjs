@@ -8,7 +8,9 @@ import { join } from 'node:path';
 function collect(path, out) {
   if (statSync(path).isDirectory()) {
     for (const name of readdirSync(path).sort()) {
-      if (name === 'bench' || name === 'fixtures') continue;
+      // Benchmarks are not tests; the reliability suite runs on its own (npm run test:reliability).
+      if (name === 'bench' || name === 'fixtures' || (name === 'reliability' && !explicit))
+        continue;
       collect(join(path, name), out);
     }
   } else if (path.endsWith('.test.ts')) {
@@ -22,6 +24,7 @@ const build = spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inher
 if (build.status !== 0) process.exit(build.status ?? 1);
 
 const roots = process.argv.slice(2);
+const explicit = roots.some((r) => r.includes('reliability'));
 // The long end-to-end files start first, so that short ones fill the gaps at the end instead of
 // one long file running alone on the last core.
 const FIRST = ['test/e2e/', 'test/contract/', 'test/conformance/'];

@@ -38,6 +38,7 @@ const EXIT_OF_CODE: Record<string, number> = {
   SLUICE_DESTINATION_UNUSABLE: EXIT.invalidInput,
   SLUICE_DESTINATION_LIMIT: EXIT.invalidInput,
   SLUICE_DESTINATION_DATA: EXIT.invalidInput,
+  SLUICE_DESTINATION_DEPENDENT: EXIT.invalidInput,
   // The service refused the request as it stands: wrong credentials, no such thing, not allowed.
   SLUICE_API_400: EXIT.invalidInput,
   SLUICE_API_401: EXIT.invalidInput,

@@ -59,8 +59,15 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
           maxWaitMs: options.maxWaitMs,
         });
       } catch (error) {
-        if (!(error instanceof ApiError && error.status === 403) || refreshes >= maxRefreshes)
-          throw error;
+        const expired = error instanceof ApiError && error.status === 403;
+        if (expired && refreshes >= maxRefreshes) {
+          // Fresh URLs expired too before they were used: worth a retry later, not a mistake.
+          throw new SluiceError(
+            `result file ${file.name}: its URL expired ${refreshes + 1} times in a row (${error.message}); run again to fetch it anew`,
+            { code: 'SLUICE_FILE_EXPIRED', retryable: true, cause: error },
+          );
+        }
+        if (!expired) throw error;
         refreshes += 1;
         const fresh = await options.refresh();
         if (fresh.name !== file.name) {

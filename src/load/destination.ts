@@ -52,8 +52,12 @@ export interface WriteTarget {
 
 /** The statements of one result file: they commit together, with the file's state row. */
 export interface FileTransaction {
-  /** Adds or widens columns as the rows need, then appends or upserts them. */
-  write(target: WriteTarget, rows: Row[]): Promise<void>;
+  /**
+   * Adds or widens columns as the rows need, then appends or upserts them. Rows with a value
+   * the database refuses (an out-of-range date, say) are left out and handed back by their
+   * place in `rows`, with the database's reason: the file goes on without them.
+   */
+  write(target: WriteTarget, rows: Row[]): Promise<{ index: number; reason: string }[]>;
   /** Deletes rows whose `column` is one of `values` (the child rows of re-loaded parents). */
   deleteWhereIn(
     target: Pick<WriteTarget, 'table' | 'stagedBy'>,

@@ -52,6 +52,8 @@ export interface Dialect<C> {
     mode: 'append' | 'merge',
     key: readonly string[],
   ): Promise<void>;
+  /** A savepoint inside the transaction: `begin`, then `release` or `rollback` to it. */
+  savepoint(conn: C, step: 'begin' | 'release' | 'rollback'): Promise<void>;
   deleteWhereIn(
     conn: C,
     table: string,

@@ -162,13 +162,13 @@ export class LoaderTransaction<C> implements FileTransaction {
     return indexes;
   }
 
-  async write(target: WriteTarget, rows: Row[]): Promise<void> {
+  async write(target: WriteTarget, rows: Row[]): Promise<RefusedRow[]> {
     const wanted = batchColumns(rows, target.hints);
     const columns = await this.ensure(
       target,
       [...wanted].map(([name, type]) => ({ name, type })),
     );
-    if (rows.length === 0) return;
+    if (rows.length === 0) return [];
     const table = this.loader.physical(target.table, target.stagedBy);
     // Rows are written whole, every column of the table: a field now absent becomes NULL,
     // and one statement serves every batch of the table.
@@ -177,14 +177,40 @@ export class LoaderTransaction<C> implements FileTransaction {
       type,
       source: this.loader.sourceOf(name),
     }));
-    await this.#dialect.insert(
-      this.conn,
-      table,
-      bound,
-      rows,
-      target.mode,
-      target.key.map((k) => this.loader.bind(k)),
-    );
+    const key = target.key.map((k) => this.loader.bind(k));
+    const insert = (some: readonly Row[]) =>
+      this.#dialect.insert(this.conn, table, bound, some, target.mode, key);
+    try {
+      await this.#inSavepoint(() => insert(rows));
+      return [];
+    } catch (error) {
+      if (!isValueError(this.#dialect.translate(error))) throw error;
+    }
+    // A value the database refuses (one sluice's checks did not foresee): the batch is written
+    // row by row, and each refused row is handed back to be kept aside with the reason.
+    const refused: RefusedRow[] = [];
+    for (let index = 0; index < rows.length; index++) {
+      try {
+        await this.#inSavepoint(() => insert([rows[index]!]));
+      } catch (error) {
+        const translated = this.#dialect.translate(error);
+        if (!isValueError(translated)) throw error;
+        refused.push({ index, reason: `${target.table}: ${(translated as Error).message}` });
+      }
+    }
+    return refused;
+  }
+
+  /** Runs `work` so that its failure undoes only itself, not the file's transaction. */
+  async #inSavepoint(work: () => Promise<void>): Promise<void> {
+    await this.#dialect.savepoint(this.conn, 'begin');
+    try {
+      await work();
+    } catch (error) {
+      await this.#dialect.savepoint(this.conn, 'rollback');
+      throw error;
+    }
+    await this.#dialect.savepoint(this.conn, 'release');
   }
 
   async deleteWhereIn(
@@ -241,6 +267,16 @@ export class LoaderTransaction<C> implements FileTransaction {
     this.tables.set(target, columns);
     this.tables.set(staging, undefined);
   }
+}
+
+/** A row a batch write refused, by its place in the batch. */
+export interface RefusedRow {
+  index: number;
+  reason: string;
+}
+
+function isValueError(error: unknown): boolean {
+  return error instanceof DestinationError && error.code === 'SLUICE_DESTINATION_VALUE';
 }
 
 function toColumns(map: Map<string, ColumnType>): Column[] {

@@ -4,14 +4,16 @@ import type { RunContext } from './context.js';
  * Named places of a run where a test can stop it, so that crash recovery is checked at exact
  * points rather than at whatever moment a timer hits. `SLUICE_CHECKPOINT=<point>:<job>[@<file>]`
  * makes the run print `sluice-checkpoint <point> <job>` on stderr when it gets there and wait
- * until it is interrupted (SIGINT, SIGTERM) or killed. Unset, a checkpoint costs nothing.
+ * until it is interrupted (SIGINT, SIGTERM) or killed; with `SLUICE_CHECKPOINT_WAIT=<ms>` it
+ * goes on after that long instead (a test breaks something meanwhile). Unset, a checkpoint costs
+ * nothing.
  *
  * - `download-started`: the id is recorded, before the first poll
  * - `polling`: after the first poll
  * - `file-batch`: inside a file's transaction, after its first batch is written (`@<index>`)
  * - `file-committed`: a file's transaction committed (`@<index>`)
  * - `swap`: inside the job's last transaction, replace swap done, before it commits
- * - `job-finished`: the job's last transaction committed, before the next job
+ * - `job-finished`: the job is loaded and recorded, before the next job
  */
 export type Checkpoint =
   | 'download-started'
@@ -35,11 +37,20 @@ export async function checkpoint(
     `sluice-checkpoint ${point} ${job}${file === undefined ? '' : `@${file}`}\n`,
   );
   const signal = ctx.signal;
-  await new Promise<void>((resolve) => {
-    if (signal?.aborted) resolve();
-    signal?.addEventListener('abort', () => resolve(), { once: true });
-    // Without a signal to wait for, only a kill ends the wait.
-    if (!signal) setInterval(() => {}, 60_000);
-  });
+  const wait = Number(ctx.env.SLUICE_CHECKPOINT_WAIT);
+  if (Number.isFinite(wait) && wait > 0) {
+    await ctx.clock.sleep(wait, signal);
+    return;
+  }
+  // Nothing else may keep the process alive while it waits here: an interval does.
+  const alive = setInterval(() => {}, 60_000);
+  try {
+    await new Promise<void>((resolve) => {
+      if (signal?.aborted) resolve();
+      signal?.addEventListener('abort', () => resolve(), { once: true });
+    });
+  } finally {
+    clearInterval(alive);
+  }
   throw signal?.reason ?? new Error('interrupted at a checkpoint');
 }

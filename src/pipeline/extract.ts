@@ -3,6 +3,7 @@ import type { DownloadInfo } from '../client/types.js';
 import { CreditGuardError, SluiceError } from '../errors.js';
 import type { Attempt } from '../load/destination.js';
 import type { Logger } from '../log.js';
+import { verifyDownload } from './adopt.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
@@ -64,7 +65,7 @@ export async function ensureDownload(
   }
   if (attempt?.status === 'requested') {
     // An earlier run asked for a download and stopped before it heard the id.
-    const found = await findUnrecordedDownload(ctx, attempt, job);
+    const found = await findUnrecordedDownload(ctx, attempt, job, log);
     if (found) {
       await state.updateAttempt(attempt.attempt_id, {
         download_id: found.id,
@@ -76,6 +77,9 @@ export async function ensureDownload(
       attempt.status = 'started';
       log.info(`found download ${found.id}, started by an interrupted run; re-attaching`);
     } else {
+      log.warn(
+        'an earlier run asked for a download and stopped before it heard the id; no download on the service can be shown to be that one, so a new one is started',
+      );
       await end('abandoned', 'no download found for this request');
     }
   }
@@ -133,7 +137,19 @@ export async function ensureDownload(
   await state.insertAttempt(fresh);
   const start = await client.startDownload(
     { ...request, ...(job.records === undefined ? {} : { numRecords: job.records }) },
-    { signal },
+    {
+      ...(signal ? { signal } : {}),
+      // After an ambiguous failure, a download that appeared is adopted only if it is ours.
+      verify: async (candidate) =>
+        (
+          await verifyDownload(
+            ctx,
+            job,
+            { query: request.query, requestedAt: now, records: estimate.records },
+            candidate,
+          )
+        ).ours,
+    },
   );
   fresh.download_id = start.id;
   fresh.status = 'started';
@@ -191,11 +207,15 @@ async function retarget(
   Object.assign(attempt, changes);
 }
 
-/** The download an interrupted run may have started: new since its request, known to no attempt. */
+/**
+ * The download an interrupted run may have started: new since its request, known to no
+ * attempt of this destination, and shown to be this job's by what it holds (see adopt.ts).
+ */
 async function findUnrecordedDownload(
   ctx: RunContext,
   attempt: Attempt,
   job: JobSpec,
+  log: Logger,
 ): Promise<DownloadInfo | undefined> {
   const known = await ctx.destination.state.knownDownloadIds();
   // Tolerate clocks that disagree by a few minutes between this machine and the service.
@@ -203,13 +223,20 @@ async function findUnrecordedDownload(
   const candidates = (await ctx.client.listDownloads({ signal: ctx.signal }))
     .filter((d) => !known.has(d.id))
     .filter((d) => d.createdAt === undefined || Date.parse(d.createdAt) >= since)
-    .filter(
-      (d) =>
-        (d.type === undefined || d.type === job.type) &&
-        (d.query === undefined || d.query === (attempt.query ?? job.query)),
-    )
     .sort((a, b) => Date.parse(a.createdAt ?? '') - Date.parse(b.createdAt ?? ''));
-  return candidates[0];
+  const request = {
+    query: attempt.query ?? job.query,
+    requestedAt: attempt.requested_at,
+    ...(attempt.num_requested === null ? {} : { records: Number(attempt.num_requested) }),
+  };
+  for (const candidate of candidates) {
+    const verdict = await verifyDownload(ctx, job, request, candidate);
+    if (verdict.ours) return candidate;
+    log.warn(
+      `download ${candidate.id} is not the one this job asked for (${verdict.reason}): not adopted`,
+    );
+  }
+  return undefined;
 }
 
 export interface Polled {
@@ -237,7 +264,11 @@ export async function waitForDownload(
   progress.phase(job.name, 'download', target);
   let lastState = '';
   for (let polls = 1; ; polls++) {
-    const info = await client.getDownload(id, { signal });
+    // A service asking to wait (429) is waited for, up to what is left of the poll timeout.
+    const info = await client.getDownload(id, {
+      signal,
+      maxWaitMs: Math.max(0, deadline - clock.now()),
+    });
     if (polls === 1) await checkpoint(ctx, 'polling', job.name);
     progress.update(info.numRecords, target);
     if (info.numRecords !== attempt.num_records) {

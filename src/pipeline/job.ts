@@ -3,7 +3,7 @@ import type { Logger } from '../log.js';
 import { JobTables } from '../records/tables.js';
 import { type RunContext, shapePlanOf } from './context.js';
 import { runDownloadJob } from './download.js';
-import { errorInfo, type JobOutcome, newOutcome } from './outcome.js';
+import { errorInfo, isCommitted, type JobOutcome, newOutcome } from './outcome.js';
 import { runOwnerLookup } from './owners.js';
 import type { JobSpec } from './spec.js';
 
@@ -29,6 +29,8 @@ export async function runJob(ctx: RunContext, job: JobSpec): Promise<JobOutcome>
 }
 
 function settle(ctx: RunContext, outcome: JobOutcome, error: unknown, log: Logger): void {
+  // Loaded and committed: an interruption after that does not make the job unloaded.
+  if (isCommitted(outcome) && ctx.signal?.aborted) return;
   const info = errorInfo(error, outcome.stage);
   if (info.stage) outcome.stage = info.stage;
   if (ctx.signal?.aborted) {

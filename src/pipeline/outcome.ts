@@ -82,6 +82,16 @@ export interface RunSummary {
 }
 
 const stages = new WeakMap<object, Stage>();
+const committed = new WeakSet<JobOutcome>();
+
+/** The job's last transaction committed: what happens after cannot undo that it loaded. */
+export function markCommitted(outcome: JobOutcome): void {
+  committed.add(outcome);
+}
+
+export function isCommitted(outcome: JobOutcome): boolean {
+  return committed.has(outcome);
+}
 
 /** Notes the stage an error happened in; the innermost (first) note wins. */
 export function markStage<E>(error: E, stage: Stage): E {

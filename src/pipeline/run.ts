@@ -5,6 +5,7 @@ import { SluiceError, UsageError } from '../errors.js';
 import type { Destination, JobRow, Lock } from '../load/destination.js';
 import { openDestination } from '../load/index.js';
 import type { Logger } from '../log.js';
+import { checkpoint } from './checkpoints.js';
 import { logClientEvent } from './client-log.js';
 import { type Clock, isoAt, systemClock } from './clock.js';
 import { jobRow, type RunContext } from './context.js';
@@ -216,6 +217,11 @@ async function runLocked(
       addCredits(summary.credits, outcome.credits);
       await state.saveJob(jobRow(ctx, job, outcome, jobStarted));
       if (outcome.status === 'interrupted') break;
+      try {
+        await checkpoint(ctx, 'job-finished', job.name);
+      } catch {
+        break; // interrupted between jobs: the run's status says so
+      }
     }
   }
   const aborted = ctx.signal?.aborted === true;

@@ -93,15 +93,23 @@ export async function writeFile(
       good.push(parsed);
     }
     // Merging, a record that comes twice in a batch is the last one, children and all.
-    const survivors = merging ? lastOfEachKey(good, main.key) : good;
+    let survivors = merging ? lastOfEachKey(good, main.key) : good;
+    let refused = 0;
     if (survivors.length > 0) {
-      await tx.write(
+      const failed = await tx.write(
         main,
         survivors.map((p) => p.row),
       );
+      if (failed.length > 0) {
+        // Rows the database refused are kept aside, and their related rows are not written.
+        const out = new Set(failed.map((f) => f.index));
+        for (const f of failed) bad.push(rejectOf(survivors[f.index]!, f.reason));
+        survivors = survivors.filter((_, i) => !out.has(i));
+        refused = failed.length;
+      }
     }
-    rows += good.length;
-    await writeRelated(load, tx, survivors, downloadId, loadedAt);
+    rows += good.length - refused;
+    bad.push(...(await writeRelated(load, tx, survivors, downloadId, loadedAt)));
     if (bad.length > 0) {
       kept.push(...bad);
       const records = rejectRows(job.name, downloadId, file.name, bad, ctx);
@@ -131,6 +139,10 @@ export async function writeFile(
     run_id: ctx.runId,
   });
   return { rows, rejects: kept.length };
+}
+
+function rejectOf(parsed: { line: number; row: Row }, reason: string): RejectedLine {
+  return { line: parsed.line, raw: JSON.stringify(parsed.row).slice(0, 10_000), reason };
 }
 
 export function rejectRows(
@@ -190,9 +202,11 @@ async function writeRelated(
   parents: readonly ParsedRow[],
   downloadId: string,
   loadedAt: string,
-): Promise<void> {
+): Promise<RejectedLine[]> {
   const { tables, job } = load;
   const related = new Map<string, Map<string, Row>>();
+  /** The line of the record each related row came from, for its reject. */
+  const lineOf = new Map<Row, number>();
   for (const parsed of parents) {
     if (!parsed.related) continue;
     for (const [name, rows] of parsed.related) {
@@ -206,10 +220,12 @@ async function writeRelated(
         row._sluice_download_id = downloadId;
         row._sluice_loaded_at = loadedAt;
         byIdentity.set(tables.identityOf(table, row), row);
+        lineOf.set(row, parsed.line);
       }
     }
   }
   const merging = job.write === 'merge' || tables.plan.enrichment !== undefined;
+  const refused: RejectedLine[] = [];
   // Parents first: the people table before its phones, so keys are read from written rows.
   const ordered = tables
     .relatedTables()
@@ -230,6 +246,11 @@ async function writeRelated(
       }
       if (keys.size > 0) await tx.deleteWhereIn(target, column, [...keys]);
     }
-    if (rows.length > 0) await tx.write(target, rows);
+    if (rows.length === 0) continue;
+    for (const f of await tx.write(target, rows)) {
+      const row = rows[f.index]!;
+      refused.push(rejectOf({ line: lineOf.get(row) ?? 0, row }, f.reason));
+    }
   }
+  return refused;
 }

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { inspect } from 'node:util';
 import { createServiceClient } from '../../src/client/index.js';
-import { ApiError, NetworkError } from '../../src/errors.js';
+import { ApiError, NetworkError, SluiceError } from '../../src/errors.js';
 import type { EmulatorHarness } from '../helpers/emulator.js';
 import { clientFor, completed, startEmulator, WIRES } from './support.js';
 
@@ -169,11 +169,17 @@ for (const wire of WIRES) {
         const signature = new URL(file.url).searchParams.get('X-Signature')!;
         assert.ok(signature.length > 20);
         await assert.rejects(client.openResultFile(start.id, file), (e: unknown) => {
-          assert.ok(e instanceof ApiError);
-          assert.equal(e.status, 403);
+          // Expired again and again is worth a retry later, with the service's 403 as the cause.
+          assert.ok(e instanceof SluiceError);
+          assert.equal(e.code, 'SLUICE_FILE_EXPIRED');
+          assert.equal(e.retryable, true);
+          const cause = e.cause;
+          assert.ok(cause instanceof ApiError);
+          assert.equal(cause.status, 403);
           assert.match(e.message, /expired/);
-          assert.equal(e.path, `/files/${file.name}`);
+          assert.equal(cause.path, `/files/${file.name}`);
           assertHides(e, [signature, 'X-Signature', emu.credentials.password]);
+          assertHides(cause, [signature, 'X-Signature', emu.credentials.password]);
           return true;
         });
       } finally {

@@ -55,6 +55,7 @@ interface PgConn {
   client: pg.PoolClient;
   /** Target table -> its temporary staging table, made LIKE the target as it was then. */
   stagings: Map<string, string>;
+  stagingsAtSavepoint?: Map<string, string>;
   count: number;
 }
 
@@ -74,6 +75,12 @@ class PostgresDialect implements Dialect<PgConn> {
   readonly capabilities = CAPABILITIES;
   readonly db: Kysely<StateDatabase>;
 
+  /** Clients checked out now: a signal ends their statements; the watch looks at their waits. */
+  readonly #active = new Set<pg.PoolClient>();
+  /** Clients whose connections an interrupt closed: released as broken, never reused. */
+  readonly #stopped = new WeakSet<pg.PoolClient>();
+  readonly #watch: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly pool: pg.Pool,
     readonly schema: string,
@@ -83,29 +90,62 @@ class PostgresDialect implements Dialect<PgConn> {
     private readonly signal?: AbortSignal,
     private readonly log?: Logger,
   ) {
+    // State statements go through clients this dialect hands out, so they are stopped and
+    // watched like the rest.
+    const tracked: PostgresPool = {
+      connect: async () => {
+        const client = await this.#connect();
+        const release = client.release.bind(client);
+        return Object.assign(client, {
+          release: (error?: Error | boolean) => {
+            this.#active.delete(client);
+            release(error || this.#brokenBy(client));
+          },
+        }) as unknown as PostgresPoolClient;
+      },
+      end: () => pool.end(),
+    };
     this.db = new Kysely<StateDatabase>({
-      dialect: new KyselyPostgresDialect({ pool }),
+      dialect: new KyselyPostgresDialect({ pool: tracked }),
     }).withSchema(schema);
+    this.signal?.addEventListener('abort', () => this.#stopAll(), { once: true });
+    this.#watch = log ? this.#watchLocks() : undefined;
   }
 
   qualified(table: string): string {
     return `${quoteIdent(this.schema)}.${quoteIdent(table)}`;
   }
 
-  async transaction<T>(work: (conn: PgConn, db: Kysely<StateDatabase>) => Promise<T>): Promise<T> {
+  /** A pooled client, tracked while checked out; `release` it through the pool as usual. */
+  // Not refused once interrupted: the run still records how it ended, on a fresh connection.
+  async #connect(): Promise<pg.PoolClient> {
     const client = await this.pool.connect();
-    // A backend that dies mid-transaction (terminated, idle timeout) makes the client emit
-    // 'error'; without a listener that would end the process. The query in flight rejects too.
-    const onError = () => {};
-    client.on('error', onError);
-    // Interrupted while a statement waits (on a lock another session holds, say): the
-    // connection is closed, which ends the statement and rolls the transaction back.
-    const onAbort = () =>
+    // A backend that dies (terminated, idle timeout) makes its client emit 'error'; without a
+    // listener that would end the process. The query in flight rejects too.
+    if (client.listenerCount('error') === 0) client.on('error', () => {});
+    this.#active.add(client);
+    return client;
+  }
+
+  /**
+   * Interrupted while statements run or wait (on a lock another session holds, say): their
+   * connections are closed, which ends the statements and rolls their transactions back.
+   */
+  #stopAll(): void {
+    for (const client of this.#active) {
+      this.#stopped.add(client);
       (
         client as unknown as { connection: { stream: { destroy(): void } } }
       ).connection.stream.destroy();
-    this.signal?.addEventListener('abort', onAbort, { once: true });
-    const watch = this.#watchLocks(client);
+    }
+  }
+
+  #brokenBy(client: pg.PoolClient): Error | undefined {
+    return this.#stopped.has(client) ? new Error('interrupted') : undefined;
+  }
+
+  async transaction<T>(work: (conn: PgConn, db: Kysely<StateDatabase>) => Promise<T>): Promise<T> {
+    const client = await this.#connect();
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
@@ -130,37 +170,37 @@ class PostgresDialect implements Dialect<PgConn> {
       broken ??= isConnectionError(error) ? (error as Error) : undefined;
       throw error;
     } finally {
-      clearInterval(watch);
-      this.signal?.removeEventListener('abort', onAbort);
-      client.off('error', onError);
-      client.release(broken ?? (this.signal?.aborted ? new Error('interrupted') : undefined));
+      this.#active.delete(client);
+      client.release(broken ?? this.#brokenBy(client));
     }
   }
 
   /**
-   * While a transaction's statement waits for a lock another session holds, says so now and
-   * then (who holds it), instead of a run that is silent until the lock timeout.
+   * While a statement waits for a lock another session holds, says so (and who holds it),
+   * instead of a run that is silent until the lock timeout.
    */
-  #watchLocks(client: pg.PoolClient): NodeJS.Timeout {
-    const pid = (client as unknown as { processID?: number }).processID;
-    let said = '';
+  #watchLocks(): NodeJS.Timeout {
+    const said = new Map<number, string>();
     const timer = setInterval(() => {
-      if (pid === undefined || this.log === undefined) return;
+      const pids = [...this.#active]
+        .map((c) => (c as unknown as { processID?: number }).processID)
+        .filter((pid): pid is number => typeof pid === 'number');
+      if (pids.length === 0) return;
       this.pool
-        .query<{ blockers: number[]; query: string | null }>(
-          `SELECT pg_blocking_pids($1) AS blockers,
-                  (SELECT query FROM pg_stat_activity WHERE pid = $1) AS query`,
-          [pid],
+        .query<{ pid: number; blockers: number[] }>(
+          'SELECT pid, pg_blocking_pids(pid) AS blockers FROM unnest($1::int[]) AS pid',
+          [pids],
         )
         .then(({ rows }) => {
-          const blockers = rows[0]?.blockers ?? [];
-          const now = blockers.join(',');
-          if (blockers.length > 0 && now !== said) {
-            this.log?.warn(
-              `waiting for a lock held by PostgreSQL session ${blockers.join(', ')} (lock_timeout ${LOCK_TIMEOUT} unless the URL sets another); Ctrl-C or SIGTERM stops the run`,
-            );
+          for (const { pid, blockers } of rows) {
+            const now = blockers.join(', ');
+            if (blockers.length > 0 && now !== said.get(pid)) {
+              this.log?.warn(
+                `waiting for a lock held by PostgreSQL session ${now} (lock_timeout ${LOCK_TIMEOUT} unless the URL sets another); Ctrl-C or SIGTERM stops the run`,
+              );
+            }
+            said.set(pid, now);
           }
-          said = now;
         })
         .catch(() => {});
     }, LOCK_WATCH_MS);
@@ -299,6 +339,19 @@ class PostgresDialect implements Dialect<PgConn> {
     await pipeline(Readable.from(copyChunks(rows, columns)), stream);
   }
 
+  async savepoint(conn: PgConn, step: 'begin' | 'release' | 'rollback'): Promise<void> {
+    if (step === 'begin') {
+      await conn.client.query('SAVEPOINT sluice_batch');
+      conn.stagingsAtSavepoint = new Map(conn.stagings);
+    } else if (step === 'release') await conn.client.query('RELEASE SAVEPOINT sluice_batch');
+    else {
+      await conn.client.query('ROLLBACK TO SAVEPOINT sluice_batch');
+      await conn.client.query('RELEASE SAVEPOINT sluice_batch');
+      // A merge's temporary table made inside the savepoint is gone with it.
+      if (conn.stagingsAtSavepoint) conn.stagings = conn.stagingsAtSavepoint;
+    }
+  }
+
   async deleteWhereIn(
     conn: PgConn,
     table: string,
@@ -318,6 +371,11 @@ class PostgresDialect implements Dialect<PgConn> {
     target: string,
     indexes: readonly IndexRename[],
   ): Promise<void> {
+    // Two pipelines replacing one table: one swap after the other, never interleaved (two
+    // renames to one name race in the catalogue).
+    await conn.client.query('SELECT pg_advisory_xact_lock($1::bigint)', [
+      lockKey(`sluice:swap:${this.schema}:${target}`),
+    ]);
     await conn.client.query(`DROP TABLE IF EXISTS ${this.qualified(target)}`);
     await conn.client.query(
       `ALTER TABLE ${this.qualified(staging)} RENAME TO ${quoteIdent(target)}`,
@@ -356,11 +414,17 @@ class PostgresDialect implements Dialect<PgConn> {
   }
 
   async readPairs(table: string, [a, b]: [string, string]): Promise<[unknown, unknown][]> {
-    const result = await this.pool.query({
-      text: `SELECT ${quoteIdent(a)}, ${quoteIdent(b)} FROM ${this.qualified(table)} WHERE ${quoteIdent(a)} IS NOT NULL AND ${quoteIdent(b)} IS NOT NULL`,
-      rowMode: 'array',
-    });
-    return result.rows as [unknown, unknown][];
+    const client = await this.#connect();
+    try {
+      const result = await client.query({
+        text: `SELECT ${quoteIdent(a)}, ${quoteIdent(b)} FROM ${this.qualified(table)} WHERE ${quoteIdent(a)} IS NOT NULL AND ${quoteIdent(b)} IS NOT NULL`,
+        rowMode: 'array',
+      });
+      return result.rows as [unknown, unknown][];
+    } finally {
+      this.#active.delete(client);
+      client.release(this.#brokenBy(client));
+    }
   }
 
   /**
@@ -419,6 +483,7 @@ class PostgresDialect implements Dialect<PgConn> {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#watch);
     await this.db.destroy();
   }
 }

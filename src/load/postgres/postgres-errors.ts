@@ -9,7 +9,9 @@ export function isConnectionError(error: unknown): boolean {
   if (typeof code === 'string' && (/^(08|57P0)/.test(code) || /^E[A-Z]+$/.test(code))) return true;
   return (
     error instanceof Error &&
-    /Connection terminated|connection.*(closed|ended)/i.test(error.message)
+    /Connection terminated|connection.*(closed|ended)|connection error|not queryable/i.test(
+      error.message,
+    )
   );
 }
 
@@ -81,7 +83,22 @@ export function translatePostgresError(error: unknown, where: string): unknown {
   if (code === '54011' || code === '54000' || code === '53100' || code === '53200') {
     return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_LIMIT');
   }
-  if (code === '23505' || code.startsWith('22') || code.startsWith('23')) {
+  if (code.startsWith('22')) {
+    return fail(`PostgreSQL refused a value: ${said}`, 'SLUICE_DESTINATION_VALUE');
+  }
+  if (code === '0A000' && /used by a view or rule/.test(said)) {
+    return fail(
+      `PostgreSQL at ${where}: ${said}: a column must widen (the data no longer fits its type), and a view depends on it; drop the view, run again, then create the view again`,
+      'SLUICE_DESTINATION_DEPENDENT',
+    );
+  }
+  if (code === '2BP01') {
+    return fail(
+      `PostgreSQL at ${where}: ${said}: a replace swaps the table for a new one, and views depend on it; drop them before the run and create them after, or use write: merge`,
+      'SLUICE_DESTINATION_DEPENDENT',
+    );
+  }
+  if (code === '23505' || code.startsWith('23')) {
     return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_DATA');
   }
   if (code === '25006') {

@@ -251,6 +251,15 @@ class SqliteDialect implements Dialect<Database.Database> {
     return statement;
   }
 
+  async savepoint(
+    handle: Database.Database,
+    step: 'begin' | 'release' | 'rollback',
+  ): Promise<void> {
+    if (step === 'begin') handle.exec('SAVEPOINT sluice_batch');
+    else if (step === 'release') handle.exec('RELEASE sluice_batch');
+    else handle.exec('ROLLBACK TO sluice_batch; RELEASE sluice_batch');
+  }
+
   async deleteWhereIn(
     handle: Database.Database,
     table: string,

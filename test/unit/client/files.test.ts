@@ -183,14 +183,17 @@ describe('openResultFile', () => {
     );
   });
 
-  test('403 after the refreshes are used up is an ApiError without the signature', async () => {
+  test('403 after the refreshes are used up: worth a retry, the 403 as its cause, no signature', async () => {
     behaviour.forbidden = new Set([0, 1, 2, 3]);
     await assert.rejects(
       read(ref(), async () => ref()),
       (e: unknown) => {
-        assert.ok(e instanceof ApiError);
-        assert.equal(e.status, 403);
-        assert.deepEqual(e.details, ['Request has expired']);
+        assert.ok(e instanceof SluiceError);
+        assert.equal(e.code, 'SLUICE_FILE_EXPIRED');
+        assert.equal(e.retryable, true);
+        assert.ok(e.cause instanceof ApiError);
+        assert.equal(e.cause.status, 403);
+        assert.deepEqual(e.cause.details, ['Request has expired']);
         assert.ok(!e.message.includes('s3cr3t'));
         return true;
       },

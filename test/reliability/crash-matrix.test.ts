@@ -1,0 +1,126 @@
+import { strict as assert } from 'node:assert';
+import { after, before, describe, test } from 'node:test';
+import {
+  destinationKinds,
+  skipReason,
+  type TestTarget,
+  targetFactory,
+} from '../helpers/destinations.js';
+import { EmulatorHarness } from '../helpers/emulator.js';
+import { pipelineHead, tempDir, writePipeline } from '../helpers/pipeline.js';
+import {
+  creditsUsed,
+  downloadsByType,
+  runToEnd,
+  snapshot,
+  stopAt,
+  type TableSnapshot,
+} from './support.js';
+
+/**
+ * The crash matrix: a pipeline of three jobs (an append with autotrace owners, a merge, a
+ * replace), stopped with SIGKILL, SIGTERM and SIGINT at each checkpoint and then run again to
+ * the end. Afterwards every table equals a reference load of the same records (rows, distinct
+ * keys, content, child and owner tables included), each job was bought exactly once, and the
+ * credits spent are one purchase of each.
+ */
+
+const POINTS = [
+  'download-started:homes',
+  'polling:homes',
+  'file-batch:homes@1',
+  'file-committed:homes@0',
+  'job-finished:homes',
+  'file-batch:shops@1',
+  'job-finished:shops',
+  'download-started:catalog',
+  'swap:catalog',
+];
+const SIGNALS: NodeJS.Signals[] = ['SIGKILL', 'SIGTERM', 'SIGINT'];
+
+const JOBS = `jobs:
+  homes:
+    type: properties
+    query: 'province:TX'
+    records: 600
+    format: csv
+    write: append
+    auto_trace: true
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+  shops:
+    type: businesses
+    query: 'province:TX'
+    records: 400
+    format: json
+    write: merge
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+  catalog:
+    type: products
+    query: '*'
+    records: 300
+    format: csv
+    write: replace
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+`;
+
+let harness: EmulatorHarness;
+let dir: string;
+
+before(async () => {
+  harness = await EmulatorHarness.start({
+    scale: 0.5,
+    fileRecords: 200,
+    queueMs: 300,
+    rate: 5000,
+    churn: 0,
+  });
+  dir = tempDir('sluice-matrix-');
+});
+after(() => harness.close());
+
+export const figures = { trials: 0, kills: 0 };
+
+for (const kind of destinationKinds()) {
+  const reason = await skipReason(kind);
+  const target = targetFactory(kind, () => dir);
+
+  describe(`crash matrix on ${kind}`, { skip: reason }, () => {
+    let reference: Record<string, TableSnapshot>;
+    let referenceCredits: Record<string, number>;
+    const file = (t: TestTarget, name: string) =>
+      writePipeline(dir, `${kind}-${name}`, `${pipelineHead('matrix', t.destinationYaml)}${JOBS}`);
+
+    before(async () => {
+      await harness.reset();
+      const t = await target('reference');
+      await runToEnd(file(t, 'reference'), harness);
+      reference = await snapshot(t);
+      referenceCredits = creditsUsed(harness);
+      assert.deepEqual(downloadsByType(harness), { properties: 1, businesses: 1, products: 1 });
+      assert.ok(Object.keys(reference).includes('homes__owners'), 'owner tables are compared too');
+    });
+
+    for (const point of POINTS) {
+      for (const signal of SIGNALS) {
+        test(`${signal} at ${point}, then a run to the end: every row once, every job bought once`, async () => {
+          await harness.reset();
+          const name = `${point}-${signal}`.replace(/\W+/g, '_');
+          const t = await target(name);
+          const pipeline = file(t, name);
+          await stopAt(pipeline, harness, point, signal);
+          const summary = await runToEnd(pipeline, harness);
+          assert.equal(summary.status, 'succeeded');
+          assert.deepEqual(await snapshot(t), reference, 'the tables equal the reference load');
+          assert.deepEqual(
+            downloadsByType(harness),
+            { properties: 1, businesses: 1, products: 1 },
+            'one download per job',
+          );
+          assert.deepEqual(creditsUsed(harness), referenceCredits, 'credits of one purchase');
+          figures.trials++;
+          figures.kills++;
+        });
+      }
+    }
+  });
+}

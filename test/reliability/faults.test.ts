@@ -1,0 +1,281 @@
+import { strict as assert } from 'node:assert';
+import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import {
+  destinationKinds,
+  skipReason,
+  type TestTarget,
+  targetFactory,
+} from '../helpers/destinations.js';
+import { EmulatorHarness } from '../helpers/emulator.js';
+import { pipelineHead, tempDir, writePipeline } from '../helpers/pipeline.js';
+import { postgresUrl } from '../helpers/postgres.js';
+import {
+  creditsUsed,
+  downloadsByType,
+  type Finished,
+  runToEnd,
+  snapshot,
+  startRun,
+  type TableSnapshot,
+} from './support.js';
+
+/**
+ * Faults of the service and of the database: runs under each of the emulator's fault mixes, and
+ * with a PostgreSQL backend terminated mid-COPY, a table locked by another session, the SQLite
+ * database locked by another program. Retried until they succeed (each failure must say a retry
+ * can help: exit 1), after which every table equals the reference load, each job was bought once
+ * and the credits are one purchase.
+ */
+
+const JOBS = `jobs:
+  homes:
+    type: properties
+    query: 'province:TX'
+    records: 400
+    format: csv
+    write: append
+    auto_trace: true
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+  shops:
+    type: businesses
+    query: 'province:TX'
+    records: 300
+    format: json
+    write: merge
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+`;
+
+const MIXES: [string, string][] = [
+  ['503s', '503=0.15,retry_after=0'],
+  ['429s with Retry-After', '429=0.1,retry_after=1'],
+  ['500s', '500=0.1,retry_after=0'],
+  ['connection resets', 'reset=0.05'],
+  ['files cut mid-way', 'cut=0.4'],
+  ['slow answers', 'slow=0.2,slow_ms=300'],
+  [
+    'everything at once',
+    '503=0.05,500=0.05,429=0.03,reset=0.02,cut=0.2,slow=0.05,slow_ms=100,retry_after=0',
+  ],
+];
+
+let harness: EmulatorHarness;
+let dir: string;
+
+before(async () => {
+  harness = await EmulatorHarness.start({ scale: 0.5, fileRecords: 150, churn: 0 });
+  dir = tempDir('sluice-faults-');
+});
+after(() => harness.close());
+
+export const figures = { trials: 0, faults: 0 };
+
+/** Runs again until the pipeline succeeds; every failure on the way must be worth a retry. */
+async function untilDone(file: string, on: EmulatorHarness, env: Record<string, string> = {}) {
+  for (let attempt = 1; attempt <= 8; attempt++) {
+    const run = startRun(file, on, { env });
+    const done: Finished = await run.finished;
+    if (done.code === 0) return JSON.parse(done.stdout);
+    assert.equal(done.code, 1, `a fault is worth a retry (exit 1): ${done.stdout}\n${done.stderr}`);
+    assert.equal(JSON.parse(done.stdout).status !== undefined, true);
+  }
+  assert.fail(`${file} did not succeed in 8 runs`);
+}
+
+async function pgQuery(sql: string, values: unknown[] = []) {
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    return (await client.query(sql, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+for (const kind of destinationKinds()) {
+  const reason = await skipReason(kind);
+  const target = targetFactory(kind, () => dir);
+
+  describe(`faults on ${kind}`, { skip: reason }, () => {
+    let reference: Record<string, TableSnapshot>;
+    let referenceCredits: Record<string, number>;
+    const file = (t: TestTarget, name: string, destination = t.destinationYaml) =>
+      writePipeline(dir, `${kind}-${name}`, `${pipelineHead('faults', destination)}${JOBS}`);
+    const check = async (t: TestTarget, on = harness) => {
+      assert.deepEqual(await snapshot(t), reference, 'the tables equal the reference load');
+      assert.deepEqual(
+        downloadsByType(on),
+        { properties: 1, businesses: 1 },
+        'one download per job',
+      );
+      assert.deepEqual(creditsUsed(on), referenceCredits, 'credits of one purchase');
+      figures.trials++;
+      figures.faults++;
+    };
+
+    before(async () => {
+      await harness.reset();
+      const t = await target('reference');
+      await runToEnd(file(t, 'reference'), harness);
+      reference = await snapshot(t);
+      referenceCredits = creditsUsed(harness);
+    });
+
+    for (const [name, spec] of MIXES) {
+      test(`under ${name} (${spec})`, async () => {
+        await harness.reset();
+        await harness.faults([], spec);
+        const t = await target(name.replace(/\W+/g, '_'));
+        await untilDone(file(t, name.replace(/\W+/g, '_')), harness);
+        await harness.clearFaults();
+        await check(t);
+      });
+    }
+
+    test('result-file URLs that expire mid-download, and a token that expires', async () => {
+      const expiring = await EmulatorHarness.start({
+        scale: 0.5,
+        fileRecords: 150,
+        churn: 0,
+        tokenTtlMs: 300,
+      });
+      try {
+        await expiring.faults([
+          { match: 'GET /files/', action: 'slow', delay_ms: 150, times: 100 },
+        ]);
+        const t = await target('expiry');
+        const expire = setInterval(() => void expiring.expireFiles().catch(() => {}), 700);
+        try {
+          await untilDone(file(t, 'expiry'), expiring);
+        } finally {
+          clearInterval(expire);
+        }
+        const refreshed = (await expiring.requests()).filter((r) => r.status === 403).length;
+        assert.ok(refreshed > 0, 'some file URLs expired and were refreshed');
+        const relogins = (await expiring.requests()).filter((r) => r.path === '/v4/auth').length;
+        assert.ok(relogins > 1, 'the token expired and the client logged in again');
+        await check(t, expiring);
+      } finally {
+        await expiring.close();
+      }
+    });
+
+    test('corrupt rows are kept aside; the rest loads exactly once', async () => {
+      await harness.reset();
+      await harness.faults([], 'corrupt=0.03');
+      const t = await target('corrupt');
+      const summary = await untilDone(file(t, 'corrupt'), harness);
+      await harness.clearFaults();
+      const jobs = summary.jobs as {
+        job: string;
+        loaded: number;
+        rejected: number;
+        downloaded: number;
+      }[];
+      for (const job of jobs) assert.equal(job.loaded + job.rejected, job.downloaded, job.job);
+      assert.ok(jobs.some((j) => j.rejected > 0));
+      const now = await snapshot(t);
+      assert.equal(now.homes!.rows, jobs[0]!.loaded);
+      assert.equal(now.homes!.keys, now.homes!.rows, 'no duplicate');
+      assert.equal(now.shops!.rows, jobs[1]!.loaded);
+      assert.deepEqual(downloadsByType(harness), { properties: 1, businesses: 1 });
+    });
+
+    if (kind === 'sqlite') {
+      test('the SQLite database locked by another program: exit 1, then a clean rerun', async () => {
+        await harness.reset();
+        const locked = await target('sqlite-locked-2');
+        const path = locked.url.slice('sqlite:'.length);
+        const other = new Database(path);
+        other.exec('begin exclusive');
+        const blocked = await startRun(file(locked, 'sqlite-locked-2'), harness, {
+          env: { SLUICE_SQLITE_BUSY_TIMEOUT_MS: '300' },
+        }).finished;
+        other.exec('rollback');
+        other.close();
+        assert.equal(blocked.code, 1, blocked.stderr);
+        assert.equal(JSON.parse(blocked.stdout).error.code, 'SLUICE_DESTINATION_BUSY');
+        await harness.reset();
+        await untilDone(file(locked, 'sqlite-locked-2'), harness);
+        await check(locked);
+      });
+    }
+
+    if (kind === 'postgres') {
+      test('the PostgreSQL backend terminated mid-COPY: the run fails cleanly, the rerun is exact', async () => {
+        await harness.reset();
+        const t = await target('terminated');
+        const pipeline = file(t, 'terminated');
+        const run = startRun(pipeline, harness, {
+          checkpoint: 'file-batch:homes@1',
+          env: { SLUICE_CHECKPOINT_WAIT: '1500' },
+        });
+        await run.reached;
+        const killed = await pgQuery(
+          `select pg_terminate_backend(pid) from pg_stat_activity
+           where application_name = 'sluice' and state = 'idle in transaction'`,
+        );
+        assert.ok(killed.length > 0, 'a backend in a file transaction was terminated');
+        const done = await run.finished;
+        assert.equal(done.code, 1, done.stderr);
+        const summary = JSON.parse(done.stdout);
+        assert.equal(summary.status, 'failed');
+        assert.equal(summary.jobs[0].error.code, 'SLUICE_DESTINATION_CONNECTION');
+        assert.doesNotMatch(done.stderr, /Unhandled|internal error/);
+        const runs = await t.all<{ status: string }>('select status from _sluice_runs');
+        assert.deepEqual(
+          runs.map((r) => r.status),
+          ['failed'],
+          'not left running',
+        );
+        await untilDone(pipeline, harness);
+        await check(t);
+      });
+
+      test('a table locked by another session: a lock timeout fails with exit 1, SIGTERM stops the wait', async () => {
+        await harness.reset();
+        const t2 = await target('table-locked-2');
+        const url2 = new URL(postgresUrl());
+        url2.searchParams.set('options', '-c lock_timeout=1s');
+        const pipeline = file(t2, 'table-locked-2', `{ url: '${url2}', schema: ${t2.schema} }`);
+        await pgQuery(`create schema if not exists "${t2.schema}"`);
+        const holder = new pg.Client({ connectionString: postgresUrl() });
+        holder.on('error', () => {});
+        await holder.connect();
+        try {
+          // The state table every file's transaction writes to, locked by another session.
+          await holder.query(
+            `create table "${t2.schema}"."_sluice_files" (download_id text not null, file_index bigint not null, file_name text not null, table_name text not null, rows_loaded bigint not null, rows_rejected bigint not null, bytes bigint not null, loaded_at text not null, run_id text not null, primary key (download_id, file_index))`,
+          );
+          await holder.query('begin');
+          await holder.query(`lock table "${t2.schema}"."_sluice_files" in access exclusive mode`);
+          const timedOut = await startRun(pipeline, harness).finished;
+          assert.equal(timedOut.code, 1, timedOut.stderr);
+          assert.equal(JSON.parse(timedOut.stdout).jobs[0].error.code, 'SLUICE_DESTINATION_BUSY');
+          // With the default timeout the run waits, says so, and stops at SIGTERM.
+          const waiting = startRun(file(t2, 'table-locked-wait'), harness);
+          const deadline = Date.now() + 20_000;
+          while (!waiting.child.exitCode && Date.now() < deadline) {
+            const blocked = await pgQuery(
+              `select 1 from pg_stat_activity where application_name = 'sluice' and wait_event_type = 'Lock'`,
+            );
+            if (blocked.length > 0) break;
+            await new Promise((r) => setTimeout(r, 100));
+          }
+          await new Promise((r) => setTimeout(r, 3500));
+          waiting.child.kill('SIGTERM');
+          const stopped = await waiting.finished;
+          assert.equal(stopped.code, 130, stopped.stderr);
+          assert.match(stopped.stderr, /waiting for a lock held by PostgreSQL session/);
+        } finally {
+          await holder.query('rollback').catch(() => {});
+          await holder.end();
+        }
+        await untilDone(pipeline, harness);
+        await check(t2);
+      });
+    }
+  });
+}

@@ -1,0 +1,360 @@
+import { strict as assert } from 'node:assert';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import {
+  destinationKinds,
+  skipReason,
+  type TestTarget,
+  targetFactory,
+} from '../helpers/destinations.js';
+import { EmulatorHarness } from '../helpers/emulator.js';
+import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import { postgresUrl } from '../helpers/postgres.js';
+import { type HostileService, startHostileService } from './hostile-server.js';
+import { downloadsByType, startRun, stopAt } from './support.js';
+
+/**
+ * Wrong data, stuck pipelines and hostile inputs: what each gets. Every case names what went
+ * wrong before: a value PostgreSQL refuses blocking a pipeline for good, field names taken as
+ * object keys, a record twice in a batch, another pipeline's download adopted, a job changed
+ * half way, two pipelines replacing one table, dependent views, long waits, hostile files.
+ */
+
+let hostile: HostileService;
+let harness: EmulatorHarness;
+let dir: string;
+
+before(async () => {
+  hostile = await startHostileService();
+  harness = await EmulatorHarness.start({ scale: 0.2, fileRecords: 100, churn: 0, queueMs: 200 });
+  dir = tempDir('sluice-hostile-');
+});
+after(async () => {
+  await hostile.close();
+  await harness.close();
+});
+
+const POLL = 'poll: { interval: 50ms, max_interval: 100ms, timeout: 30s }';
+
+/** Runs a statement that returns no rows, over a connection of the test's own. */
+async function exec(t: TestTarget, text: string): Promise<void> {
+  if (t.kind === 'postgres') {
+    await t.all(text);
+    return;
+  }
+  const db = new Database(t.url.slice('sqlite:'.length));
+  try {
+    db.exec(text);
+  } finally {
+    db.close();
+  }
+}
+
+function hostileEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    SLUICE_API_URL: hostile.v4Url,
+    SLUICE_EMAIL: 'h@sluice.test',
+    SLUICE_PASSWORD: 'h',
+    ...extra,
+  };
+}
+
+async function runJson(file: string, env: NodeJS.ProcessEnv, args: string[] = []) {
+  const result = await runCli(['run', file, '--json', '--no-progress', ...args], env);
+  return { ...result, summary: JSON.parse(result.stdout) };
+}
+
+for (const kind of destinationKinds()) {
+  const reason = await skipReason(kind);
+  const target = targetFactory(kind, () => dir);
+  const pipeline = (t: TestTarget, name: string, jobs: string) =>
+    writePipeline(dir, `${kind}-${name}`, `${pipelineHead(name, t.destinationYaml)}jobs:\n${jobs}`);
+
+  describe(`hostile inputs on ${kind}`, { skip: reason }, () => {
+    test('values a database refuses, field names that are JavaScript builtins, empty and long names, a record twice: rejects with reasons, the rest loads, later jobs run', async () => {
+      const long = `x${'LongFieldName'.repeat(7)}`;
+      hostile.serve([
+        JSON.stringify({ id: 'ok1', address: '1 Main St', yearBuilt: 1999 }),
+        JSON.stringify({ id: 'feb30', mostRecentStatusDate: '2021-02-30T00:00:00Z' }),
+        JSON.stringify({ id: 'year0', dateAdded: '0000-01-01' }),
+        JSON.stringify({ id: 'nul', address: 'a\u0000b' }),
+        '{"id":"proto","__proto__":"p","constructor":"c","toString":"t","address":"2 Oak Ave"}',
+        JSON.stringify({ id: 'empty', '': 'a value with no name' }),
+        JSON.stringify({ id: 'long', [long]: 'kept' }),
+        JSON.stringify({
+          id: 'dup',
+          prices: [{ amountMin: 1 }, { amountMin: 2 }, { amountMin: 3 }],
+        }),
+        JSON.stringify({ id: 'ok2', address: '3 Elm Rd' }),
+        JSON.stringify({ id: 'dup', prices: [{ amountMin: 9 }] }),
+      ]);
+      const t = await target('refused');
+      const file = pipeline(
+        t,
+        'refused',
+        `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n  again:\n    type: properties\n    query: 'city:X'\n    table: homes_again\n    ${POLL}\n`,
+      );
+      const run = await runJson(file, hostileEnv());
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      const [homes, again] = run.summary.jobs;
+      assert.equal(homes.rejected, 4);
+      assert.equal(homes.loaded, 6);
+      assert.equal(again.status, 'loaded', 'the next job runs');
+      const reasons = await t.all<{ reason: string }>(
+        "select reason from _sluice_rejects where job = 'homes' order by line",
+      );
+      const expected = [
+        /^mostRecentStatusDate: '2021-02-30T00:00:00Z' is not a valid date$/,
+        /^dateAdded: '0000-01-01' is not a valid date$/,
+        /NUL character \(U\+0000\), which PostgreSQL cannot store/,
+        /^a field with an empty name$/,
+      ];
+      assert.equal(reasons.length, expected.length);
+      for (const [i, r] of reasons.entries()) assert.match(r.reason, expected[i]!);
+      const proto = await t.one<Record<string, unknown>>(
+        `select "__proto__" as p, "constructor" as c, "toString" as s from homes where id = 'proto'`,
+      );
+      assert.deepEqual({ ...proto }, { p: 'p', c: 'c', s: 't' });
+      const others = await t.one<{ n: number }>(
+        `select count(*) as n from homes where id <> 'proto' and ("__proto__" is not null or "constructor" is not null)`,
+      );
+      assert.equal(Number(others.n), 0, 'other rows do not inherit them');
+      const prices = await t.all<{ amountMin: number }>(
+        `select "amountMin" from homes__prices where _parent_id = 'dup' order by _position`,
+      );
+      assert.deepEqual(
+        prices.map((p) => Number(p.amountMin)),
+        [9],
+        'the last record of an id in a batch, with its children only',
+      );
+      const longColumn = await t.all(`select * from homes where id = 'long'`);
+      assert.ok(Object.values(longColumn[0]!).includes('kept'), 'a long field name is a column');
+    });
+
+    test('more fields than the database has columns: one clear line, exit 2', async () => {
+      const record: Record<string, unknown> = { id: 'wide' };
+      for (let i = 0; i < 2100; i++) record[`extra${i}`] = i;
+      hostile.serve([JSON.stringify(record)]);
+      const t = await target('wide');
+      const file = pipeline(
+        t,
+        'wide',
+        `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+      );
+      const run = await runJson(file, hostileEnv());
+      assert.equal(run.code, 2, run.stderr);
+      assert.equal(run.summary.jobs[0].error.code, 'SLUICE_DESTINATION_LIMIT');
+      assert.match(run.summary.jobs[0].error.message, /columns, more than the \d+/);
+    });
+
+    test("another pipeline's download is never adopted: one that cannot be shown to be this job's is left", async () => {
+      await harness.reset();
+      const t = await target('adopt');
+      const file = pipeline(
+        t,
+        'adopt',
+        `  homes:\n    type: properties\n    query: 'province:TX'\n    records: 150\n    ${POLL}\n`,
+      );
+      // Killed between asking for its download and hearing the id: the request is recorded...
+      await stopAt(file, harness, 'download-started:homes', 'SIGKILL');
+      const mine = harness.emulator.context.state.downloads[0]!.publicId;
+      await exec(t, `update _sluice_downloads set download_id = null, status = 'requested'`);
+      // ...and meanwhile other pipelines of the account start downloads of their own.
+      const { createServiceClient } = await import('../../src/client/index.js');
+      const client = createServiceClient({ url: harness.v4Url, ...harness.credentials });
+      await client.startDownload({ type: 'businesses', query: 'province:TX', numRecords: 150 });
+      await client.startDownload({ type: 'properties', query: 'province:CA', numRecords: 150 });
+      await client.close();
+      // Only the first-created download not known to this destination used to be adopted.
+      await exec(t, 'delete from _sluice_files');
+      const run = await runJson(file, emulatorEnv(harness));
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(run.summary.jobs[0].download_id, mine, 'its own download, found by its records');
+      const wrong = await t.one<{ n: number }>(
+        `select count(*) as n from homes where province <> 'TX'`,
+      );
+      assert.equal(Number(wrong.n), 0);
+    });
+
+    test('a job that changes its table or write mode half way is refused, never misplaced', async () => {
+      await harness.reset();
+      const t = await target('changed');
+      const job = (write: string) =>
+        `  homes:\n    type: properties\n    query: 'province:TX'\n    records: 300\n    format: csv\n    write: ${write}\n    ${POLL}\n`;
+      const file = pipeline(t, 'changed', job('merge'));
+      await stopAt(file, harness, 'file-committed:homes@0', 'SIGKILL');
+      const before = await t.one<{ n: number }>('select count(*) as n from homes');
+      writeFileSync(file, `${pipelineHead('changed', t.destinationYaml)}jobs:\n${job('replace')}`);
+      const refused = await runJson(file, emulatorEnv(harness));
+      assert.equal(refused.code, 2);
+      assert.equal(refused.summary.jobs[0].error.code, 'SLUICE_JOB_CHANGED');
+      assert.match(refused.summary.jobs[0].error.message, /half loaded.*--fresh/);
+      assert.equal((await t.one<{ n: number }>('select count(*) as n from homes')).n, before.n);
+      const fresh = await runJson(file, emulatorEnv(harness), ['--fresh']);
+      assert.equal(fresh.code, 0, fresh.stderr);
+      assert.equal(Number((await t.one<{ n: number }>('select count(*) as n from homes')).n), 300);
+      assert.deepEqual(await t.tables('homes__sluice'), []);
+    });
+
+    test('two pipelines replacing one table at once: each swaps in a whole table of its own', async () => {
+      await harness.reset();
+      const t = await target('shared');
+      const job = (records: number) =>
+        `  homes:\n    type: properties\n    query: '*'\n    records: ${records}\n    write: replace\n    ${POLL}\n`;
+      const a = writePipeline(
+        dir,
+        `${kind}-shared-a`,
+        `${pipelineHead('shared-a', t.destinationYaml)}jobs:\n${job(200)}`,
+      );
+      const b = writePipeline(
+        dir,
+        `${kind}-shared-b`,
+        `${pipelineHead('shared-b', t.destinationYaml)}jobs:\n${job(300)}`,
+      );
+      const [ra, rb] = await Promise.all([
+        startRun(a, harness).finished,
+        startRun(b, harness).finished,
+      ]);
+      assert.equal(ra.code, 0, ra.stderr);
+      assert.equal(rb.code, 0, rb.stderr);
+      const { n, ids } = await t.one<{ n: number; ids: number }>(
+        'select count(*) as n, count(distinct id) as ids from homes',
+      );
+      assert.ok(Number(n) === 200 || Number(n) === 300, `a whole table of one pipeline: ${n}`);
+      assert.equal(Number(ids), Number(n), 'never a mix of both');
+    });
+
+    test('a 429 asking for a longer wait than the poll timeout says so', async () => {
+      await harness.reset();
+      const t = await target('wait');
+      await harness.faults([
+        { match: 'GET /v4/downloads/', action: '429', retry_after: 300, times: 5 },
+      ]);
+      const file = pipeline(
+        t,
+        'wait',
+        `  homes:\n    type: properties\n    query: '*'\n    records: 50\n    poll: { interval: 50ms, timeout: 5s }\n`,
+      );
+      const run = await runJson(file, emulatorEnv(harness));
+      await harness.clearFaults();
+      assert.equal(run.code, 1);
+      assert.match(run.summary.jobs[0].error.message, /asked to wait 300 seconds/);
+      assert.deepEqual(downloadsByType(harness), { properties: 1 });
+    });
+
+    if (kind === 'postgres') {
+      const sql = async (schema: string, text: string) => {
+        const client = new pg.Client({ connectionString: postgresUrl() });
+        await client.connect();
+        try {
+          await client.query(`set search_path to "${schema}"`);
+          await client.query(text);
+        } finally {
+          await client.end();
+        }
+      };
+
+      test('views on a column that must widen, and on a replace target: one clear line, exit 2', async () => {
+        const t = await target('views');
+        hostile.serve([JSON.stringify({ id: 'v1', yearBuilt: 1999 })]);
+        const widen = pipeline(
+          t,
+          'views',
+          `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+        );
+        assert.equal((await runJson(widen, hostileEnv())).code, 0);
+        await sql(t.schema!, 'create view old_homes as select id, "yearBuilt" from homes');
+        hostile.serve([JSON.stringify({ id: 'v2', yearBuilt: 'unknown' })]);
+        const run = await runJson(widen, hostileEnv());
+        assert.equal(run.code, 2, run.stderr);
+        assert.equal(run.summary.jobs[0].error.code, 'SLUICE_DESTINATION_DEPENDENT');
+        assert.match(run.summary.jobs[0].error.message, /a view depends on it; drop the view/);
+
+        const replace = pipeline(
+          t,
+          'views-replace',
+          `  listed:\n    type: properties\n    query: '*'\n    write: replace\n    ${POLL}\n`,
+        );
+        hostile.serve([JSON.stringify({ id: 'r1' })]);
+        assert.equal((await runJson(replace, hostileEnv())).code, 0);
+        await sql(t.schema!, 'create view listed_ids as select id from listed');
+        const swapped = await runJson(replace, hostileEnv());
+        assert.equal(swapped.code, 2);
+        assert.match(
+          swapped.summary.jobs[0].error.message,
+          /a replace swaps the table.*views depend on it/,
+        );
+      });
+
+      test('a statement_timeout too short for the load: one clear line, exit 1', async () => {
+        const t = await target('timeout');
+        const url = new URL(postgresUrl());
+        url.searchParams.set('options', '-c statement_timeout=1');
+        hostile.serve(Array.from({ length: 50 }, (_, i) => JSON.stringify({ id: `s${i}` })));
+        const file = writePipeline(
+          dir,
+          'pg-timeout',
+          `${pipelineHead('timeout', `{ url: '${url}', schema: ${t.schema} }`)}jobs:\n  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+        );
+        const run = await runCli(['run', file, '--no-progress'], hostileEnv());
+        assert.equal(run.code, 1, run.stderr);
+        assert.match(run.stderr, /statement_timeout .* too short .* raise it/);
+        assert.doesNotMatch(run.stderr, /internal error|\n\s+at /);
+      });
+    }
+  });
+}
+
+describe('hostile pipeline files', () => {
+  test('a YAML alias bomb, a file of megabytes: exit 2 at once, no out-of-memory abort', async () => {
+    const bomb = ['version: 1', 'a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
+    for (let i = 1; i < 10; i++) {
+      bomb.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(',')}]`,
+      );
+    }
+    const file = join(dir, 'bomb.yaml');
+    writeFileSync(file, `${bomb.join('\n')}\n`);
+    const started = Date.now();
+    const run = await runCli(['validate', file, '--json'], {});
+    assert.equal(run.code, 2);
+    assert.match(JSON.parse(run.stdout).error.message, /invalid YAML: .*alias/i);
+    assert.ok(Date.now() - started < 5000);
+    const huge = join(dir, 'huge.yaml');
+    writeFileSync(
+      huge,
+      `version: 1\nname: huge\njobs:\n  a:\n    type: properties\n    query: '${'x'.repeat(20_000_000)}'\n`,
+    );
+    const big = await runCli(['validate', huge, '--json'], {});
+    assert.equal(big.code, 2);
+    assert.match(JSON.parse(big.stdout).error.message, /at most 1 MB/);
+  });
+
+  test('${VAR} feeds numeric fields; a merge key the view lacks is refused before spending', async () => {
+    const file = join(dir, 'vars.yaml');
+    writeFileSync(
+      file,
+      `version: 1\nname: vars\nsource: { api: v4, url: 'http://127.0.0.1:1/v4', email: e, password: p }\nviews:\n  v:\n    fields: [address, city]\njobs:\n  a:\n    type: properties\n    query: 'city:Austin'\n    records: \${N}\n    max_credits: \${CAP}\n    auto_trace: \${TRACE}\n`,
+    );
+    const ok = await runCli(['validate', file, '--json'], { N: '120', CAP: '500', TRACE: 'false' });
+    assert.equal(ok.code, 0, ok.stdout);
+    assert.equal(JSON.parse(ok.stdout).jobs[0].records, 120);
+    writeFileSync(file, `${(await import('node:fs')).readFileSync(file, 'utf8')}    view: v\n`);
+    const keyless = await runCli(['validate', file, '--json'], {
+      N: '120',
+      CAP: '500',
+      TRACE: 'false',
+    });
+    assert.equal(keyless.code, 2);
+    assert.match(
+      JSON.parse(keyless.stdout).error.message,
+      /merge key 'id' is not a field of view 'v'/,
+    );
+  });
+});
