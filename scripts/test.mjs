@@ -41,7 +41,7 @@ if (files.length === 0) {
 }
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files],
+  ['--import', 'tsx', '--test', '--test-concurrency=3', '--test-reporter=spec', ...files],
   { stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);

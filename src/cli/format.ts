@@ -7,6 +7,7 @@ import {
   resolveField,
 } from '../catalog.js';
 import { UsageError } from '../errors.js';
+import type { IncrementalRange } from '../pipeline/index.js';
 import { formatTable } from './output.js';
 
 /** Helpers the service commands share: argument checks and the readable form of records. */
@@ -171,4 +172,16 @@ export function creditsText(credits: Partial<Record<string, number>>): string {
   return parts.length === 0
     ? '-'
     : parts.map(([t, n]) => `${n!.toLocaleString('en-US')} ${t}`).join(', ');
+}
+
+/** An incremental job's range and cursor, in a line: what it downloaded and where it got to. */
+export function rangeText(range: IncrementalRange): string {
+  const what =
+    range.from === null
+      ? `every record${range.full_refresh ? ' (--full-refresh)' : ''}`
+      : `${range.cursor} since ${range.from}${range.full_refresh ? ' (--full-refresh)' : ''}`;
+  const next = range.next ?? null;
+  if (range.kept) return `${what}; cursor stays at ${next ?? '(none)'}: ${range.kept}`;
+  if (next === null) return `${what}; no cursor`;
+  return next === range.last ? `${what}; cursor stays at ${next}` : `${what}; cursor now ${next}`;
 }

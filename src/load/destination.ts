@@ -71,6 +71,14 @@ export interface FileTransaction {
   recordFile(row: FileRow): Promise<void>;
 }
 
+/** Which rows `readPairs` reads, by the columns every loaded row carries. */
+export interface PairFilter {
+  /** Rows loaded from this download (`_sluice_download_id`). */
+  downloadId?: string;
+  /** Rows loaded at or after this time (`_sluice_loaded_at`, ISO 8601 UTC). */
+  loadedSince?: string;
+}
+
 /** The end of a job, in one transaction: tables swapped in, the attempt and cursor updated. */
 export interface JobFinish {
   /** `write: replace`: these logical tables get this pipeline's staging tables swapped in. */
@@ -131,6 +139,7 @@ export interface State {
   ): Promise<void>;
   loadedFiles(downloadId: string): Promise<Map<number, FileRow>>;
   cursor(pipeline: string, job: string): Promise<CursorRow | undefined>;
+  cursors(pipeline: string): Promise<CursorRow[]>;
   recent(
     pipeline: string,
     limit: number,
@@ -184,8 +193,15 @@ export interface Destination {
   /** Ends a job in one transaction (replace swap, attempt status, cursor). */
   finishJob(finish: JobFinish): Promise<void>;
 
-  /** Pairs of non-null values of two columns of a table (e.g. property id, owner people key). */
-  readPairs(table: string, columns: [string, string]): Promise<[unknown, unknown][]>;
+  /**
+   * Pairs of non-null values of two columns of a table (e.g. property id, owner people key),
+   * of all its rows or of those a filter picks by the load columns every row carries.
+   */
+  readPairs(
+    table: string,
+    columns: [string, string],
+    filter?: PairFilter,
+  ): Promise<[unknown, unknown][]>;
 
   close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Widening } from '../schema/plan.js';
 import type { Column, Row } from '../schema/types.js';
-import type { DestinationCapabilities, Lock, LockOptions } from './destination.js';
+import type { DestinationCapabilities, Lock, LockOptions, PairFilter } from './destination.js';
 import type { StateDatabase } from './state-tables.js';
 
 /**
@@ -66,7 +66,11 @@ export interface Dialect<C> {
   drop(conn: C, table: string): Promise<void>;
   indexes(table: string, conn?: C): Promise<IndexDef[]>;
 
-  readPairs(table: string, columns: [string, string]): Promise<[unknown, unknown][]>;
+  readPairs(
+    table: string,
+    columns: [string, string],
+    filter?: PairFilter,
+  ): Promise<[unknown, unknown][]>;
   lock(name: string, options: LockOptions): Promise<Lock>;
   /** A driver's error as a SluiceError that says what to do (and never holds a password). */
   translate(error: unknown): unknown;
@@ -87,4 +91,31 @@ export interface IndexDef {
 export interface IndexRename extends IndexDef {
   /** The index's name on the staging table. */
   from: string;
+}
+
+/**
+ * The statement of `readPairs`: two columns, both non-null, of the rows the filter picks.
+ * `param(i)` writes the dialect's placeholder for the i-th value (from 1).
+ */
+export function pairsStatement(
+  table: string,
+  [a, b]: [string, string],
+  filter: PairFilter | undefined,
+  quote: (name: string) => string,
+  param: (i: number) => string,
+): { text: string; values: string[] } {
+  const where = [`${quote(a)} IS NOT NULL`, `${quote(b)} IS NOT NULL`];
+  const values: string[] = [];
+  if (filter?.downloadId !== undefined) {
+    values.push(filter.downloadId);
+    where.push(`${quote('_sluice_download_id')} = ${param(values.length)}`);
+  }
+  if (filter?.loadedSince !== undefined) {
+    values.push(filter.loadedSince);
+    where.push(`${quote('_sluice_loaded_at')} >= ${param(values.length)}`);
+  }
+  return {
+    text: `SELECT ${quote(a)}, ${quote(b)} FROM ${table} WHERE ${where.join(' AND ')}`,
+    values,
+  };
 }

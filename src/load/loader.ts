@@ -7,6 +7,7 @@ import type {
   JobFinish,
   Lock,
   LockOptions,
+  PairFilter,
   State,
   WriteTarget,
 } from './destination.js';
@@ -138,12 +139,17 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     });
   }
 
-  readPairs(table: string, columns: [string, string]): Promise<[unknown, unknown][]> {
+  readPairs(
+    table: string,
+    columns: [string, string],
+    filter?: PairFilter,
+  ): Promise<[unknown, unknown][]> {
     return this.#guard(() =>
-      this.#dialect.readPairs(this.naming.table(table), [
-        this.naming.column(columns[0]),
-        this.naming.column(columns[1]),
-      ]),
+      this.#dialect.readPairs(
+        this.naming.table(table),
+        [this.naming.column(columns[0]), this.naming.column(columns[1])],
+        filter,
+      ),
     );
   }
 

@@ -20,6 +20,8 @@ export interface RunContext {
   env: NodeJS.ProcessEnv;
   /** Start new downloads instead of re-attaching to unfinished ones. */
   fresh: boolean;
+  /** Incremental jobs ignore their cursors, and reset them once loaded. */
+  fullRefresh: boolean;
   /** The interrupted run this one finishes, when it does (see resume.ts). */
   resume?: Resumable;
   signal?: AbortSignal;

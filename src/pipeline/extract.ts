@@ -8,6 +8,7 @@ import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
 import { estimateJob, searchRequestOf } from './estimate.js';
+import { describeRange, rangeOf, rangeQuery, reattachedRange } from './incremental.js';
 import { inStage, type JobOutcome } from './outcome.js';
 import type { JobSpec } from './spec.js';
 
@@ -84,16 +85,26 @@ export async function ensureDownload(
     }
   }
 
+  const saved = job.incremental ? await state.cursor(pipeline, job.name) : undefined;
   if (attempt) {
     outcome.reattached = true;
     outcome.found = attempt.num_found;
     outcome.download_id = attempt.download_id;
+    outcome.incremental = reattachedRange(job, attempt, saved);
     log.info(`re-attaching to download ${attempt.download_id} started at ${attempt.started_at}`);
+    if (ctx.fullRefresh && attempt.cursor_from !== null) {
+      log.warn(
+        `--full-refresh: download ${attempt.download_id} (records since ${attempt.cursor_from}) is paid for and is loaded first; the full refresh is the next new download (run with --fresh as well to leave this one)`,
+      );
+    }
     return { attempt, startedNow: false };
   }
 
+  const range = rangeOf(job, saved, ctx.fullRefresh);
+  outcome.incremental = range;
+  if (range) log.info(describeRange(range));
   outcome.stage = 'guard';
-  const request = searchRequestOf(job);
+  const request = searchRequestOf(job, rangeQuery(job.query, range));
   const estimate = await inStage('guard', () => estimateJob(client, job, { signal, request }));
   outcome.found = estimate.found;
   const refusal = estimate.refusals[0];
@@ -129,7 +140,7 @@ export async function ensureDownload(
     query: request.query,
     format: job.format,
     num_requested: estimate.records,
-    cursor_from: null,
+    cursor_from: range?.from ?? null,
     credits: null,
     stage: 'extract',
   };

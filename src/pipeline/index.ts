@@ -3,13 +3,14 @@ export { type CreditEstimate, estimateJob } from './estimate.js';
 export type {
   Credits,
   ErrorInfo,
+  IncrementalRange,
   JobOutcome,
   JobStatus,
   RunStatus,
   RunSummary,
   Stage,
 } from './outcome.js';
-export { type PlanReport, planPipeline } from './plan.js';
+export { type PlannedJob, type PlanReport, planPipeline, savedCursors } from './plan.js';
 export { noProgress, type Progress } from './progress.js';
 export {
   clientFor,

@@ -6,6 +6,7 @@ import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import { jobRow, type RunContext } from './context.js';
 import { creditsFor } from './estimate.js';
+import { cursorChange } from './incremental.js';
 import { FileReader, parseWorkers } from './normalize.js';
 import { inStage, type JobOutcome, markStage } from './outcome.js';
 import type { JobSpec } from './spec.js';
@@ -185,8 +186,10 @@ export async function finishJob(
   const now = isoAt(ctx.clock);
   const status = info === undefined ? 'empty' : info.state === 'cancelled' ? 'timed_out' : 'loaded';
   const startedAt = attempt?.requested_at ?? now;
+  const cursor = await cursorChange(load, attempt, info);
   await ctx.destination.finishJob({
     ...(swap ? { swap } : {}),
+    ...cursor,
     job: jobRow(ctx, job, { ...outcome, status, stage: 'finish' }, startedAt),
     beforeCommit: () => checkpoint(ctx, 'swap', job.name),
     ...(attempt && info

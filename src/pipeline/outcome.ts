@@ -62,6 +62,24 @@ export interface JobOutcome {
   tables: string[];
   message?: string;
   error?: ErrorInfo;
+  /** An incremental job's range, and where its cursor went. */
+  incremental?: IncrementalRange;
+}
+
+/** The range a job's download covers, as the run summary reports it. */
+export interface IncrementalRange {
+  /** The cursor field. */
+  cursor: string;
+  /** Lower bound (inclusive) of the field for this download, or null: every record. */
+  from: string | null;
+  /** The saved cursor the range started from, or null (first run, or --full-refresh). */
+  last: string | null;
+  /** `--full-refresh`: the saved cursor is ignored, and reset once this download is loaded. */
+  full_refresh: boolean;
+  /** The cursor after the job: the largest value loaded, or the old one when it did not move. */
+  next?: string | null;
+  /** Why the cursor did not move, when it did not. */
+  kept?: string;
 }
 
 export interface RunSummary {

@@ -2,10 +2,11 @@ import { createHash } from 'node:crypto';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { JobTables, type ShapePlan } from '../records/tables.js';
+import { isoAt } from './clock.js';
 import { type RunContext, shapePlanOf } from './context.js';
 import { runDownloadJob } from './download.js';
 import { prepareTables } from './load.js';
-import { addCredits, type JobOutcome, newOutcome } from './outcome.js';
+import { addCredits, type IncrementalRange, type JobOutcome, newOutcome } from './outcome.js';
 import { skippable } from './resume.js';
 import type { JobSpec } from './spec.js';
 
@@ -28,7 +29,18 @@ export async function runOwnerLookup(
   const from = ctx.spec.jobs.find((j) => j.name === job.people_keys_from)!;
   const propertyKey = from.key[0]!;
   outcome.stage = 'extract';
-  const owners = await ownerPeopleKeys(ctx, from.table, propertyKey);
+  // Following an incremental job, owners are looked up for the properties loaded since the
+  // last lookup that finished: its cursor is the time it began (rows carry when they loaded).
+  const since = from.incremental ? await lookupRange(ctx, job) : undefined;
+  if (since) {
+    outcome.incremental = since.range;
+    log.info(
+      since.range.from === null
+        ? `looking up the owners of every property in ${from.table}`
+        : `looking up the owners of the properties loaded into ${from.table} since ${since.range.from}`,
+    );
+  }
+  const owners = await ownerPeopleKeys(ctx, from.table, propertyKey, since?.range.from);
   const plan = (chunk: [string, (string | number)[]][]): ShapePlan => ({
     ...shapePlanOf(job, ctx.spec),
     enrichment: { propertiesTable: from.table, propertyKey, owners: chunk },
@@ -38,6 +50,7 @@ export async function runOwnerLookup(
     outcome.stage = 'load';
     await prepareTables({ ctx, job, tables: new JobTables(plan([])), outcome, log });
     outcome.status = 'empty';
+    if (since) await saveLookupCursor(ctx, job, since);
     return;
   }
   const keys = [...owners.keys()].sort();
@@ -85,6 +98,49 @@ export async function runOwnerLookup(
       if (partOutcome.message) outcome.message = partOutcome.message;
     }
   }
+  // A part cut short (timed out) leaves owners unlooked-up: the cursor stays for the next run.
+  if (since && outcome.status === 'loaded') await saveLookupCursor(ctx, job, since);
+  else if (since) {
+    since.range.next = since.range.last;
+    since.range.kept = 'a part of the lookup did not load in full';
+  }
+}
+
+/** The `_sluice_loaded_at` cursor of an owner lookup that follows an incremental job. */
+const LOADED_AT = '_sluice_loaded_at';
+
+interface LookupRange {
+  range: IncrementalRange;
+  /** When this lookup began: its cursor once every part is loaded. */
+  begun: string;
+}
+
+async function lookupRange(ctx: RunContext, job: JobSpec): Promise<LookupRange> {
+  const begun = isoAt(ctx.clock);
+  const saved = ctx.fullRefresh
+    ? undefined
+    : await ctx.destination.state.cursor(ctx.spec.name, job.name);
+  const last = saved?.value ?? null;
+  return {
+    begun,
+    range: { cursor: LOADED_AT, from: last, last, full_refresh: ctx.fullRefresh },
+  };
+}
+
+/** Every part is loaded: the next lookup starts from the properties loaded after this began. */
+async function saveLookupCursor(ctx: RunContext, job: JobSpec, since: LookupRange) {
+  since.range.next = since.begun;
+  await ctx.destination.finishJob({
+    cursor: {
+      pipeline: ctx.spec.name,
+      job: job.name,
+      field: LOADED_AT,
+      value: since.begun,
+      updated_at: since.begun,
+      run_id: ctx.runId,
+      download_id: null,
+    },
+  });
 }
 
 /** Owner people key -> keys of the properties it owns, from a loaded properties table. */
@@ -92,6 +148,7 @@ async function ownerPeopleKeys(
   ctx: RunContext,
   table: string,
   propertyKey: string,
+  loadedSince: string | null | undefined,
 ): Promise<Map<string, (string | number)[]>> {
   const owners = new Map<string, (string | number)[]>();
   const columns = await ctx.destination.describeTable(table);
@@ -100,10 +157,12 @@ async function ownerPeopleKeys(
       `table ${table} has no ${OWNER_KEY_FIELD} column to take owners' people keys from: include ${OWNER_KEY_FIELD} in its job's view`,
     );
   }
-  for (const [property, owner] of await ctx.destination.readPairs(table, [
-    propertyKey,
-    OWNER_KEY_FIELD,
-  ])) {
+  const pairs = await ctx.destination.readPairs(
+    table,
+    [propertyKey, OWNER_KEY_FIELD],
+    loadedSince ? { loadedSince } : undefined,
+  );
+  for (const [property, owner] of pairs) {
     if (typeof owner !== 'string' || (typeof property !== 'string' && typeof property !== 'number'))
       continue;
     const list = owners.get(owner);

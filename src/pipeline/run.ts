@@ -32,6 +32,8 @@ export interface RunOptions {
   jobs?: string[];
   /** Start new downloads even where an unfinished one could be re-attached. */
   fresh?: boolean;
+  /** Incremental jobs download everything (or since their start) and reset their cursors. */
+  fullRefresh?: boolean;
   /** Wait for another run of the same pipeline to finish instead of exiting. */
   wait?: boolean;
   signal?: AbortSignal;
@@ -136,6 +138,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
         progress: options.progress,
         env,
         fresh: options.fresh === true,
+        fullRefresh: options.fullRefresh === true,
         ...(options.signal ? { signal: options.signal } : {}),
       });
     } finally {

@@ -69,6 +69,7 @@ const incremental = z.strictObject({
   start: z
     .string()
     .regex(/^\d{4}-\d{2}-\d{2}/, 'expected a date such as 2026-01-01 or 2026-01-01T00:00:00Z')
+    .refine((s) => !Number.isNaN(Date.parse(s)), 'not a date: expected one such as 2026-01-01')
     .optional()
     .describe("the first run's lower bound (default: everything)"),
   lookback: duration

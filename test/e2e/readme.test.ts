@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { tempDir } from '../helpers/pipeline.js';
+import { tempDir, writePipeline } from '../helpers/pipeline.js';
 import { normalise, runReadmeExamples } from '../helpers/readme.js';
 
 /** The README keeps its word: its example outputs, exit codes, cron line and Python example. */
@@ -107,7 +107,7 @@ describe('README', () => {
       }
       const script = `${block('orchestrator')}
 import sys
-print(run_sluice("pipelines/demo.yaml", cwd=sys.argv[1])["status"])
+print(run_sluice(sys.argv[2], cwd=sys.argv[1])["status"])
 try:
     run_sluice("test/fixtures/typo.yaml", cwd=sys.argv[1])
 except RuntimeError as error:
@@ -121,7 +121,23 @@ except RuntimeError as error:
           .split('\n')
           .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
       );
-      const result = await run('python3', [file, ROOT], {
+      // A small pipeline of the same source: the example's branching is what is tested here.
+      const pipeline = writePipeline(
+        dir,
+        'small',
+        `version: 1
+name: small
+source:
+  api: v4
+  url: \${SLUICE_API_URL}
+  email: \${SLUICE_EMAIL}
+  password: \${SLUICE_PASSWORD}
+destination: sqlite:small.sqlite
+jobs:
+  homes: { type: properties, query: "province:TX", records: 50, poll: { interval: 20ms } }
+`,
+      );
+      const result = await run('python3', [file, ROOT, pipeline], {
         env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
       });
       assert.equal(result.code, 0, result.stderr);

@@ -100,7 +100,8 @@ export async function runReadmeExamples(): Promise<ExampleResult> {
         if (words[0] !== 'npx' || words[1] !== 'sluice') {
           throw new Error(`README example: only 'npx sluice' and 'export' lines run: ${line}`);
         }
-        const result = await runCli(words.slice(2), env);
+        // The emulator's time moves with the run's waits: polling takes no real time.
+        const result = await runCli(words.slice(2), env, undefined, harness.clock());
         const actual = shown(`${result.stdout}${result.stderr}`).replace(/\n+$/, '');
         if (actual !== '') out.push(actual);
         const want = expected.join('\n').replace(/\n+$/, '');

@@ -15,7 +15,7 @@ import {
   snapshot,
   stopAt,
   type TableSnapshot,
-} from './support.js';
+} from '../helpers/runs.js';
 
 /**
  * The crash matrix: a pipeline of three jobs (an append with autotrace owners, a merge, a

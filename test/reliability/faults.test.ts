@@ -19,7 +19,7 @@ import {
   snapshot,
   startRun,
   type TableSnapshot,
-} from './support.js';
+} from '../helpers/runs.js';
 
 /**
  * Faults of the service and of the database: runs under each of the emulator's fault mixes, and

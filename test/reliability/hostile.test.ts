@@ -13,8 +13,8 @@ import {
 import { EmulatorHarness } from '../helpers/emulator.js';
 import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
 import { postgresUrl } from '../helpers/postgres.js';
+import { downloadsByType, startRun, stopAt } from '../helpers/runs.js';
 import { type HostileService, startHostileService } from './hostile-server.js';
-import { downloadsByType, startRun, stopAt } from './support.js';
 
 /**
  * Wrong data, stuck pipelines and hostile inputs: what each gets. Every case names what went

@@ -5,10 +5,11 @@ import {
   planPipeline,
   type RunSummary,
   runPipeline,
+  savedCursors,
 } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
 import { EXIT, exitCodeOfRun } from '../exit-codes.js';
-import { creditsText, plural, tablesText } from '../format.js';
+import { creditsText, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
 import { type PipelineArgs, pipelineFileArg, withPipeline } from './pipeline-args.js';
@@ -29,6 +30,7 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
       key: j.key,
       records: j.records ?? 'all',
       format: j.format,
+      incremental: j.incremental ?? null,
     }));
     const { stdout } = ctx.io;
     if (args.json) {
@@ -57,7 +59,7 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
           j.records,
           j.format,
           j.table,
-          j.write === 'merge' ? `merge on ${j.key.join(', ')}` : j.write,
+          `${j.write === 'merge' ? `merge on ${j.key.join(', ')}` : j.write}${j.incremental ? `, incremental on ${j.incremental.cursor}` : ''}`,
         ]),
       ),
     );
@@ -65,11 +67,20 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
   });
 }
 
-export function planCommand(args: PipelineArgs, ctx: CliContext): Promise<number> {
+export function planCommand(
+  args: PipelineArgs & { 'full-refresh'?: boolean },
+  ctx: CliContext,
+): Promise<number> {
   return withPipeline(args, ctx, 'required', async (spec) => {
+    const fullRefresh = args['full-refresh'] === true;
+    const cursors = fullRefresh ? undefined : await savedCursors(spec, ctx.env);
     const client = clientFor(spec, ctx.logger);
     try {
-      const plan = await planPipeline(spec, client, ctx.signal);
+      const plan = await planPipeline(spec, client, {
+        signal: ctx.signal,
+        fullRefresh,
+        ...(cursors ? { cursors } : {}),
+      });
       const refused = plan.guard === 'refuse';
       const { stdout } = ctx.io;
       if (args.json) {
@@ -95,6 +106,18 @@ export function planCommand(args: PipelineArgs, ctx: CliContext): Promise<number
         ),
       );
       for (const e of plan.jobs) for (const r of e.refusals) writeLine(stdout, `  ${r.message}`);
+      for (const e of plan.jobs) {
+        const inc = e.incremental;
+        if (!inc) continue;
+        const range =
+          inc.from === null
+            ? `every record${fullRefresh ? ' (--full-refresh)' : ' (first run)'}`
+            : `${inc.cursor} since ${inc.from}${inc.last === null ? ' (start)' : ` (cursor ${inc.last})`}`;
+        writeLine(
+          stdout,
+          `  ${e.job}: incremental, ${range}: ${plural(e.records, 'record')} to pay for, ${plural(inc.full_records, 'record')} in a full refresh${inc.credits_saved > 0 ? ` (${plural(inc.credits_saved, 'credit')} saved)` : ''}`,
+        );
+      }
       return refused ? EXIT.creditGuard : EXIT.ok;
     } finally {
       await client.close();
@@ -105,6 +128,7 @@ export function planCommand(args: PipelineArgs, ctx: CliContext): Promise<number
 export interface RunArgs extends PipelineArgs {
   job?: string[];
   fresh?: boolean;
+  'full-refresh'?: boolean;
   wait?: boolean;
   progress?: boolean;
 }
@@ -115,6 +139,7 @@ export function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
       env: ctx.env,
       jobs: args.job,
       fresh: args.fresh,
+      fullRefresh: args['full-refresh'],
       wait: args.wait,
       signal: ctx.signal,
       logger: ctx.logger,
@@ -174,6 +199,7 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
   for (const j of summary.jobs) {
     if (j.error) writeLine(stdout, `  ${j.job}: ${j.error.message}`);
     else if (j.message) writeLine(stdout, `  ${j.job}: ${j.message}`);
+    if (j.incremental) writeLine(stdout, `  ${j.job}: ${rangeText(j.incremental)}`);
   }
 }
 
@@ -192,7 +218,14 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
     .command(
       'plan <file>',
       'Show what each job would download and cost, and whether the credit guard passes (spends nothing)',
-      (c) => pipelineFileArg(c).example('$0 plan pipelines/demo.yaml --json', 'as JSON'),
+      (c) =>
+        pipelineFileArg(c)
+          .option('full-refresh', {
+            type: 'boolean',
+            default: false,
+            describe: 'Plan a run --full-refresh: incremental jobs download everything',
+          })
+          .example('$0 plan pipelines/demo.yaml --json', 'as JSON'),
       async (args) => done(await planCommand(args, ctx)),
     )
     .command(
@@ -210,6 +243,12 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             default: false,
             describe: 'Start new downloads instead of re-attaching to unfinished ones',
           })
+          .option('full-refresh', {
+            type: 'boolean',
+            default: false,
+            describe:
+              'Incremental jobs download every record (or since their start) and reset their cursors',
+          })
           .option('wait', {
             type: 'boolean',
             default: false,
@@ -222,6 +261,10 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
           })
           .example('$0 run pipelines/demo.yaml', 'run every job')
           .example('$0 run pipelines/demo.yaml --job texas_homes', 'one job')
+          .example(
+            '$0 run pipelines/nightly.yaml --job homes --full-refresh',
+            'one incremental job from scratch',
+          )
           .example(
             '$0 run pipelines/demo.yaml --json --log-format json --no-progress',
             'for an orchestrator: one JSON document on stdout, JSON lines on stderr',

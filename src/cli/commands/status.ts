@@ -131,6 +131,20 @@ async function status(
         ]),
       ),
     );
+    if (recent.cursors.length > 0) {
+      writeLine(io.stdout);
+      writeLine(
+        io.stdout,
+        'Cursors of incremental jobs (the next run downloads from here, less the lookback)',
+      );
+      writeLine(
+        io.stdout,
+        formatTable(
+          ['job', 'field', 'cursor', 'moved at', 'by run'],
+          recent.cursors.map((c) => [c.job, c.field, c.value, c.updated_at, c.run_id]),
+        ),
+      );
+    }
     return EXIT.ok;
   } finally {
     await destination?.close();

@@ -28,6 +28,16 @@ const SPAN_10Y = 10 * 365 * 86_400;
  * every change the emulator's clock brings (see world.ts) is newer than all of them.
  */
 const UPDATED_MAX = EPOCH_2015 + SPAN_10Y + 86_400 * 300;
+
+/**
+ * A record's dateUpdated `delta` seconds after it was added, folded back below UPDATED_MAX
+ * rather than cut at it, so that no two records share a second more often than chance says.
+ */
+function updatedAfter(added: number, delta: number): number {
+  const at = added + delta;
+  if (at <= UPDATED_MAX) return at;
+  return UPDATED_MAX - ((at - UPDATED_MAX) % (UPDATED_MAX - added + 1));
+}
 /**
  * Owners who are not people of the data set take the people indices just past it (ownerOf), so
  * records that appear later start this far past the base range, where no index is taken.
@@ -239,7 +249,7 @@ export class Dataset {
     r.geoLocation = `POINT (${lon} ${lat})`;
     const added = rng.time();
     r.dateAdded = iso(added);
-    r.dateUpdated = iso(Math.min(added + rng.int(0, 3 * 365 * 86_400), UPDATED_MAX));
+    r.dateUpdated = iso(updatedAfter(added, rng.int(0, 3 * 365 * 86_400)));
     const type = rng.pick(P.PROPERTY_TYPES);
     r.propertyType = type;
     const owner = this.ownerOf(index);
@@ -396,7 +406,7 @@ export class Dataset {
     if (rng.chance(0.75)) r.yearOpened = rng.int(1950, 2023);
     const added = rng.time();
     r.dateAdded = iso(added);
-    r.dateUpdated = iso(Math.min(added + rng.int(0, 700 * 86_400), UPDATED_MAX));
+    r.dateUpdated = iso(updatedAfter(added, rng.int(0, 700 * 86_400)));
     if (rng.chance(0.7)) {
       r.reviews = Array.from({ length: rng.int(1, 4) }, () => {
         const reviewer = this.#names(rng.int(0, 1_000_000));
@@ -442,7 +452,7 @@ export class Dataset {
     r.sourceURLs = [`https://www.${rng.pick(P.MERCHANTS).toLowerCase().replace(/[^a-z.]/g, '')}/p/${id}`];
     const added = rng.time();
     r.dateAdded = iso(added);
-    r.dateUpdated = iso(Math.min(added + rng.int(0, 500 * 86_400), UPDATED_MAX));
+    r.dateUpdated = iso(updatedAfter(added, rng.int(0, 500 * 86_400)));
     const base = rng.int(5, 1500);
     const prices: Json[] = [];
     for (let i = rng.int(1, 4); i > 0; i--) {
@@ -484,7 +494,7 @@ export class Dataset {
     if (rng.chance(0.6)) r.jobTitle = rng.pick(P.JOB_TITLES);
     const added = rng.time();
     r.dateAdded = iso(added);
-    r.dateUpdated = iso(Math.min(added + rng.int(0, 900 * 86_400), UPDATED_MAX));
+    r.dateUpdated = iso(updatedAfter(added, rng.int(0, 900 * 86_400)));
     if (numbers.length > 0) {
       r.phoneNumbers = numbers.map((number) => ({
         number,

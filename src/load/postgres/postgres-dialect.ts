@@ -22,8 +22,20 @@ import type { Logger } from '../../log.js';
 import type { Widening } from '../../schema/plan.js';
 import type { Column, Row } from '../../schema/types.js';
 import { sleep } from '../../util/sleep.js';
-import type { Destination, DestinationCapabilities, Lock, LockOptions } from '../destination.js';
-import type { BoundColumn, Dialect, IndexDef, IndexRename } from '../dialect.js';
+import type {
+  Destination,
+  DestinationCapabilities,
+  Lock,
+  LockOptions,
+  PairFilter,
+} from '../destination.js';
+import {
+  type BoundColumn,
+  type Dialect,
+  type IndexDef,
+  type IndexRename,
+  pairsStatement,
+} from '../dialect.js';
 import { scrub } from '../errors.js';
 import { Loader } from '../loader.js';
 import type { StateDatabase } from '../state-tables.js';
@@ -413,13 +425,21 @@ class PostgresDialect implements Dialect<PgConn> {
     return result.rows;
   }
 
-  async readPairs(table: string, [a, b]: [string, string]): Promise<[unknown, unknown][]> {
+  async readPairs(
+    table: string,
+    columns: [string, string],
+    filter?: PairFilter,
+  ): Promise<[unknown, unknown][]> {
+    const { text, values } = pairsStatement(
+      this.qualified(table),
+      columns,
+      filter,
+      quoteIdent,
+      (i) => `$${i}`,
+    );
     const client = await this.#connect();
     try {
-      const result = await client.query({
-        text: `SELECT ${quoteIdent(a)}, ${quoteIdent(b)} FROM ${this.qualified(table)} WHERE ${quoteIdent(a)} IS NOT NULL AND ${quoteIdent(b)} IS NOT NULL`,
-        rowMode: 'array',
-      });
+      const result = await client.query({ text, values, rowMode: 'array' });
       return result.rows as [unknown, unknown][];
     } finally {
       this.#active.delete(client);

@@ -11,8 +11,20 @@ import {
   type RowValue,
   textOf,
 } from '../../schema/types.js';
-import type { Destination, DestinationCapabilities, Lock, LockOptions } from '../destination.js';
-import type { BoundColumn, Dialect, IndexDef, IndexRename } from '../dialect.js';
+import type {
+  Destination,
+  DestinationCapabilities,
+  Lock,
+  LockOptions,
+  PairFilter,
+} from '../destination.js';
+import {
+  type BoundColumn,
+  type Dialect,
+  type IndexDef,
+  type IndexRename,
+  pairsStatement,
+} from '../dialect.js';
 import { DestinationError } from '../errors.js';
 import { Loader } from '../loader.js';
 import type { StateDatabase } from '../state-tables.js';
@@ -317,13 +329,22 @@ class SqliteDialect implements Dialect<Database.Database> {
       }));
   }
 
-  async readPairs(table: string, [a, b]: [string, string]): Promise<[unknown, unknown][]> {
+  async readPairs(
+    table: string,
+    columns: [string, string],
+    filter?: PairFilter,
+  ): Promise<[unknown, unknown][]> {
+    const { text, values } = pairsStatement(
+      quoteIdent(table),
+      columns,
+      filter,
+      quoteIdent,
+      () => '?',
+    );
     return this.#handle
-      .prepare(
-        `SELECT ${quoteIdent(a)}, ${quoteIdent(b)} FROM ${quoteIdent(table)} WHERE ${quoteIdent(a)} IS NOT NULL AND ${quoteIdent(b)} IS NOT NULL`,
-      )
+      .prepare(text)
       .raw()
-      .all() as [unknown, unknown][];
+      .all(...values) as [unknown, unknown][];
   }
 
   async lock(name: string, options: LockOptions): Promise<Lock> {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { PipelineSpecError } from '../../../src/errors.js';
+import { rangeOf, rangeQuery } from '../../../src/pipeline/incremental.js';
 import {
   loadPipeline,
   parseDuration,
@@ -154,6 +155,74 @@ describe('pipeline files', () => {
       '    auto_trace: true\n',
     );
     assert.match(specError(other).message, /auto_trace applies to properties only/);
+  });
+
+  test('incremental: a date field of the type, in the view, on a merge job; its line is named', () => {
+    const inc = (extra: string, fields = '[id, address, city, dateUpdated]') =>
+      BASE.replace('[id, address, city]', fields) + extra;
+    const ok = parsePipeline(
+      inc('    incremental: { cursor: dateUpdated, start: 2026-01-01, lookback: 1d }\n'),
+      'p.yaml',
+      env,
+    );
+    assert.deepEqual(ok.jobs[0]!.incremental, {
+      cursor: 'dateUpdated',
+      start: '2026-01-01',
+      lookback: 86_400_000,
+    });
+    const replace = specError(
+      inc('    write: replace\n    incremental: { cursor: dateUpdated }\n'),
+    );
+    assert.equal(replace.line, 18);
+    assert.match(replace.message, /incremental needs write: merge: a replace keeps only/);
+    assert.match(
+      specError(inc('    write: append\n    incremental: { cursor: dateUpdated }\n')).message,
+      /incremental needs write: merge: the lookback re-reads records/,
+    );
+    assert.match(
+      specError(inc('    incremental: { cursor: city }\n')).message,
+      /cursor 'city' is not a date field of properties; use one of .*dateUpdated/,
+    );
+    assert.match(
+      specError(inc('    incremental: { cursor: dateUpdated }\n', '[id, address, city]')).message,
+      /jobs\.homes\.incremental\.cursor: cursor 'dateUpdated' is not in view 'basic': add it/,
+    );
+    assert.match(
+      specError(inc('    incremental: { cursor: dateUpdated, start: soon }\n')).message,
+      /expected a date such as 2026-01-01/,
+    );
+  });
+
+  test('incremental: the range starts at the cursor less the lookback, never before start', () => {
+    const job = { incremental: { cursor: 'dateUpdated', lookback: 86_400_000 } };
+    const saved = {
+      pipeline: 'p',
+      job: 'homes',
+      field: 'dateUpdated',
+      value: '2026-11-20T10:00:00Z',
+      updated_at: '',
+      run_id: '',
+      download_id: null,
+    };
+    assert.deepEqual(rangeOf(job, undefined, false), {
+      cursor: 'dateUpdated',
+      from: null,
+      last: null,
+      full_refresh: false,
+    });
+    const range = rangeOf(job, saved, false)!;
+    assert.equal(range.from, '2026-11-19T10:00:00Z');
+    assert.equal(
+      rangeQuery('province:TX OR city:Austin', range),
+      '(province:TX OR city:Austin) AND dateUpdated:[2026-11-19T10:00:00Z TO *]',
+    );
+    assert.equal(rangeQuery('*:*', range), 'dateUpdated:[2026-11-19T10:00:00Z TO *]');
+    const started = { incremental: { ...job.incremental, start: '2026-11-20' } };
+    assert.equal(rangeOf(started, saved, false)!.from, '2026-11-20');
+    assert.equal(rangeOf(started, undefined, false)!.from, '2026-11-20');
+    assert.equal(rangeOf(started, saved, true)!.from, '2026-11-20', '--full-refresh: since start');
+    assert.equal(rangeOf(job, saved, true)!.from, null, '--full-refresh: everything');
+    assert.equal(rangeOf({}, saved, false), undefined);
   });
 
   test('a missing file is a spec error, not a crash', async () => {

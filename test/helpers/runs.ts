@@ -1,13 +1,13 @@
 /**
- * What the reliability suite shares: runs of the built command in their own processes, stopped
+ * What the reliability suite and the incremental tests share: runs of the built command in their own processes, stopped
  * at named checkpoints, and snapshots of every table to compare with a reference load.
  */
 import { strict as assert } from 'node:assert';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import type { TestTarget } from '../helpers/destinations.js';
-import type { EmulatorHarness } from '../helpers/emulator.js';
-import { emulatorEnv, SLUICE_BIN } from '../helpers/pipeline.js';
+import type { TestTarget } from './destinations.js';
+import type { EmulatorHarness } from './emulator.js';
+import { emulatorEnv, SLUICE_BIN } from './pipeline.js';
 
 export interface Finished {
   code: number | null;
