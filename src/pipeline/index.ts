@@ -10,7 +10,7 @@ export type {
   RunSummary,
   Stage,
 } from './outcome.js';
-export { type PlannedJob, type PlanReport, planPipeline, savedCursors } from './plan.js';
+export { type PlanReport, planPipeline, savedCursors } from './plan.js';
 export { noProgress, type Progress } from './progress.js';
 export {
   clientFor,
