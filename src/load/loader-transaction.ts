@@ -162,8 +162,12 @@ export class LoaderTransaction<C> implements FileTransaction {
     return indexes;
   }
 
-  async write(target: WriteTarget, rows: Row[]): Promise<RefusedRow[]> {
-    const wanted = batchColumns(rows, target.hints);
+  async write(
+    target: WriteTarget,
+    rows: Row[],
+    known?: ReadonlyMap<string, ColumnType>,
+  ): Promise<RefusedRow[]> {
+    const wanted = known ?? batchColumns(rows, target.hints);
     const columns = await this.ensure(
       target,
       [...wanted].map(([name, type]) => ({ name, type })),

@@ -16,14 +16,17 @@ export const BATCH_ROWS = 500;
 const PARSE_WORKERS_FROM = 5000;
 
 /**
- * Parse workers for a download: `SLUICE_PARSE_WORKERS` (0 parses in the main thread), else one
- * for large downloads. One worker keeps a run under 200 MB.
+ * Parse workers for a download: `SLUICE_PARSE_WORKERS` (0 parses in the main thread, at most
+ * 8), else none for small downloads and one for large ones. More workers parse an NDJSON file
+ * on more cores at once (a CSV file is parsed by one worker), which pays only where parsing is
+ * the bound: on two cores the writing thread is, and one worker loads as fast as two or four
+ * with the least memory (test/bench/load.ts --scaling 1,2,4).
  */
 export function parseWorkers(env: NodeJS.ProcessEnv, records: number): number {
   const set = env.SLUICE_PARSE_WORKERS;
   if (set !== undefined && set !== '') {
     const n = Number(set);
-    return Number.isInteger(n) && n >= 0 ? Math.min(n, 4) : 0;
+    return Number.isInteger(n) && n >= 0 ? Math.min(n, 8) : 0;
   }
   return records >= PARSE_WORKERS_FROM ? 1 : 0;
 }

@@ -4,6 +4,7 @@ import type { FileTransaction, WriteTarget } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import type { JobTables, RelatedTable } from '../records/tables.js';
 import type { ParsedRow, RecordBatch, RejectedLine, Row } from '../records/types.js';
+import { META_COLUMNS } from '../schema/plan.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
@@ -22,6 +23,8 @@ export interface JobLoad {
   outcome: JobOutcome;
   log: Logger;
 }
+
+const META = META_COLUMNS.map((c) => [c.name, c.type] as const);
 
 /** Where rows of `table` go for this job. */
 export function targetOf(load: JobLoad, table: string, related?: RelatedTable): WriteTarget {
@@ -96,9 +99,15 @@ export async function writeFile(
     let survivors = merging ? lastOfEachKey(good, main.key) : good;
     let refused = 0;
     if (survivors.length > 0) {
+      // The parser's column types hold while every row of the batch is written.
+      const columns =
+        batch.columns && survivors.length === batch.rows.length
+          ? new Map([...batch.columns, ...META])
+          : undefined;
       const failed = await tx.write(
         main,
         survivors.map((p) => p.row),
+        columns,
       );
       if (failed.length > 0) {
         // Rows the database refused are kept aside, and their related rows are not written.

@@ -1,5 +1,5 @@
 import { type DataType, FIELDS, type FieldDef, type ScalarKind } from '../catalog.js';
-import { isIsoDate, looksLikeIsoDate, type RowValue } from '../schema/types.js';
+import { isCorruptDate, type RowValue } from '../schema/types.js';
 
 /**
  * Turns a record as it arrived (CSV cells, all text; or a parsed NDJSON object) into plain
@@ -31,7 +31,7 @@ function decodeScalar(kind: ScalarKind, value: unknown): unknown {
     case 'date':
       // A date-shaped value that is no real date (2021-02-30, year 0) is corrupt: JavaScript
       // would roll it over and PostgreSQL would refuse it, so the record is kept aside.
-      if (looksLikeIsoDate(value) && !isIsoDate(value)) {
+      if (isCorruptDate(value)) {
         throw new DecodeError(`'${value}' is not a valid date`);
       }
       return value;
@@ -51,7 +51,22 @@ function decodeList(of: ScalarKind, value: unknown): unknown {
     items = parsed;
   } else items = [value];
   if (items.length === 0) return null;
-  return items.map((item) => decodeScalar(of, item));
+  return mapSame(items, (item) => decodeScalar(of, item));
+}
+
+/** `items.map(f)`, or `items` itself when `f` changes none of them. */
+function mapSame(items: unknown[], f: (item: unknown) => unknown): unknown[] {
+  let out: unknown[] | undefined;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    const decoded = f(item);
+    if (out === undefined) {
+      if (decoded === item) continue;
+      out = items.slice(0, i);
+    }
+    out.push(decoded);
+  }
+  return out ?? items;
 }
 
 function parseJson(text: string): unknown {
@@ -68,21 +83,36 @@ function decodeObjects(fields: Record<string, FieldDef>, value: unknown): unknow
   if (typeof value === 'string') parsed = parseJson(value);
   if (Array.isArray(parsed)) {
     if (parsed.length === 0) return null;
-    return parsed.map((item) => decodeObject(fields, item));
+    return mapSame(parsed, (item) => decodeObject(fields, item));
   }
   if (parsed !== null && typeof parsed === 'object') return decodeObject(fields, parsed);
   throw new DecodeError('expected a list of objects');
 }
 
+/**
+ * An object decoded by the catalogue. Values that decode to themselves (the usual case: the
+ * service's JSON is already typed) leave the object as it was parsed, which is only read from,
+ * never written to; the first value that changes makes a null-prototype copy, so that a field
+ * named `__proto__` stays a field.
+ */
 function decodeObject(fields: Record<string, FieldDef>, item: unknown): unknown {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
-  const out: Record<string, unknown> = Object.create(null);
-  for (const key of Object.keys(item)) {
-    const value = (item as Record<string, unknown>)[key];
+  const source = item as Record<string, unknown>;
+  const keys = Object.keys(source);
+  let out: Record<string, unknown> | undefined;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const value = source[key];
     const def = fieldDef(fields, key);
-    out[key] = def === undefined ? value : decoderFor(def)(value);
+    const decoded = def === undefined ? value : decoderFor(def)(value);
+    if (out === undefined) {
+      if (decoded === value) continue;
+      out = Object.create(null) as Record<string, unknown>;
+      for (let j = 0; j < i; j++) out[keys[j]!] = source[keys[j]!];
+    }
+    out[key] = decoded;
   }
-  return out;
+  return out ?? source;
 }
 
 /** The catalogue's definition of a field; never an inherited property such as `constructor`. */

@@ -3,7 +3,7 @@
  * from, or a reject saying why a line could not become a row. Nothing is dropped silently.
  */
 
-import type { Row } from '../schema/types.js';
+import type { ColumnType, Row } from '../schema/types.js';
 
 export type { Row, RowValue } from '../schema/types.js';
 
@@ -28,6 +28,11 @@ export interface RecordBatch {
   rejects: RejectedLine[];
   /** Bytes of the file consumed so far (for progress). */
   bytesRead: number;
+  /**
+   * The column types the batch's rows of the job's table ask for, worked out by the worker
+   * that parsed it, so that the thread writing to the database does not.
+   */
+  columns?: Map<string, ColumnType>;
 }
 
 export type FileFormat = 'csv' | 'json';

@@ -44,6 +44,8 @@ export function looksLikeIsoDate(text: string): boolean {
  * `Date.parse` accepts `2021-02-30` (as 2 March) and year 0; PostgreSQL refuses both.
  */
 export function isIsoDate(text: string): boolean {
+  const fast = commonDate(text);
+  if (fast !== undefined) return fast;
   const m = DATE_SHAPE.exec(text);
   if (m === null) return false;
   const year = Number(m[1]);
@@ -61,6 +63,52 @@ export function isIsoDate(text: string): boolean {
     if (hh > 15) return false;
   }
   return true;
+}
+
+/** Whether a date is corrupt: it has the shape of an ISO date but is no real one. */
+export function isCorruptDate(text: string): boolean {
+  const fast = commonDate(text);
+  if (fast !== undefined) return !fast;
+  return looksLikeIsoDate(text) && !isIsoDate(text);
+}
+
+function digits(text: string, from: number, count: number): number {
+  let n = 0;
+  for (let i = from; i < from + count; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+}
+
+/**
+ * The service's own form, `YYYY-MM-DDTHH:MM:SSZ`, checked without a regular expression (a
+ * record holds dozens of dates): true or false for that form, undefined for any other text.
+ */
+function commonDate(text: string): boolean | undefined {
+  if (
+    text.length !== 20 ||
+    text.charCodeAt(4) !== 45 ||
+    text.charCodeAt(7) !== 45 ||
+    text.charCodeAt(10) !== 84 ||
+    text.charCodeAt(13) !== 58 ||
+    text.charCodeAt(16) !== 58 ||
+    text.charCodeAt(19) !== 90
+  ) {
+    return undefined;
+  }
+  const year = digits(text, 0, 4);
+  const month = digits(text, 5, 2);
+  const day = digits(text, 8, 2);
+  const hour = digits(text, 11, 2);
+  const minute = digits(text, 14, 2);
+  const second = digits(text, 17, 2);
+  if ((year | month | day | hour | minute | second) < 0) return undefined;
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const last = month === 2 && leap ? 29 : DAYS[month - 1]!;
+  return day <= last && hour <= 23 && minute <= 59 && second <= 59;
 }
 
 /**

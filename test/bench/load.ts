@@ -1,18 +1,22 @@
 /**
- * Loader speed and memory, end to end: `sluice run` against each database's own bulk loader
- * reading the same CSV result files: `sqlite3 .import` for SQLite, `psql \copy` for PostgreSQL.
+ * Loader speed and memory, end to end: `sluice run` (the installed command, a child process)
+ * against each database's own bulk loader reading the same result files (`sqlite3 .import` for
+ * SQLite, `psql \copy` for PostgreSQL), and against the tools a user would pick instead (Debian
+ * packages: `sqlite-utils`, csvkit's `csvsql`, `pgloader`; installed with apt-get when missing
+ * and possible, else skipped with a line). Then where the time goes (each stage in one thread,
+ * and the naive one-thread floor: stages.ts), and how a run scales with parse workers.
  *
- *   npx tsx test/bench/load.ts [--records 1000000] [--formats csv,json] [--destinations sqlite,postgres]
+ *   npx tsx test/bench/load.ts [--records 1000000] [--formats json,csv]
+ *       [--destinations sqlite,postgres] [--peers] [--scaling 1,2,4] [--no-stages]
  *
  * PostgreSQL comes from SLUICE_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test);
  * each run there loads into a throwaway schema, dropped at the end.
  *
- * The emulator runs in this process and serves a download of property records (about 1.3 KB
- * each). Its result files are rendered once by a warm-up download first, so the emulator is not
- * what is measured. Then, for each format, `sluice run` (a child process, append mode) loads the
- * download into a fresh SQLite file; and `sqlite3` (Debian's CLI; `apt-get install sqlite3`)
- * imports the same CSV files into a fresh file. Printed side by side: rows/s, MB/s, peak RSS of
- * the loading process, and the ratio to sqlite3.
+ * The emulator runs in this process and serves a download of property records (about 1.75 KB
+ * each as CSV, 2.2 KB as NDJSON). Its result files are rendered once by a warm-up download
+ * first, so the emulator is not what is measured. Peers are slow (csvkit loads a few hundred
+ * rows a second): they load the first result file only, and are compared by rows per second.
+ * Peak memory is the loading processes' high-water mark (VmHWM), sampled every 25 ms.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -23,13 +27,17 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { startEmulator } from '../../src/emulator/index.js';
 import { dropSchema, postgresUrl, queryPostgres, randomSchemaName } from '../helpers/postgres.js';
+import { printStages, stageProfile } from './stages.js';
 
 const { values } = parseArgs({
   options: {
     records: { type: 'string', default: '1000000' },
-    formats: { type: 'string', default: 'csv,json' },
+    formats: { type: 'string', default: 'json,csv' },
     keep: { type: 'boolean', default: false },
     destinations: { type: 'string', default: 'sqlite' },
+    peers: { type: 'boolean', default: false },
+    scaling: { type: 'string', default: '' },
+    'no-stages': { type: 'boolean', default: false },
   },
 });
 const DESTINATIONS = values.destinations.split(',') as ('sqlite' | 'postgres')[];
@@ -58,30 +66,60 @@ interface Measure {
   peakRssMb: number;
 }
 
+const warmed = new Map<'csv' | 'json', { files: string[]; bytes: number }>();
+for (const format of new Set<'csv' | 'json'>([...FORMATS, 'csv'])) {
+  const files = await warm(format);
+  const bytes = files.reduce((sum, f) => sum + statSync(f).size, 0);
+  warmed.set(format, { files, bytes });
+  console.log(
+    `${format}: ${files.length} files, ${(bytes / 1e6).toFixed(0)} MB, warmed in the emulator's spool`,
+  );
+}
+const csv = warmed.get('csv')!;
+
 try {
+  if (DESTINATIONS.includes('postgres')) {
+    await queryPostgres(`CREATE SCHEMA IF NOT EXISTS "${schema}"`, [], PG_URL);
+  }
   for (const destination of DESTINATIONS) {
     const results: Measure[] = [];
+    results.push(
+      destination === 'sqlite'
+        ? await sqliteImport(csv.files, csv.bytes)
+        : await psqlCopy(csv.files, csv.bytes),
+    );
     for (const format of FORMATS) {
-      const files = await warm(format);
-      const bytes = files.reduce((sum, f) => sum + statSync(f).size, 0);
-      console.log(
-        `${format}: ${files.length} files, ${(bytes / 1e6).toFixed(0)} MB, warmed in the emulator's spool`,
-      );
+      const { bytes } = warmed.get(format)!;
       if (destination === 'sqlite') {
         results.push(await sluiceRun(destination, format, 'json', 'append', bytes));
-        if (format === 'csv') {
-          results.push(await sluiceRun(destination, format, 'tables', 'append', bytes));
-          results.push(await sqliteImport(files, bytes));
-        }
+        results.push(await sluiceRun(destination, format, 'tables', 'append', bytes));
       } else {
         results.push(await sluiceRun(destination, format, 'json', 'append', bytes));
-        if (format === 'csv') {
-          results.push(await sluiceRun(destination, format, 'json', 'merge', bytes));
-          results.push(await psqlCopy(files, bytes));
-        }
+        results.push(await sluiceRun(destination, format, 'json', 'merge', bytes));
       }
     }
+    if (values.peers) results.push(...(await peers(destination)));
     report(destination, results);
+  }
+  if (values.scaling) {
+    const format = FORMATS[0]!;
+    const results: Measure[] = [];
+    for (const workers of values.scaling.split(',').map(Number)) {
+      const m = await sluiceRun('sqlite', format, 'json', 'append', warmed.get(format)!.bytes, {
+        SLUICE_PARSE_WORKERS: String(workers),
+      });
+      results.push({
+        ...m,
+        label: `${workers} parse worker${workers === 1 ? '' : 's'} (${format}, sqlite)`,
+      });
+    }
+    report('scaling', results);
+  }
+  if (!values['no-stages']) {
+    for (const format of FORMATS) {
+      const files = warmed.get(format)!.files;
+      printStages(`${format}, nested json`, await stageProfile(files, format));
+    }
   }
 } finally {
   await emulator.close();
@@ -89,20 +127,126 @@ try {
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
 }
 
+/** The tools a user would pick instead, on the first result file: installed, or skipped. */
+async function peers(destination: 'sqlite' | 'postgres'): Promise<Measure[]> {
+  const out: Measure[] = [];
+  const json = warmed.get('json');
+  const firstCsv = csv.files[0]!;
+  const csvBytes = statSync(firstCsv).size;
+  if (destination === 'sqlite') {
+    if (have('sqlite-utils', 'sqlite-utils')) {
+      if (json) {
+        const file = json.files[0]!;
+        const db = join(dir, 'peer-nl.sqlite');
+        out.push(
+          await peer(
+            'sqlite-utils insert --nl',
+            ['sqlite-utils', 'insert', db, 'homes', file, '--nl'],
+            statSync(file).size,
+            () => countRows(db, 'homes'),
+          ),
+        );
+      }
+      const db = join(dir, 'peer-csv.sqlite');
+      out.push(
+        await peer(
+          'sqlite-utils insert --csv --detect-types',
+          ['sqlite-utils', 'insert', db, 'homes', firstCsv, '--csv', '--detect-types'],
+          csvBytes,
+          () => countRows(db, 'homes'),
+        ),
+      );
+    }
+    if (have('csvsql', 'csvkit')) {
+      const db = join(dir, 'peer-csvkit.sqlite');
+      out.push(
+        await peer(
+          'csvkit csvsql --insert',
+          ['csvsql', '--db', `sqlite:///${db}`, '--insert', '--tables', 'homes', firstCsv],
+          csvBytes,
+          () => countRows(db, 'homes'),
+        ),
+      );
+    }
+  } else if (have('pgloader', 'pgloader')) {
+    const header = readFileSync(firstCsv, 'utf8').slice(0, 100_000).split('\n')[0]!.split(',');
+    const fields = header.map((_, i) => `f${i}`);
+    await queryPostgres(
+      `CREATE TABLE "${schema}".pgloader_homes (${fields.map((f) => `${f} text`).join(', ')})`,
+      [],
+      PG_URL,
+    );
+    const command = join(dir, 'pgloader.load');
+    const url = new URL(PG_URL);
+    writeFileSync(
+      command,
+      `LOAD CSV FROM '${firstCsv}' (${fields.join(', ')})
+INTO postgresql://${url.username || 'postgres'}${url.password ? `:${url.password}` : ''}@${url.hostname}:${url.port || 5432}${url.pathname}?${schema}.pgloader_homes (${fields.join(', ')})
+WITH skip header = 1, fields optionally enclosed by '"', fields escaped by double-quote, fields terminated by ',';
+`,
+    );
+    out.push(
+      await peer('pgloader (csv)', ['pgloader', '--quiet', command], csvBytes, () =>
+        countPostgres('pgloader_homes'),
+      ),
+    );
+  }
+  return out;
+}
+
+/** Whether a peer's command is here, installing its Debian package when it can. */
+function have(command: string, pkg: string): boolean {
+  const found = () => {
+    try {
+      execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (found()) return true;
+  try {
+    execFileSync('apt-get', ['install', '-y', '-q', pkg], { stdio: 'ignore' });
+  } catch {
+    // No apt-get, not root, or no package mirror: the line below says so.
+  }
+  if (found()) return true;
+  console.log(
+    `skipped: ${command} (Debian package ${pkg}) is not installed and apt-get could not install it`,
+  );
+  return false;
+}
+
+async function peer(
+  label: string,
+  [cmd, ...args]: string[],
+  bytes: number,
+  count: () => number | Promise<number>,
+): Promise<Measure> {
+  const { seconds, peakRssMb, code, stderr } = await measure(cmd!, args, dir);
+  if (code !== 0) {
+    console.log(
+      `failed: ${label} (exit ${code}): ${stderr.trim().split('\n').slice(0, 3).join(' / ')}`,
+    );
+    return { label: `${label} (failed)`, rows: 0, bytes, seconds, peakRssMb };
+  }
+  return { label: `${label} (1 file)`, rows: await count(), bytes, seconds, peakRssMb };
+}
+
 function report(destination: string, results: Measure[]) {
   const reference = results.find(
     (r) => r.label.startsWith('sqlite3') || r.label.startsWith('psql'),
   );
-  const name = destination === 'sqlite' ? 'sqlite3' : 'psql';
+  const name = reference?.label.split(' ')[0] ?? 'sqlite3';
   console.log('');
   console.log(
     `${`loader (${destination})`.padEnd(40)} ${'rows'.padStart(9)} ${'s'.padStart(7)} ${'rows/s'.padStart(9)} ${'MB/s'.padStart(6)} ${'peak RSS'.padStart(9)}  vs ${name}`,
   );
   for (const r of results) {
     const rate = r.rows / r.seconds;
-    const ratio = reference ? (rate / (reference.rows / reference.seconds)).toFixed(2) : '-';
+    const ratio = reference ? `${(rate / (reference.rows / reference.seconds)).toFixed(2)}x` : '-';
     console.log(
-      `${r.label.padEnd(40)} ${String(r.rows).padStart(9)} ${r.seconds.toFixed(1).padStart(7)} ${Math.round(rate).toString().padStart(9)} ${(r.bytes / 1e6 / r.seconds).toFixed(1).padStart(6)} ${`${r.peakRssMb.toFixed(0)} MB`.padStart(9)}  ${ratio}x`,
+      `${r.label.padEnd(40)} ${String(r.rows).padStart(9)} ${r.seconds.toFixed(1).padStart(7)} ${Math.round(rate).toString().padStart(9)} ${(r.bytes / 1e6 / r.seconds).toFixed(1).padStart(6)} ${`${r.peakRssMb.toFixed(0)} MB`.padStart(9)}  ${ratio}`,
     );
   }
   console.log('');
@@ -146,9 +290,10 @@ async function sluiceRun(
   nested: 'json' | 'tables',
   write: 'append' | 'merge',
   bytes: number,
+  env: Record<string, string> = {},
 ): Promise<Measure> {
   const table = `homes_${++runs}`;
-  const db = join(dir, `sluice-${format}-${nested}.sqlite`);
+  const db = join(dir, `sluice-${runs}.sqlite`);
   const pipeline = join(dir, `bench-${format}-${nested}-${write}-${destination}.yaml`);
   const where =
     destination === 'sqlite' ? `sqlite:${db}` : `{ url: '${PG_URL}', schema: ${schema} }`;
@@ -176,6 +321,7 @@ jobs:
     join(ROOT, 'bin/sluice.js'),
     ['run', pipeline, '--no-progress', '--json'],
     ROOT,
+    env,
   );
   if (code !== 0) throw new Error(`sluice run failed (${code}): ${stderr}`);
   const rows = destination === 'sqlite' ? countRows(db, table) : await countPostgres(table);
@@ -254,10 +400,15 @@ function measure(
   cmd: string,
   args: string[],
   cwd: string,
+  env: Record<string, string> = {},
 ): Promise<{ seconds: number; peakRssMb: number; code: number; stderr: string }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(cmd, args, {
+      cwd,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     let stderr = '';
     child.stderr.on('data', (d) => {
       stderr = (stderr + d).slice(-4000);
@@ -279,11 +430,13 @@ function measure(
   });
 }
 
+/** The peak resident memory of a process and its children, in kB. */
 function treeRssKb(pid: number): number {
   let total = 0;
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    total += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    // The high-water mark: a peak between two samples is not missed.
+    total += Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
     const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
     for (const child of children ? children.split(/\s+/) : []) total += treeRssKb(Number(child));
   } catch {

@@ -104,6 +104,63 @@ describe('parsing in worker threads', () => {
     }
   });
 
+  it('an NDJSON file parsed by several workers at once gives the batches of one thread, in order', async () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 6000; i++) {
+      if (i % 211 === 7) lines.push('{"id": broken');
+      else if (i % 509 === 3) lines.push('');
+      else
+        lines.push(
+          JSON.stringify({
+            id: `p${i}`,
+            yearBuilt: 1950 + (i % 70),
+            // Big enough that the file makes several blocks of whole lines.
+            address: `${i} ${'Long Street Name '.repeat(20)}`,
+            prices: [{ amountMin: i * 10, currency: 'USD', date: '2021-02-03T04:05:06Z' }],
+            people: [{ name: `Owner ${i}`, firstName: 'A', lastName: `B${i % 13}` }],
+          }),
+        );
+    }
+    const text = `${lines.join('\r\n')}\n`;
+    const tables = new JobTables(plan);
+    const here = await collect(
+      recordBatches(source(text), 'json', 'properties', { batchSize: 500, shape: tables.shape }),
+    );
+    const pool = new ParserPool(3);
+    try {
+      const split = pool.parse(source(text), {
+        format: 'json',
+        plan,
+        batchSize: 500,
+        maxBuffered: 2,
+      });
+      const batches = await collect(split.batches);
+      assert.ok(batches.length >= 3, 'several blocks');
+      const flat = (all: RecordBatch[]) => ({
+        rows: all.flatMap((b) => b.rows),
+        rejects: all.flatMap((b) => b.rejects),
+      });
+      assert.deepEqual(flat(batches), flat(here));
+      assert.equal(batches.at(-1)?.bytesRead, Buffer.byteLength(text));
+      const seen = batches.map((b) => b.bytesRead);
+      assert.deepEqual(
+        seen,
+        [...seen].sort((a, b) => a - b),
+        'bytes read grow batch by batch',
+      );
+      assert.equal(flat(batches).rejects[0]?.line, 8);
+      const columns = batches[0]!.columns!;
+      assert.equal(columns.get('yearBuilt'), 'integer', 'column types come with the batch');
+      // The pool's workers are free again for the next file.
+      const again = await collect(
+        pool.parse(source(text), { format: 'json', plan, batchSize: 500, maxBuffered: 1 }).batches,
+      );
+      assert.deepEqual(flat(again), flat(here));
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('a file given up half way frees its worker for the next one', async () => {
     const pool = new ParserPool(1);
     try {
