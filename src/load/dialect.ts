@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { SluiceError } from '../errors.js';
 import type { Widening } from '../schema/plan.js';
 import type { Column, Row } from '../schema/types.js';
 import type { DestinationCapabilities, Lock, LockOptions, PairFilter } from './destination.js';
@@ -101,21 +102,30 @@ export function pairsStatement(
   table: string,
   [a, b]: [string, string],
   filter: PairFilter | undefined,
-  quote: (name: string) => string,
   param: (i: number) => string,
 ): { text: string; values: string[] } {
-  const where = [`${quote(a)} IS NOT NULL`, `${quote(b)} IS NOT NULL`];
+  const where = [`${quoteIdent(a)} IS NOT NULL`, `${quoteIdent(b)} IS NOT NULL`];
   const values: string[] = [];
   if (filter?.downloadId !== undefined) {
     values.push(filter.downloadId);
-    where.push(`${quote('_sluice_download_id')} = ${param(values.length)}`);
+    where.push(`${quoteIdent('_sluice_download_id')} = ${param(values.length)}`);
   }
   if (filter?.loadedSince !== undefined) {
     values.push(filter.loadedSince);
-    where.push(`${quote('_sluice_loaded_at')} >= ${param(values.length)}`);
+    where.push(`${quoteIdent('_sluice_loaded_at')} >= ${param(values.length)}`);
   }
   return {
-    text: `SELECT ${quote(a)}, ${quote(b)} FROM ${table} WHERE ${where.join(' AND ')}`,
+    text: `SELECT ${quoteIdent(a)}, ${quoteIdent(b)} FROM ${table} WHERE ${where.join(' AND ')}`,
     values,
   };
+}
+
+/** Quotes an identifier: `"name"`, with inner quotes doubled. */
+export function quoteIdent(name: string): string {
+  if (name.length === 0 || name.includes('\u0000')) {
+    throw new SluiceError(`not a usable SQL identifier: ${JSON.stringify(name)}`, {
+      code: 'SLUICE_DESTINATION',
+    });
+  }
+  return `"${name.replaceAll('"', '""')}"`;
 }

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { SluiceError } from '../../errors.js';
-import { quoteIdent } from './postgres-encoding.js';
+import { quoteIdent } from '../dialect.js';
 import { LOCK_TIMEOUT } from './postgres-errors.js';
 
 /** The URL without its password (user info and `password=` query parameter). */

@@ -35,6 +35,7 @@ import {
   type IndexDef,
   type IndexRename,
   pairsStatement,
+  quoteIdent,
 } from '../dialect.js';
 import { scrub } from '../errors.js';
 import { Loader } from '../loader.js';
@@ -45,7 +46,6 @@ import {
   columnTypeOf,
   copyChunks,
   PG_TYPE,
-  quoteIdent,
   typeParsers,
 } from './postgres-encoding.js';
 import { isConnectionError, LOCK_TIMEOUT, translatePostgresError } from './postgres-errors.js';
@@ -430,13 +430,7 @@ class PostgresDialect implements Dialect<PgConn> {
     columns: [string, string],
     filter?: PairFilter,
   ): Promise<[unknown, unknown][]> {
-    const { text, values } = pairsStatement(
-      this.qualified(table),
-      columns,
-      filter,
-      quoteIdent,
-      (i) => `$${i}`,
-    );
+    const { text, values } = pairsStatement(this.qualified(table), columns, filter, (i) => `$${i}`);
     const client = await this.#connect();
     try {
       const result = await client.query({ text, values, rowMode: 'array' });

@@ -3,7 +3,6 @@
  * converting one into another, and the COPY text format rows are sent in.
  */
 import pg from 'pg';
-import { SluiceError } from '../../errors.js';
 import type { ColumnType, Row, RowValue } from '../../schema/types.js';
 import type { BoundColumn } from '../dialect.js';
 
@@ -67,16 +66,6 @@ export function columnTypeOf(dataType: string): ColumnType {
     default:
       return 'text';
   }
-}
-
-/** Quotes an identifier: `"name"`, with inner quotes doubled. */
-export function quoteIdent(name: string): string {
-  if (name.length === 0 || name.includes('\u0000')) {
-    throw new SluiceError(`not a usable SQL identifier: ${JSON.stringify(name)}`, {
-      code: 'SLUICE_DESTINATION',
-    });
-  }
-  return `"${name.replaceAll('"', '""')}"`;
 }
 
 /** The USING expression that converts column `col` from `from` to `to`. */

@@ -24,6 +24,7 @@ import {
   type IndexDef,
   type IndexRename,
   pairsStatement,
+  quoteIdent,
 } from '../dialect.js';
 import { DestinationError } from '../errors.js';
 import { Loader } from '../loader.js';
@@ -58,16 +59,6 @@ function typeOfDeclared(declared: string): ColumnType {
     default:
       return 'text';
   }
-}
-
-/** Quotes an identifier: `"name"`, with inner quotes doubled. */
-export function quoteIdent(name: string): string {
-  if (name.length === 0 || name.includes('\u0000')) {
-    throw new SluiceError(`not a usable SQL identifier: ${JSON.stringify(name)}`, {
-      code: 'SLUICE_DESTINATION',
-    });
-  }
-  return `"${name.replaceAll('"', '""')}"`;
 }
 
 /** A value as better-sqlite3 binds it for a column of `type`: booleans as 1 and 0. */
@@ -334,13 +325,7 @@ class SqliteDialect implements Dialect<Database.Database> {
     columns: [string, string],
     filter?: PairFilter,
   ): Promise<[unknown, unknown][]> {
-    const { text, values } = pairsStatement(
-      quoteIdent(table),
-      columns,
-      filter,
-      quoteIdent,
-      () => '?',
-    );
+    const { text, values } = pairsStatement(quoteIdent(table), columns, filter, () => '?');
     return this.#handle
       .prepare(text)
       .raw()
