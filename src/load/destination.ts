@@ -1,7 +1,7 @@
 import type { FieldMap } from '../catalog.js';
 import type { Naming } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
-import type { Column, ColumnType, Row } from '../schema/types.js';
+import type { Column, ColumnType, PackedRows, Row } from '../schema/types.js';
 import type { Attempt, CursorRow, FileRow, JobRow, RejectRow, RunRow } from './state-store.js';
 
 export type { Column, ColumnType, Row } from '../schema/types.js';
@@ -56,11 +56,13 @@ export interface FileTransaction {
    * Adds or widens columns as the rows need, then appends or upserts them. Rows with a value
    * the database refuses (an out-of-range date, say) are left out and handed back by their
    * place in `rows`, with the database's reason: the file goes on without them.
+   *
+   * `rows`: objects, or packed rows (the fast path: see `PackedRows`). `columns`: the column
+   * types the rows ask for, when the caller knows them already.
    */
-  /** `columns`: the column types the rows ask for, when the caller knows them already. */
   write(
     target: WriteTarget,
-    rows: Row[],
+    rows: Row[] | PackedRows,
     columns?: ReadonlyMap<string, ColumnType>,
   ): Promise<{ index: number; reason: string }[]>;
   /** Deletes rows whose `column` is one of `values` (the child rows of re-loaded parents). */

@@ -1,9 +1,15 @@
 import type { Kysely } from 'kysely';
 import { SluiceError } from '../errors.js';
 import type { Widening } from '../schema/plan.js';
-import type { Column, Row } from '../schema/types.js';
+import type { Column, RowValue } from '../schema/types.js';
 import type { DestinationCapabilities, Lock, LockOptions, PairFilter } from './destination.js';
 import type { StateDatabase } from './state-tables.js';
+
+/** Rows to insert: `count` rows of one value per column of the insert, row after row. */
+export interface TableRows {
+  readonly count: number;
+  readonly values: readonly RowValue[];
+}
 
 /**
  * What each database does its own way, under the shared loader (`loader.ts`): mapping types,
@@ -49,7 +55,7 @@ export interface Dialect<C> {
     conn: C,
     table: string,
     columns: readonly BoundColumn[],
-    rows: readonly Row[],
+    rows: TableRows,
     mode: 'append' | 'merge',
     key: readonly string[],
   ): Promise<void>;

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import { batchColumns, hasChanges, planChanges } from '../schema/plan.js';
-import type { Column, ColumnType, Row } from '../schema/types.js';
+import { hasChanges, packedColumns, packRows, planChanges } from '../schema/plan.js';
+import type { Column, ColumnType, PackedRows, Row, RowValue } from '../schema/types.js';
 import type { DestinationCapabilities, FileTransaction, WriteTarget } from './destination.js';
-import type { BoundColumn, Dialect, IndexRename } from './dialect.js';
+import type { BoundColumn, Dialect, IndexRename, TableRows } from './dialect.js';
 import { DestinationError } from './errors.js';
 import type { FileRow, RejectRow, StateStore } from './state-store.js';
 import type { StateDatabase } from './state-tables.js';
@@ -164,15 +164,24 @@ export class LoaderTransaction<C> implements FileTransaction {
 
   async write(
     target: WriteTarget,
-    rows: Row[],
+    rows: Row[] | PackedRows,
     known?: ReadonlyMap<string, ColumnType>,
   ): Promise<RefusedRow[]> {
-    const wanted = known ?? batchColumns(rows, target.hints);
+    let packed: PackedRows;
+    let wanted: ReadonlyMap<string, ColumnType>;
+    if (Array.isArray(rows)) {
+      const made = packRows(rows, target.hints);
+      packed = made.packed;
+      wanted = known ?? made.columns;
+    } else {
+      packed = rows;
+      wanted = known ?? packedColumns(rows, target.hints);
+    }
     const columns = await this.ensure(
       target,
       [...wanted].map(([name, type]) => ({ name, type })),
     );
-    if (rows.length === 0) return [];
+    if (packed.count === 0) return [];
     const table = this.loader.physical(target.table, target.stagedBy);
     // Rows are written whole, every column of the table: a field now absent becomes NULL,
     // and one statement serves every batch of the table.
@@ -181,11 +190,12 @@ export class LoaderTransaction<C> implements FileTransaction {
       type,
       source: this.loader.sourceOf(name),
     }));
+    const all = inTableOrder(packed, bound);
     const key = target.key.map((k) => this.loader.bind(k));
-    const insert = (some: readonly Row[]) =>
+    const insert = (some: TableRows) =>
       this.#dialect.insert(this.conn, table, bound, some, target.mode, key);
     try {
-      await this.#inSavepoint(() => insert(rows));
+      await this.#inSavepoint(() => insert(all));
       return [];
     } catch (error) {
       if (!isValueError(this.#dialect.translate(error))) throw error;
@@ -193,9 +203,11 @@ export class LoaderTransaction<C> implements FileTransaction {
     // A value the database refuses (one sluice's checks did not foresee): the batch is written
     // row by row, and each refused row is handed back to be kept aside with the reason.
     const refused: RefusedRow[] = [];
-    for (let index = 0; index < rows.length; index++) {
+    const width = bound.length;
+    for (let index = 0; index < all.count; index++) {
+      const one = { count: 1, values: all.values.slice(index * width, (index + 1) * width) };
       try {
-        await this.#inSavepoint(() => insert([rows[index]!]));
+        await this.#inSavepoint(() => insert(one));
       } catch (error) {
         const translated = this.#dialect.translate(error);
         if (!isValueError(translated)) throw error;
@@ -281,6 +293,34 @@ export interface RefusedRow {
 
 function isValueError(error: unknown): boolean {
   return error instanceof DestinationError && error.code === 'SLUICE_DESTINATION_VALUE';
+}
+
+/** Packed rows as the table's columns take them: absent fields NULL, constants repeated. */
+function inTableOrder(packed: PackedRows, columns: readonly BoundColumn[]): TableRows {
+  const from = new Map(packed.names.map((name, i) => [name, i]));
+  const width = columns.length;
+  const stride = packed.names.length;
+  // Per column: its place in a packed row, or -1 with the value every row has (NULL or a constant).
+  const slots = new Int32Array(width);
+  const fixed: RowValue[] = new Array(width).fill(null);
+  for (let c = 0; c < width; c++) {
+    const source = columns[c]!.source;
+    // A constant wins over a field of the same name (the load's own columns are its own).
+    if (packed.constants && Object.hasOwn(packed.constants, source)) {
+      slots[c] = -1;
+      fixed[c] = packed.constants[source]!;
+    } else slots[c] = from.get(source) ?? -1;
+  }
+  const input = packed.values;
+  const values: RowValue[] = new Array(packed.count * width);
+  for (let r = 0, o = 0; r < packed.count; r++) {
+    const base = r * stride;
+    for (let c = 0; c < width; c++) {
+      const slot = slots[c]!;
+      values[o++] = slot >= 0 ? (input[base + slot] ?? null) : fixed[c]!;
+    }
+  }
+  return { count: packed.count, values };
 }
 
 function toColumns(map: Map<string, ColumnType>): Column[] {

@@ -1,5 +1,6 @@
+import { availableParallelism } from 'node:os';
 import type { ResultFileRef, ServiceClient } from '../client/types.js';
-import { type ParseJob, ParserPool, recordBatches } from '../records/index.js';
+import { type ParseJob, ParserPool, packedBatches } from '../records/index.js';
 import { JobTables, type ShapePlan } from '../records/tables.js';
 import type { FileFormat } from '../records/types.js';
 
@@ -17,18 +18,21 @@ const PARSE_WORKERS_FROM = 5000;
 
 /**
  * Parse workers for a download: `SLUICE_PARSE_WORKERS` (0 parses in the main thread, at most
- * 8), else none for small downloads and one for large ones. More workers parse an NDJSON file
- * on more cores at once (a CSV file is parsed by one worker), which pays only where parsing is
- * the bound: on two cores the writing thread is, and one worker loads as fast as two or four
- * with the least memory (test/bench/load.ts --scaling 1,2,4).
+ * 8), else none for small downloads and one for large ones; two, where there are two cores,
+ * for rows packed straight from NDJSON lines (`plainJson`: nested json, no related tables).
+ * Several workers parse an NDJSON file on several cores at once (a CSV file is parsed by one
+ * worker). On two cores two workers load such NDJSON about 35% faster than one, as parsing
+ * costs more than writing; where the main thread also writes related rows it is the bound, and
+ * a second worker only takes its core (test/bench/load.ts --scaling 1,2,4).
  */
-export function parseWorkers(env: NodeJS.ProcessEnv, records: number): number {
+export function parseWorkers(env: NodeJS.ProcessEnv, records: number, plainJson = false): number {
   const set = env.SLUICE_PARSE_WORKERS;
   if (set !== undefined && set !== '') {
     const n = Number(set);
     return Number.isInteger(n) && n >= 0 ? Math.min(n, 8) : 0;
   }
-  return records >= PARSE_WORKERS_FROM ? 1 : 0;
+  if (records < PARSE_WORKERS_FROM) return 0;
+  return plainJson ? Math.min(2, Math.max(1, availableParallelism())) : 1;
 }
 
 /** Opens the result files of one download as batches, with the parse workers it needs. */
@@ -50,18 +54,16 @@ export class FileReader {
 
   async open(file: ResultFileRef): Promise<ParseJob> {
     const stream = await this.client.openResultFile(this.downloadId, file, { signal: this.signal });
+    const format = this.format;
     if (this.#pool) {
       return this.#pool.parse(stream, {
-        format: this.format,
+        format,
         plan: this.plan,
         batchSize: BATCH_ROWS,
         maxBuffered: 3,
       });
     }
-    const batches = recordBatches(stream, this.format, this.plan.type, {
-      batchSize: BATCH_ROWS,
-      shape: this.#tables.shape,
-    });
+    const batches = packedBatches(stream, format, this.#tables, BATCH_ROWS);
     return { batches, cancel: () => stream.destroy() };
   }
 

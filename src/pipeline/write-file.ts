@@ -3,8 +3,9 @@ import { SluiceError } from '../errors.js';
 import type { FileTransaction, WriteTarget } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import type { JobTables, RelatedTable } from '../records/tables.js';
-import type { ParsedRow, RecordBatch, RejectedLine, Row } from '../records/types.js';
+import type { PackedBatch, RejectedLine, Row } from '../records/types.js';
 import { META_COLUMNS } from '../schema/plan.js';
+import { type PackedRows, type RowValue, selectPacked, unpackRow } from '../schema/types.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
@@ -62,7 +63,7 @@ export async function writeFile(
   tx: FileTransaction,
   file: ResultFileRef,
   downloadId: string,
-  batches: AsyncIterable<RecordBatch>,
+  batches: AsyncIterable<PackedBatch>,
 ): Promise<{ rows: number; rejects: number }> {
   const { ctx, job, outcome, tables } = load;
   const loadedAt = isoAt(ctx.clock);
@@ -74,51 +75,54 @@ export async function writeFile(
   const kept: RejectedLine[] = [];
   // A file loaded again (after a rollback) must not keep the rejects of its earlier try.
   await tx.clearRejects(downloadId, file.name);
+  const constants = { _sluice_download_id: downloadId, _sluice_loaded_at: loadedAt };
   for await (const batch of inNormalize(batches)) {
     bytes = batch.bytesRead;
-    const good: ParsedRow[] = [];
+    const packed = batch.rows;
     const bad = [...batch.rejects];
-    for (const parsed of batch.rows) {
-      const { line, row } = parsed;
-      const missing = merging
-        ? main.key.find((k) => row[k] === undefined || row[k] === null)
-        : undefined;
-      if (missing) {
-        bad.push({
-          line,
-          raw: JSON.stringify(row).slice(0, 10_000),
-          reason: `missing merge key '${missing}'`,
-        });
-        continue;
-      }
-      row._sluice_download_id = downloadId;
-      row._sluice_loaded_at = loadedAt;
-      good.push(parsed);
+    /** The rows of the batch that are written, by their place in it. */
+    let survivors: number[] = Array.from({ length: packed.count }, (_, i) => i);
+    if (merging) {
+      const at = main.key.map((k) => packed.names.indexOf(k));
+      const width = packed.names.length;
+      survivors = survivors.filter((i) => {
+        const missing = at.findIndex(
+          (c) => c < 0 || (packed.values[i * width + c] ?? null) === null,
+        );
+        if (missing < 0) return true;
+        const reason = `missing merge key '${main.key[missing]}'`;
+        bad.push(rejectOf(batch.lines[i]!, unpackRow(packed, i), reason));
+        return false;
+      });
     }
+    const good = survivors.length;
     // Merging, a record that comes twice in a batch is the last one, children and all.
-    let survivors = merging ? lastOfEachKey(good, main.key) : good;
+    if (merging) survivors = lastOfEachKey(packed, survivors, main.key);
     let refused = 0;
     if (survivors.length > 0) {
+      const whole = survivors.length === packed.count;
+      const some: PackedRows = {
+        ...(whole ? packed : selectPacked(packed, survivors)),
+        constants,
+      };
       // The parser's column types hold while every row of the batch is written.
-      const columns =
-        batch.columns && survivors.length === batch.rows.length
-          ? new Map([...batch.columns, ...META])
-          : undefined;
       const failed = await tx.write(
         main,
-        survivors.map((p) => p.row),
-        columns,
+        some,
+        whole ? new Map([...batch.columns, ...META]) : undefined,
       );
       if (failed.length > 0) {
         // Rows the database refused are kept aside, and their related rows are not written.
         const out = new Set(failed.map((f) => f.index));
-        for (const f of failed) bad.push(rejectOf(survivors[f.index]!, f.reason));
+        for (const f of failed) {
+          bad.push(rejectOf(batch.lines[survivors[f.index]!]!, unpackRow(some, f.index), f.reason));
+        }
         survivors = survivors.filter((_, i) => !out.has(i));
         refused = failed.length;
       }
     }
-    rows += good.length - refused;
-    bad.push(...(await writeRelated(load, tx, survivors, downloadId, loadedAt)));
+    rows += good - refused;
+    bad.push(...(await writeRelated(load, tx, batch, survivors, downloadId, loadedAt)));
     if (bad.length > 0) {
       kept.push(...bad);
       const records = rejectRows(job.name, downloadId, file.name, bad, ctx);
@@ -150,8 +154,8 @@ export async function writeFile(
   return { rows, rejects: kept.length };
 }
 
-function rejectOf(parsed: { line: number; row: Row }, reason: string): RejectedLine {
-  return { line: parsed.line, raw: JSON.stringify(parsed.row).slice(0, 10_000), reason };
+function rejectOf(line: number, row: Row, reason: string): RejectedLine {
+  return { line, raw: JSON.stringify(row).slice(0, 10_000), reason };
 }
 
 export function rejectRows(
@@ -174,10 +178,10 @@ export function rejectRows(
 }
 
 /** Batches from the parser; what it throws happened in the normalize stage. */
-async function* inNormalize(batches: AsyncIterable<RecordBatch>): AsyncGenerator<RecordBatch> {
+async function* inNormalize(batches: AsyncIterable<PackedBatch>): AsyncGenerator<PackedBatch> {
   const iterator = batches[Symbol.asyncIterator]();
   for (;;) {
-    let next: IteratorResult<RecordBatch>;
+    let next: IteratorResult<PackedBatch>;
     try {
       next = await iterator.next();
     } catch (error) {
@@ -188,16 +192,18 @@ async function* inNormalize(batches: AsyncIterable<RecordBatch>): AsyncGenerator
   }
 }
 
-/** The last record of each key, in the order of their last appearance. */
-function lastOfEachKey(rows: ParsedRow[], key: readonly string[]): ParsedRow[] {
+/** The last record of each key among rows `indexes`, in the order of their last appearance. */
+function lastOfEachKey(packed: PackedRows, indexes: number[], key: readonly string[]): number[] {
+  const at = key.map((k) => packed.names.indexOf(k));
+  const width = packed.names.length;
+  const keyOf = (i: number) =>
+    at.length === 1
+      ? String(packed.values[i * width + at[0]!])
+      : at.map((c) => String(packed.values[i * width + c])).join('\u0000');
   const last = new Map<string, number>();
-  for (let i = 0; i < rows.length; i++) last.set(keyOf(rows[i]!.row, key), i);
-  if (last.size === rows.length) return rows;
-  return rows.filter((parsed, i) => last.get(keyOf(parsed.row, key)) === i);
-}
-
-function keyOf(row: Row, key: readonly string[]): string {
-  return key.length === 1 ? String(row[key[0]!]) : key.map((k) => String(row[k])).join('\u0000');
+  for (const i of indexes) last.set(keyOf(i), i);
+  if (last.size === indexes.length) return indexes;
+  return indexes.filter((i) => last.get(keyOf(i)) === i);
 }
 
 /**
@@ -208,7 +214,8 @@ function keyOf(row: Row, key: readonly string[]): string {
 async function writeRelated(
   load: JobLoad,
   tx: FileTransaction,
-  parents: readonly ParsedRow[],
+  batch: PackedBatch,
+  parents: readonly number[],
   downloadId: string,
   loadedAt: string,
 ): Promise<RejectedLine[]> {
@@ -216,9 +223,10 @@ async function writeRelated(
   const related = new Map<string, Map<string, Row>>();
   /** The line of the record each related row came from, for its reject. */
   const lineOf = new Map<Row, number>();
-  for (const parsed of parents) {
-    if (!parsed.related) continue;
-    for (const [name, rows] of parsed.related) {
+  for (const parent of parents) {
+    const rowsOf = batch.related?.[parent];
+    if (rowsOf === undefined) continue;
+    for (const [name, rows] of rowsOf) {
       const table = tables.related(name);
       let byIdentity = related.get(name);
       if (byIdentity === undefined) {
@@ -229,7 +237,7 @@ async function writeRelated(
         row._sluice_download_id = downloadId;
         row._sluice_loaded_at = loadedAt;
         byIdentity.set(tables.identityOf(table, row), row);
-        lineOf.set(row, parsed.line);
+        lineOf.set(row, batch.lines[parent]!);
       }
     }
   }
@@ -244,13 +252,12 @@ async function writeRelated(
     const target = targetOf(load, table.name, table);
     if (table.replaceBy && (merging || !table.onlyWhenMerging)) {
       const { column, parentTable, parentKey } = table.replaceBy;
-      const parentRows =
+      const parentValues =
         parentTable === tables.main
-          ? parents.map((p) => p.row)
-          : [...(related.get(parentTable)?.values() ?? [])];
+          ? columnOf(batch.rows, parentKey, parents)
+          : [...(related.get(parentTable)?.values() ?? [])].map((row) => row[parentKey]);
       const keys = new Set<string | number>();
-      for (const row of parentRows) {
-        const value = row[parentKey];
+      for (const value of parentValues) {
         if (typeof value === 'string' || typeof value === 'number') keys.add(value);
       }
       if (keys.size > 0) await tx.deleteWhereIn(target, column, [...keys]);
@@ -258,8 +265,15 @@ async function writeRelated(
     if (rows.length === 0) continue;
     for (const f of await tx.write(target, rows)) {
       const row = rows[f.index]!;
-      refused.push(rejectOf({ line: lineOf.get(row) ?? 0, row }, f.reason));
+      refused.push(rejectOf(lineOf.get(row) ?? 0, row, f.reason));
     }
   }
   return refused;
+}
+
+/** The values of `column` in rows `indexes` of `packed`. */
+function columnOf(packed: PackedRows, column: string, indexes: readonly number[]): RowValue[] {
+  const at = packed.names.indexOf(column);
+  const width = packed.names.length;
+  return at < 0 ? [] : indexes.map((i) => packed.values[i * width + at] ?? null);
 }

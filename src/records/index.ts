@@ -1,12 +1,15 @@
 import type { Readable } from 'node:stream';
 import type { DataType } from '../catalog.js';
 import { csvBatches } from './csv.js';
-import { ndjsonBatches } from './ndjson.js';
-import { jsonColumns, type RecordShape } from './shape.js';
-import type { FileFormat, RecordBatch } from './types.js';
+import { NdjsonPacker, ndjsonBatches, ndjsonPackedBatches } from './ndjson.js';
+import { jsonColumns, packBatch, type RecordShape } from './shape.js';
+import type { JobTables } from './tables.js';
+
+import type { FileFormat, PackedBatch, RecordBatch } from './types.js';
 
 export { type ParseJob, ParserPool } from './parallel.js';
 export type { RecordShape } from './shape.js';
+export { packBatch } from './shape.js';
 export type * from './types.js';
 
 export interface RecordBatchOptions {
@@ -28,4 +31,27 @@ export function recordBatches(
   return format === 'csv'
     ? csvBatches(source, type, shape, batchSize)
     : ndjsonBatches(source, type, shape, batchSize);
+}
+
+/**
+ * A result file as batches for the thread that writes them: the job's rows packed (NDJSON of
+ * `nested: json` straight from its lines, else shaped first, then packed), in file order.
+ */
+export async function* packedBatches(
+  source: Readable,
+  format: FileFormat,
+  tables: JobTables,
+  batchSize: number,
+): AsyncGenerator<PackedBatch> {
+  const hints = tables.hintsOf(tables.main);
+  if (format === 'json' && tables.plainJson) {
+    yield* ndjsonPackedBatches(source, new NdjsonPacker(tables.plan.type, hints), batchSize);
+    return;
+  }
+  for await (const batch of recordBatches(source, format, tables.plan.type, {
+    batchSize,
+    shape: tables.shape,
+  })) {
+    yield packBatch(batch, hints);
+  }
 }

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import type { ShapePlan } from './tables.js';
-import type { FileFormat, RecordBatch } from './types.js';
+import type { FileFormat, PackedBatch } from './types.js';
 
 /**
  * Parsing in worker threads. Parsing and decoding cost several times what writing a row costs:
@@ -33,8 +33,8 @@ export type ToWorker =
 
 export type ToMain =
   | { type: 'consumed' }
-  | { type: 'batch'; batch: RecordBatch }
-  | { type: 'parsed'; seq: number; batch: RecordBatch }
+  | { type: 'batch'; batch: PackedBatch }
+  | { type: 'parsed'; seq: number; batch: PackedBatch }
   | { type: 'done' }
   | { type: 'error'; message: string; name: string };
 
@@ -73,7 +73,7 @@ function startWorker(): Worker {
 
 /** A file being parsed: its batches, in order, and a way to stop early. */
 export interface ParseJob {
-  batches: AsyncGenerator<RecordBatch>;
+  batches: AsyncGenerator<PackedBatch>;
   /** Stops reading the file and frees the worker (terminated, since it was left mid-file). */
   cancel(): void;
 }
@@ -199,7 +199,7 @@ class ParseWorker {
    */
   blocks(
     request: ParseRequest,
-    onParsed: (seq: number, batch: RecordBatch) => void,
+    onParsed: (seq: number, batch: PackedBatch) => void,
     onError: (error: Error) => void,
   ): {
     send(seq: number, firstLine: number, data: Uint8Array): void;
@@ -288,24 +288,21 @@ export class ParserPool {
 }
 
 /**
- * Rows cross the thread boundary as ordinary objects: made null-prototype again, so that a
- * column named `constructor` or `toString` reads as absent in a row that lacks it, never as
- * something inherited.
+ * Related rows cross the thread boundary as ordinary objects: made null-prototype again, so
+ * that a column named `constructor` or `toString` reads as absent in a row that lacks it, never
+ * as something inherited. (The job table's rows cross packed, as values in column order.)
  */
-function withNullPrototypes(batch: RecordBatch): RecordBatch {
-  for (const parsed of batch.rows) {
-    Object.setPrototypeOf(parsed.row, null);
-    if (parsed.related) {
-      for (const rows of parsed.related.values())
-        for (const row of rows) Object.setPrototypeOf(row, null);
-    }
+function withNullPrototypes(batch: PackedBatch): PackedBatch {
+  for (const related of batch.related ?? []) {
+    if (related === undefined) continue;
+    for (const rows of related.values()) for (const row of rows) Object.setPrototypeOf(row, null);
   }
   return batch;
 }
 
 /** Parses an NDJSON file on several workers at once, in blocks of whole lines (see ParserPool). */
 function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWorker[]): ParseJob {
-  const parsed = new Map<number, RecordBatch>();
+  const parsed = new Map<number, PackedBatch>();
   /** Bytes of the file up to the end of each block, for `bytesRead`. */
   const endsAt = new Map<number, number>();
   let failed: Error | undefined;

@@ -5,19 +5,19 @@
  */
 import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
-import { batchColumns } from '../schema/plan.js';
-import { recordBatches } from './index.js';
-import { ndjsonBlock } from './ndjson.js';
+import { packedBatches } from './index.js';
+import { NdjsonPacker, ndjsonBlock, ndjsonPackedBlock } from './ndjson.js';
 import type { ParseRequest, ToMain, ToWorker } from './parallel.js';
+import { packBatch } from './shape.js';
 import { JobTables } from './tables.js';
-import type { RecordBatch } from './types.js';
+import type { PackedBatch, RecordBatch } from './types.js';
 
 const port = parentPort;
 if (!port) throw new Error('parse-worker.ts runs in a worker thread');
 
 let input: PassThrough | undefined;
 /** The file whose blocks this worker is given (a file parsed by several workers at once). */
-let blocks: { request: ParseRequest; tables: JobTables } | undefined;
+let blocks: { request: ParseRequest; tables: JobTables; packer?: NdjsonPacker } | undefined;
 /** Batches posted and not yet taken by the main thread; parsing pauses at the limit. */
 let unacked = 0;
 let resume: (() => void) | undefined;
@@ -40,9 +40,14 @@ port.on('message', (message: ToWorker) => {
       unacked--;
       resume?.();
       break;
-    case 'blocks':
-      blocks = { request: message.request, tables: new JobTables(message.request.plan) };
+    case 'blocks': {
+      const tables = new JobTables(message.request.plan);
+      blocks = { request: message.request, tables };
+      if (tables.plainJson) {
+        blocks.packer = new NdjsonPacker(tables.plan.type, tables.hintsOf(tables.main));
+      }
       break;
+    }
     case 'block':
       parseBlock(message.seq, message.firstLine, message.data);
       break;
@@ -53,24 +58,26 @@ function post(message: ToMain): void {
   port!.postMessage(message);
 }
 
-/** The batch with the column types of its rows of the job's table. */
-function typed(batch: RecordBatch, tables: JobTables): RecordBatch {
-  const rows = batch.rows.map((parsed) => parsed.row);
-  batch.columns = batchColumns(rows, tables.hintsOf(tables.main));
-  return batch;
+/** The batch as the main thread takes it: the job table's rows packed, with their types. */
+function packed(batch: RecordBatch, tables: JobTables): PackedBatch {
+  return packBatch(batch, tables.hintsOf(tables.main));
 }
 
 function parseBlock(seq: number, firstLine: number, data: Uint8Array): void {
   try {
     if (blocks === undefined) throw new Error('a block came before its file');
     const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
+    if (blocks.packer) {
+      post({ type: 'parsed', seq, batch: ndjsonPackedBlock(text, firstLine, blocks.packer) });
+      return;
+    }
     const { rows, rejects } = ndjsonBlock(
       text,
       firstLine,
       blocks.request.plan.type,
       blocks.tables.shape,
     );
-    post({ type: 'parsed', seq, batch: typed({ rows, rejects, bytesRead: 0 }, blocks.tables) });
+    post({ type: 'parsed', seq, batch: packed({ rows, rejects, bytesRead: 0 }, blocks.tables) });
   } catch (error) {
     post({ type: 'error', message: (error as Error).message, name: (error as Error).name });
   }
@@ -81,12 +88,9 @@ async function run(request: ParseRequest): Promise<void> {
   unacked = 0;
   try {
     const tables = new JobTables(request.plan);
-    for await (const batch of recordBatches(input, request.format, request.plan.type, {
-      batchSize: request.batchSize,
-      shape: tables.shape,
-    })) {
+    for await (const batch of packedBatches(input, request.format, tables, request.batchSize)) {
       unacked++;
-      post({ type: 'batch', batch: typed(batch, tables) });
+      post({ type: 'batch', batch });
       while (unacked >= request.maxBuffered) await new Promise<void>((r) => (resume = r));
       resume = undefined;
     }

@@ -83,6 +83,11 @@ function keyType(fields: FieldMap, key: string): Column['type'] {
 export class JobTables {
   readonly main: string;
   readonly shape: RecordShape;
+  /**
+   * `nested: json` with no related tables: a record is one row of its fields, nested values as
+   * JSON text, so NDJSON lines can be packed straight into rows (see NdjsonPacker).
+   */
+  readonly plainJson: boolean;
   readonly #related = new Map<string, RelatedTable>();
   readonly #mainHints: FieldMap;
   readonly #mainColumns: Column[];
@@ -274,6 +279,7 @@ export class JobTables {
     } else {
       this.shape = base;
     }
+    this.plainJson = !nested && peopleTable === undefined;
   }
 
   #add(table: RelatedTable): void {

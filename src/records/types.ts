@@ -3,7 +3,7 @@
  * from, or a reject saying why a line could not become a row. Nothing is dropped silently.
  */
 
-import type { ColumnType, Row } from '../schema/types.js';
+import type { ColumnType, PackedRows, Row } from '../schema/types.js';
 
 export type { Row, RowValue } from '../schema/types.js';
 
@@ -28,11 +28,21 @@ export interface RecordBatch {
   rejects: RejectedLine[];
   /** Bytes of the file consumed so far (for progress). */
   bytesRead: number;
-  /**
-   * The column types the batch's rows of the job's table ask for, worked out by the worker
-   * that parsed it, so that the thread writing to the database does not.
-   */
-  columns?: Map<string, ColumnType>;
+}
+
+/**
+ * A batch as the thread that writes takes it (`packBatch`): the rows of the job's table packed,
+ * with their column types worked out by the thread that parsed them.
+ */
+export interface PackedBatch {
+  rows: PackedRows;
+  columns: Map<string, ColumnType>;
+  /** The line of each row in its file. */
+  lines: number[];
+  /** Each row's rows of related tables; absent when no row of the batch has any. */
+  related?: (Map<string, Row[]> | undefined)[];
+  rejects: RejectedLine[];
+  bytesRead: number;
 }
 
 export type FileFormat = 'csv' | 'json';

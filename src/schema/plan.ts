@@ -1,5 +1,13 @@
 import type { FieldMap } from '../catalog.js';
-import { type Column, type ColumnType, inferColumnType, type Row, widen } from './types.js';
+import {
+  type Column,
+  type ColumnType,
+  inferColumnType,
+  type PackedRows,
+  type Row,
+  type RowValue,
+  widen,
+} from './types.js';
 
 /**
  * The schema as a first-class object: what a table should hold, what a batch of rows asks of
@@ -87,4 +95,46 @@ export function batchColumns(rows: readonly Row[], hints: FieldMap): Map<string,
     }
   }
   return seen;
+}
+
+/** The column types packed rows ask for, as `batchColumns` works them out for objects. */
+export function packedColumns(packed: PackedRows, hints: FieldMap): Map<string, ColumnType> {
+  const seen = new Map<string, ColumnType>();
+  const width = packed.names.length;
+  for (let c = 0; c < width; c++) {
+    const name = packed.names[c]!;
+    const meta = META_TYPES.get(name);
+    let type: ColumnType | undefined;
+    for (let i = c; i < packed.values.length; i += width) {
+      const value = packed.values[i];
+      if (value === null || value === undefined) continue;
+      const next = meta ?? inferColumnType(value, hints[name]);
+      type = type === undefined ? next : widen(type, next);
+      if (type === 'text') break; // nothing is wider
+    }
+    if (type !== undefined) seen.set(name, type);
+  }
+  for (const [name, value] of Object.entries(packed.constants ?? {})) {
+    if (value !== null) seen.set(name, META_TYPES.get(name) ?? inferColumnType(value, hints[name]));
+  }
+  return seen;
+}
+
+/**
+ * Rows as packed rows (see `PackedRows`) with their column types: the columns are those some
+ * row has a value in, so a column seen only as NULL is neither made nor sent.
+ */
+export function packRows(
+  rows: readonly Row[],
+  hints: FieldMap,
+): { packed: PackedRows; columns: Map<string, ColumnType> } {
+  const columns = batchColumns(rows, hints);
+  const names = [...columns.keys()];
+  const width = names.length;
+  const values: RowValue[] = new Array(rows.length * width);
+  let o = 0;
+  for (const row of rows) {
+    for (let c = 0; c < width; c++) values[o++] = row[names[c]!] ?? null;
+  }
+  return { packed: { names, values, count: rows.length }, columns };
 }

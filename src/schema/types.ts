@@ -25,6 +25,41 @@ export function newRow(): Row {
   return Object.create(null) as Row;
 }
 
+/**
+ * Rows packed for writing: the column names once, then each row's values in that order, row
+ * after row. This is how rows cross from a parse worker to the writing thread (a structured
+ * clone of one flat array costs a fraction of one of keyed objects, and no object is made per
+ * row on either side) and what the destinations bind from.
+ */
+export interface PackedRows {
+  readonly names: readonly string[];
+  /** `count` rows of `names.length` values each. */
+  readonly values: readonly RowValue[];
+  readonly count: number;
+  /** Columns with the same value in every row (the load's own columns), not in `values`. */
+  readonly constants?: Readonly<Record<string, RowValue>>;
+}
+
+/** Row `index` of `packed` as an object (for the text of a rejected row). */
+export function unpackRow(packed: PackedRows, index: number): Row {
+  const row = newRow();
+  const width = packed.names.length;
+  for (let c = 0; c < width; c++) row[packed.names[c]!] = packed.values[index * width + c] ?? null;
+  if (packed.constants) Object.assign(row, packed.constants);
+  return row;
+}
+
+/** The rows of `packed` at `indexes`, in that order. */
+export function selectPacked(packed: PackedRows, indexes: readonly number[]): PackedRows {
+  const width = packed.names.length;
+  const values: RowValue[] = new Array(indexes.length * width);
+  let o = 0;
+  for (const index of indexes) {
+    for (let c = 0, i = index * width; c < width; c++, i++) values[o++] = packed.values[i]!;
+  }
+  return { ...packed, values, count: indexes.length };
+}
+
 const DATE_SHAPE =
   /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 

@@ -1,12 +1,12 @@
 /**
  * Where a load's time goes, stage by stage, in this one thread, on result files already on
- * disk: read (the bytes), parse (JSON.parse of each line, or csv-parse), decode and shape
- * (sluice's records stage: catalogue decoding, nested values to JSON text or child rows),
- * transfer (the structured clone a batch costs between threads: once in the parsing thread,
- * once in the writing one), and write (prepared inserts of the shaped rows into a SQLite file,
- * in one transaction). And the floor: a naive loop doing the same work, JSON.parse of each line,
- * nested values stringified again and a prepared insert, with no batches, no workers and no
- * checks. Used by load.ts; also runs alone:
+ * disk: read (the bytes), parse (JSON.parse of each line, or csv-parse), decode, shape and pack
+ * (sluice's records stage: catalogue decoding, nested values to JSON text or child rows, the
+ * job's rows packed in column order), transfer (the structured clone a packed batch costs
+ * between threads: once in the parsing thread, once in the writing one), and write (prepared
+ * inserts of the packed rows into a SQLite file, in one transaction). And the floor: a naive
+ * loop doing the same work, JSON.parse of each line, nested values stringified again and a
+ * prepared insert, with no batches, no workers and no checks. Used by load.ts; also runs alone:
  *
  *   npx tsx test/bench/stages.ts <file.txt|file.csv>...
  */
@@ -16,9 +16,10 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import Database from 'better-sqlite3';
 import { parse } from 'csv-parse/sync';
-import { recordBatches } from '../../src/records/index.js';
+import { packedBatches } from '../../src/records/index.js';
 import { JobTables } from '../../src/records/tables.js';
-import type { RecordBatch, Row } from '../../src/records/types.js';
+import type { PackedBatch } from '../../src/records/types.js';
+import type { PackedRows } from '../../src/schema/types.js';
 
 export interface StageFigures {
   rows: number;
@@ -73,13 +74,10 @@ export async function stageProfile(
       const parsed = seconds(t);
       figures.parse += parsed;
 
-      // The records stage as a run has it (parse, decode, shape), less the parse above.
+      // The records stage as a run has it (parse, decode, shape, pack), less the parse above.
       t = performance.now();
-      const batches: RecordBatch[] = [];
-      for await (const batch of recordBatches(Readable.from([buffer]), format, 'properties', {
-        batchSize: 500,
-        shape: tables.shape,
-      })) {
+      const batches: PackedBatch[] = [];
+      for await (const batch of packedBatches(Readable.from([buffer]), format, tables, 500)) {
         batches.push(batch);
       }
       figures.decodeShape += Math.max(0, seconds(t) - parsed);
@@ -90,7 +88,7 @@ export async function stageProfile(
 
       figures.write += insertAll(
         db,
-        batches.flatMap((b) => b.rows.map((p) => p.row)),
+        batches.map((b) => b.rows),
       );
     }
     db.close();
@@ -113,11 +111,11 @@ function openDatabase(path: string): Database.Database {
   return db;
 }
 
-/** Prepared inserts of shaped rows into one table (made by the first rows), in a transaction. */
-function insertAll(db: Database.Database, rows: Row[]): number {
+/** Prepared inserts of packed rows into one table (made by the first batch), in a transaction. */
+function insertAll(db: Database.Database, batches: PackedRows[]): number {
   const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'homes'").get();
   if (!exists) {
-    const names = [...new Set(rows.slice(0, 1000).flatMap((r) => Object.keys(r)))];
+    const names = [...new Set(batches.flatMap((b) => b.names))];
     db.exec(`CREATE TABLE homes (${names.map((c) => `"${c}"`).join(', ')})`);
   }
   const columns = (db.prepare('PRAGMA table_info(homes)').all() as { name: string }[]).map(
@@ -127,12 +125,16 @@ function insertAll(db: Database.Database, rows: Row[]): number {
   const t = performance.now();
   db.transaction(() => {
     const values = new Array<unknown>(columns.length);
-    for (const row of rows) {
-      for (let i = 0; i < columns.length; i++) {
-        const v = row[columns[i]!];
-        values[i] = typeof v === 'boolean' ? Number(v) : (v ?? null);
+    for (const batch of batches) {
+      const width = batch.names.length;
+      const at = columns.map((c) => batch.names.indexOf(c));
+      for (let r = 0; r < batch.count; r++) {
+        for (let i = 0; i < columns.length; i++) {
+          const v = at[i]! < 0 ? null : batch.values[r * width + at[i]!];
+          values[i] = typeof v === 'boolean' ? Number(v) : (v ?? null);
+        }
+        insert.run(values);
       }
-      insert.run(values);
     }
   })();
   return seconds(t);
@@ -182,7 +184,7 @@ export function printStages(label: string, f: StageFigures): void {
     console.log(`  ${name.padEnd(42)} ${s.toFixed(2).padStart(6)} ${rate(s).padStart(10)}`);
   line('read (bytes from disk)', f.read);
   line('parse (JSON.parse / csv-parse)', f.parse);
-  line('decode and shape (catalogue, nested values)', f.decodeShape);
+  line('decode, shape, pack (catalogue, nested)', f.decodeShape);
   line('transfer (structured clone, both threads)', f.transfer);
   line('write (prepared inserts, one transaction)', f.write);
   const total = f.read + f.parse + f.decodeShape + f.transfer + f.write;

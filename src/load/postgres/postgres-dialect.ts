@@ -20,7 +20,7 @@ import copyStreams from 'pg-copy-streams';
 import { SluiceError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Widening } from '../../schema/plan.js';
-import type { Column, Row } from '../../schema/types.js';
+import type { Column } from '../../schema/types.js';
 import { sleep } from '../../util/sleep.js';
 import type {
   Destination,
@@ -36,6 +36,7 @@ import {
   type IndexRename,
   pairsStatement,
   quoteIdent,
+  type TableRows,
 } from '../dialect.js';
 import { scrub } from '../errors.js';
 import { Loader } from '../loader.js';
@@ -299,7 +300,7 @@ class PostgresDialect implements Dialect<PgConn> {
     conn: PgConn,
     table: string,
     columns: readonly BoundColumn[],
-    rows: readonly Row[],
+    rows: TableRows,
     mode: 'append' | 'merge',
     key: readonly string[],
   ): Promise<void> {
@@ -343,9 +344,9 @@ class PostgresDialect implements Dialect<PgConn> {
     conn: PgConn,
     target: string,
     columns: readonly BoundColumn[],
-    rows: readonly Row[],
+    rows: TableRows,
   ): Promise<void> {
-    if (rows.length === 0) return;
+    if (rows.count === 0) return;
     const list = columns.map((c) => quoteIdent(c.name)).join(', ');
     const stream = conn.client.query(copyStreams.from(`COPY ${target} (${list}) FROM STDIN`));
     await pipeline(Readable.from(copyChunks(rows, columns)), stream);

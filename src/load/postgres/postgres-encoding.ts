@@ -3,8 +3,8 @@
  * converting one into another, and the COPY text format rows are sent in.
  */
 import pg from 'pg';
-import type { ColumnType, Row, RowValue } from '../../schema/types.js';
-import type { BoundColumn } from '../dialect.js';
+import type { ColumnType, RowValue } from '../../schema/types.js';
+import type { BoundColumn, TableRows } from '../dialect.js';
 
 const INT8_OID = 20;
 const JSON_OID = 114;
@@ -112,17 +112,16 @@ function copyValue(value: RowValue | undefined, type: ColumnType): string {
 const CHUNK_CHARS = 256 * 1024;
 
 /** COPY text lines for `rows`, in chunks of about 256 kB. */
-export function* copyChunks(
-  rows: readonly Row[],
-  columns: readonly BoundColumn[],
-): Generator<string> {
+export function* copyChunks(rows: TableRows, columns: readonly BoundColumn[]): Generator<string> {
+  const width = columns.length;
+  const types = columns.map((c) => c.type);
+  const input = rows.values;
   let chunk = '';
-  for (const row of rows) {
+  for (let r = 0, o = 0; r < rows.count; r++) {
     let line = '';
-    for (let i = 0; i < columns.length; i++) {
-      const column = columns[i]!;
+    for (let i = 0; i < width; i++) {
       if (i > 0) line += '\t';
-      line += copyValue(row[column.source], column.type);
+      line += copyValue(input[o++], types[i]!);
     }
     chunk += `${line}\n`;
     if (chunk.length >= CHUNK_CHARS) {

@@ -4,13 +4,7 @@ import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect as KyselySqliteDialect, sql } from 'kysely';
 import { SluiceError } from '../../errors.js';
 import type { Widening } from '../../schema/plan.js';
-import {
-  type Column,
-  type ColumnType,
-  type Row,
-  type RowValue,
-  textOf,
-} from '../../schema/types.js';
+import { type Column, type ColumnType, type RowValue, textOf } from '../../schema/types.js';
 import type {
   Destination,
   DestinationCapabilities,
@@ -25,6 +19,7 @@ import {
   type IndexRename,
   pairsStatement,
   quoteIdent,
+  type TableRows,
 } from '../dialect.js';
 import { DestinationError } from '../errors.js';
 import { Loader } from '../loader.js';
@@ -209,17 +204,17 @@ class SqliteDialect implements Dialect<Database.Database> {
     _handle: Database.Database,
     table: string,
     columns: readonly BoundColumn[],
-    rows: readonly Row[],
+    rows: TableRows,
     mode: 'append' | 'merge',
     key: readonly string[],
   ): Promise<void> {
     const statement = this.#insertStatement(table, columns, mode, key);
-    const values: (string | number | null)[] = new Array(columns.length);
-    for (const row of rows) {
-      for (let i = 0; i < columns.length; i++) {
-        const column = columns[i]!;
-        values[i] = bindable(row[column.source], column.type);
-      }
+    const width = columns.length;
+    const types = columns.map((c) => c.type);
+    const values: (string | number | null)[] = new Array(width);
+    const input = rows.values;
+    for (let r = 0, o = 0; r < rows.count; r++) {
+      for (let i = 0; i < width; i++) values[i] = bindable(input[o++], types[i]!);
       statement.run(values);
     }
   }

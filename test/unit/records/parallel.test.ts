@@ -4,10 +4,11 @@ import { describe, it } from 'node:test';
 import { csvRow } from '../../../src/emulator/render.js';
 import { shapePlanOf } from '../../../src/pipeline/context.js';
 import { parsePipeline } from '../../../src/pipeline/spec.js';
-import { recordBatches } from '../../../src/records/index.js';
+import { packBatch, packedBatches, recordBatches } from '../../../src/records/index.js';
 import { ParserPool } from '../../../src/records/parallel.js';
 import { JobTables } from '../../../src/records/tables.js';
-import type { RecordBatch } from '../../../src/records/types.js';
+import type { PackedBatch, RecordBatch } from '../../../src/records/types.js';
+import { type Row, unpackRow } from '../../../src/schema/types.js';
 
 const spec = parsePipeline(
   `version: 1
@@ -65,18 +66,45 @@ function source(text: string): Readable {
   return Readable.from(chunks);
 }
 
-async function collect(batches: AsyncIterable<RecordBatch>) {
-  const out: RecordBatch[] = [];
+async function collect<B>(batches: AsyncIterable<B>) {
+  const out: B[] = [];
   for await (const batch of batches) out.push(batch);
   return out;
+}
+
+/** Batches as the writing thread takes them, as parsing in this thread packs them. */
+function packedHere(batches: RecordBatch[], tables: JobTables): PackedBatch[] {
+  return batches.map((b) => packBatch(b, tables.hintsOf(tables.main)));
+}
+
+/** A row's fields that hold a value (a batch's columns are those some row has a value in). */
+function valuesOf(row: Row): Row {
+  return Object.fromEntries(Object.entries(row).filter(([, v]) => v !== null));
+}
+
+/** Every row of packed batches, whatever the batch boundaries. */
+function flat(batches: PackedBatch[]) {
+  return {
+    rows: batches.flatMap((b) =>
+      b.lines.map((line, i) => ({
+        line,
+        row: valuesOf(unpackRow(b.rows, i)),
+        related: b.related?.[i],
+      })),
+    ),
+    rejects: batches.flatMap((b) => b.rejects),
+  };
 }
 
 describe('parsing in worker threads', () => {
   it('gives exactly the batches of parsing in this thread, related rows included', async () => {
     const text = csvFile(3000);
     const tables = new JobTables(plan);
-    const here = await collect(
-      recordBatches(source(text), 'csv', 'properties', { batchSize: 500, shape: tables.shape }),
+    const here = packedHere(
+      await collect(
+        recordBatches(source(text), 'csv', 'properties', { batchSize: 500, shape: tables.shape }),
+      ),
+      tables,
     );
     const pool = new ParserPool(2);
     try {
@@ -86,18 +114,25 @@ describe('parsing in worker threads', () => {
       const second = pool.parse(source(text), request);
       const [a, b] = await Promise.all([collect(first.batches), collect(second.batches)]);
       // Byte counts come at other chunk boundaries; everything else is the same.
-      const strip = (batches: RecordBatch[]) =>
-        batches.map(({ rows, rejects }) => ({ rows, rejects }));
+      const strip = (batches: PackedBatch[]) =>
+        batches.map(({ rows, columns, lines, related, rejects }) => ({
+          rows,
+          columns,
+          lines,
+          related,
+          rejects,
+        }));
       assert.deepEqual(strip(a), strip(here));
       assert.deepEqual(strip(b), strip(here));
       assert.equal(a.at(-1)?.bytesRead, Buffer.byteLength(text));
-      const rows = a.reduce((n, batch) => n + batch.rows.length, 0);
+      const rows = a.reduce((n, batch) => n + batch.rows.count, 0);
       const rejects = a.reduce((n, batch) => n + batch.rejects.length, 0);
       assert.equal(rows + rejects, 3000);
       assert.ok(rejects > 0);
-      assert.ok(a[0]?.rows[0]?.related?.get('people')?.length, 'autotrace people rows come across');
-      const row = a[0]!.rows[0]!.row;
-      assert.equal(Object.getPrototypeOf(row), null, 'rows are null-prototype again');
+      const people = a[0]?.related?.[0]?.get('people');
+      assert.ok(people?.length, 'autotrace people rows come across');
+      const row = people[0]!;
+      assert.equal(Object.getPrototypeOf(row), null, 'related rows are null-prototype again');
       assert.equal(row.constructor, undefined);
     } finally {
       await pool.close();
@@ -123,8 +158,11 @@ describe('parsing in worker threads', () => {
     }
     const text = `${lines.join('\r\n')}\n`;
     const tables = new JobTables(plan);
-    const here = await collect(
-      recordBatches(source(text), 'json', 'properties', { batchSize: 500, shape: tables.shape }),
+    const here = packedHere(
+      await collect(
+        recordBatches(source(text), 'json', 'properties', { batchSize: 500, shape: tables.shape }),
+      ),
+      tables,
     );
     const pool = new ParserPool(3);
     try {
@@ -136,10 +174,6 @@ describe('parsing in worker threads', () => {
       });
       const batches = await collect(split.batches);
       assert.ok(batches.length >= 3, 'several blocks');
-      const flat = (all: RecordBatch[]) => ({
-        rows: all.flatMap((b) => b.rows),
-        rejects: all.flatMap((b) => b.rejects),
-      });
       assert.deepEqual(flat(batches), flat(here));
       assert.equal(batches.at(-1)?.bytesRead, Buffer.byteLength(text));
       const seen = batches.map((b) => b.bytesRead);
@@ -149,7 +183,7 @@ describe('parsing in worker threads', () => {
         'bytes read grow batch by batch',
       );
       assert.equal(flat(batches).rejects[0]?.line, 8);
-      const columns = batches[0]!.columns!;
+      const columns = batches[0]!.columns;
       assert.equal(columns.get('yearBuilt'), 'integer', 'column types come with the batch');
       // The pool's workers are free again for the next file.
       const again = await collect(
@@ -158,6 +192,58 @@ describe('parsing in worker threads', () => {
       assert.deepEqual(flat(again), flat(here));
     } finally {
       await pool.close();
+    }
+  });
+
+  it('NDJSON of nested: json is packed straight from its lines, as shaping then packing gives', async () => {
+    const { autotrace: _, ...rest } = plan;
+    const plain = { ...rest, nested: 'json' as const };
+    const tables = new JobTables(plain);
+    assert.equal(tables.plainJson, true);
+    const lines: string[] = [];
+    for (let i = 0; i < 3000; i++) {
+      if (i % 97 === 5) lines.push('{"id": broken');
+      else if (i % 89 === 3) lines.push('[1]');
+      else if (i % 83 === 2) lines.push(JSON.stringify({ id: `p${i}`, dateAdded: '2021-02-30' }));
+      else if (i % 301 === 4) lines.push('   ');
+      else
+        lines.push(
+          JSON.stringify({
+            id: `p${i}`,
+            ...(i % 2 ? { yearBuilt: i % 3 ? 1950 + (i % 70) : `${1950 + (i % 70)}.0` } : {}),
+            address: `${i} ${'Long Street Name '.repeat(40)}`,
+            prices: i % 5 ? [{ amountMin: i * 10, currency: 'USD' }] : [],
+            ...(i % 7 ? {} : { isNew: 'true', __proto__: 'x', constructor: i }),
+            ...(i === 2999 ? { late: 'a column only the last row has' } : {}),
+          }),
+        );
+    }
+    const text = `${lines.join('\n')}\n`;
+    const shaped = packedHere(
+      await collect(
+        recordBatches(source(text), 'json', 'properties', { batchSize: 500, shape: tables.shape }),
+      ),
+      tables,
+    );
+    const here = await collect(packedBatches(source(text), 'json', tables, 500));
+    assert.deepEqual(flat(here), flat(shaped));
+    assert.deepEqual(
+      here.map((b) => b.bytesRead),
+      shaped.map((b) => b.bytesRead),
+    );
+    assert.equal(here[0]!.columns.get('yearBuilt'), 'integer');
+    assert.equal(flat(here).rejects.length, flat(shaped).rejects.length);
+    for (const workers of [1, 3]) {
+      const pool = new ParserPool(workers);
+      try {
+        const request = { format: 'json' as const, plan: plain, batchSize: 500, maxBuffered: 2 };
+        assert.deepEqual(
+          flat(await collect(pool.parse(source(text), request).batches)),
+          flat(shaped),
+        );
+      } finally {
+        await pool.close();
+      }
     }
   });
 
@@ -172,7 +258,7 @@ describe('parsing in worker threads', () => {
       const second = pool.parse(source(csvFile(300)), request);
       const batches = await collect(second.batches);
       assert.equal(
-        batches.reduce((n, b) => n + b.rows.length + b.rejects.length, 0),
+        batches.reduce((n, b) => n + b.rows.count + b.rejects.length, 0),
         300,
       );
     } finally {
