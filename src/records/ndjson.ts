@@ -239,6 +239,22 @@ export async function* ndjsonPackedBatches(
   packer: NdjsonPacker,
   batchSize: number,
 ): AsyncGenerator<PackedBatch> {
+  let bytesRead = 0;
+  for await (bytesRead of streamLines(source, (line, n) => packer.add(line, n))) {
+    if (packer.rows >= batchSize) yield packer.take(bytesRead);
+  }
+  if (packer.rows > 0 || packer.rejects > 0) yield packer.take(bytesRead);
+}
+
+/**
+ * Hands each line of a streamed file to `take` (`\n` or `\r\n` ends one; the last may have
+ * none), numbered from 1, and yields the bytes read so far after each chunk's lines and once
+ * more after the last line.
+ */
+async function* streamLines(
+  source: Readable,
+  take: (line: string, lineNo: number) => void,
+): AsyncGenerator<number> {
   const text = new StringDecoder('utf8');
   let bytesRead = 0;
   let lineNo = 0;
@@ -247,17 +263,17 @@ export async function* ndjsonPackedBatches(
     bytesRead += chunk.length;
     const textChunk = rest + text.write(chunk);
     let start = 0;
-    for (let nl = textChunk.indexOf('\n', start); nl >= 0; nl = textChunk.indexOf('\n', start)) {
+    for (let nl = textChunk.indexOf('\n'); nl >= 0; nl = textChunk.indexOf('\n', start)) {
       const end = nl > start && textChunk.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-      packer.add(textChunk.slice(start, end), ++lineNo);
+      take(textChunk.slice(start, end), ++lineNo);
       start = nl + 1;
     }
     rest = textChunk.slice(start);
-    if (packer.rows >= batchSize) yield packer.take(bytesRead);
+    yield bytesRead;
   }
   rest += text.end();
-  if (rest.length > 0) packer.add(rest.endsWith('\r') ? rest.slice(0, -1) : rest, ++lineNo);
-  if (packer.rows > 0 || packer.rejects > 0) yield packer.take(bytesRead);
+  if (rest.length > 0) take(rest.endsWith('\r') ? rest.slice(0, -1) : rest, ++lineNo);
+  yield bytesRead;
 }
 
 /**
@@ -271,29 +287,14 @@ export async function* ndjsonBatches(
   batchSize: number,
 ): AsyncGenerator<RecordBatch> {
   const take = lineReader(type, shape);
-  const text = new StringDecoder('utf8');
   let bytesRead = 0;
-  let lineNo = 0;
-  let rest = '';
   let gathered: Gathered = { rows: [], rejects: [] };
-
-  for await (const chunk of source as AsyncIterable<Buffer>) {
-    bytesRead += chunk.length;
-    const textChunk = rest + text.write(chunk);
-    let start = 0;
-    for (let nl = textChunk.indexOf('\n'); nl >= 0; nl = textChunk.indexOf('\n', start)) {
-      const end = nl > start && textChunk.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-      take(textChunk.slice(start, end), ++lineNo, gathered);
-      start = nl + 1;
-    }
-    rest = textChunk.slice(start);
+  for await (bytesRead of streamLines(source, (line, n) => take(line, n, gathered))) {
     if (gathered.rows.length >= batchSize) {
       yield { ...gathered, bytesRead };
       gathered = { rows: [], rejects: [] };
     }
   }
-  rest += text.end();
-  if (rest.length > 0) take(rest.endsWith('\r') ? rest.slice(0, -1) : rest, ++lineNo, gathered);
   if (gathered.rows.length > 0 || gathered.rejects.length > 0) yield { ...gathered, bytesRead };
 }
 

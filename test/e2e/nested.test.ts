@@ -12,6 +12,7 @@ import {
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
 import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import { rowLines } from '../helpers/runs.js';
 
 /**
  * Nested records as related tables, and autotrace merges, end to end on each destination: the
@@ -59,17 +60,7 @@ const QUERIES: Record<DataType, string> = {
 
 /** A table's rows without the load metadata, in a stable order, for comparing two loads. */
 async function contents(target: TestTarget, table: string): Promise<unknown[]> {
-  const rows = await target.all<Record<string, unknown>>(`select * from "${table}"`);
-  return rows
-    .map((row) =>
-      JSON.stringify(
-        Object.entries(row)
-          .filter(([k]) => !k.startsWith('_sluice_'))
-          .sort(([a], [b]) => a.localeCompare(b))
-          .map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v]),
-      ),
-    )
-    .sort();
+  return rowLines(await target.all<Record<string, unknown>>(`select * from "${table}"`));
 }
 
 for (const kind of destinationKinds()) {

@@ -107,21 +107,26 @@ export interface TableSnapshot {
  * Every data table: its rows, distinct keys and a hash of its content, without the columns
  * that name a download or a time (a reference load has other downloads).
  */
+/** Rows without the load metadata, each as one line of text, in a stable order. */
+export function rowLines(rows: Record<string, unknown>[]): string[] {
+  return rows
+    .map((row) =>
+      JSON.stringify(
+        Object.entries(row)
+          .filter(([k]) => !k.startsWith('_sluice_'))
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v]),
+      ),
+    )
+    .sort();
+}
+
 export async function snapshot(target: TestTarget): Promise<Record<string, TableSnapshot>> {
   const out: Record<string, TableSnapshot> = {};
   for (const table of await target.tables('')) {
     if (table.startsWith('_sluice')) continue;
     const rows = await target.all<Record<string, unknown>>(`select * from "${table}"`);
-    const lines = rows
-      .map((row) =>
-        JSON.stringify(
-          Object.entries(row)
-            .filter(([k]) => !k.startsWith('_sluice_'))
-            .sort(([a], [b]) => a.localeCompare(b))
-            .map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v]),
-        ),
-      )
-      .sort();
+    const lines = rowLines(rows);
     const keyColumn = ['id', 'people_key'].find((k) => rows[0] && k in rows[0]);
     out[table] = {
       rows: rows.length,
