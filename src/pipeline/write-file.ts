@@ -3,7 +3,7 @@ import { SluiceError } from '../errors.js';
 import type { FileTransaction, WriteTarget } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import type { JobTables, RelatedTable } from '../records/tables.js';
-import type { PackedBatch, RejectedLine, Row } from '../records/types.js';
+import type { PackedBatch, PackedRelated, RejectedLine, Row } from '../records/types.js';
 import { META_COLUMNS } from '../schema/plan.js';
 import { type PackedRows, type RowValue, selectPacked, unpackRow } from '../schema/types.js';
 import { checkpoint } from './checkpoints.js';
@@ -122,7 +122,7 @@ export async function writeFile(
       }
     }
     rows += good - refused;
-    bad.push(...(await writeRelated(load, tx, batch, survivors, downloadId, loadedAt)));
+    bad.push(...(await writeRelated(load, tx, batch, survivors, constants)));
     if (bad.length > 0) {
       kept.push(...bad);
       const records = rejectRows(job.name, downloadId, file.name, bad, ctx);
@@ -207,39 +207,28 @@ function lastOfEachKey(packed: PackedRows, indexes: number[], key: readonly stri
 }
 
 /**
- * Writes a batch's related rows. Rows that belong to a parent loaded in this batch are deleted
- * first (child rows of a re-loaded property, a person's phones, a property's owner links), so
- * that no stale row survives a merge. Within a batch, the last row of an identity wins.
+ * Writes a batch's related rows: those of its written records. Rows that belong to a parent
+ * loaded in this batch are deleted first (child rows of a re-loaded property, a person's phones,
+ * a property's owner links), so that no stale row survives a merge. Within a batch, the last row
+ * of an identity wins (see `lastOfEachIdentity`).
  */
 async function writeRelated(
   load: JobLoad,
   tx: FileTransaction,
   batch: PackedBatch,
   parents: readonly number[],
-  downloadId: string,
-  loadedAt: string,
+  constants: Readonly<Record<string, RowValue>>,
 ): Promise<RejectedLine[]> {
   const { tables, job } = load;
-  const related = new Map<string, Map<string, Row>>();
-  /** The line of the record each related row came from, for its reject. */
-  const lineOf = new Map<Row, number>();
-  for (const parent of parents) {
-    const rowsOf = batch.related?.[parent];
-    if (rowsOf === undefined) continue;
-    for (const [name, rows] of rowsOf) {
-      const table = tables.related(name);
-      let byIdentity = related.get(name);
-      if (byIdentity === undefined) {
-        byIdentity = new Map();
-        related.set(name, byIdentity);
-      }
-      for (const row of rows) {
-        row._sluice_download_id = downloadId;
-        row._sluice_loaded_at = loadedAt;
-        byIdentity.set(tables.identityOf(table, row), row);
-        lineOf.set(row, batch.lines[parent]!);
-      }
-    }
+  const written = new Uint8Array(batch.lines.length);
+  for (const parent of parents) written[parent] = 1;
+  /** Each related table's rows to write, by their place among its rows in the batch. */
+  const related = new Map<string, { group: PackedRelated; rows: number[] }>();
+  for (const group of batch.related ?? []) {
+    const table = tables.related(group.table);
+    const rows: number[] = [];
+    for (let i = 0; i < group.rows.count; i++) if (written[group.parents[i]!]) rows.push(i);
+    related.set(group.table, { group, rows: lastOfEachIdentity(table, group, rows) });
   }
   const merging = job.write === 'merge' || tables.plan.enrichment !== undefined;
   const refused: RejectedLine[] = [];
@@ -248,27 +237,90 @@ async function writeRelated(
     .relatedTables()
     .sort((a, b) => Number(!!a.replaceBy) - Number(!!b.replaceBy));
   for (const table of ordered) {
-    const rows = [...(related.get(table.name)?.values() ?? [])];
+    const entry = related.get(table.name);
     const target = targetOf(load, table.name, table);
     if (table.replaceBy && (merging || !table.onlyWhenMerging)) {
       const { column, parentTable, parentKey } = table.replaceBy;
+      const parentRows = related.get(parentTable);
       const parentValues =
         parentTable === tables.main
           ? columnOf(batch.rows, parentKey, parents)
-          : [...(related.get(parentTable)?.values() ?? [])].map((row) => row[parentKey]);
+          : parentRows
+            ? columnOf(parentRows.group.rows, parentKey, parentRows.rows)
+            : [];
       const keys = new Set<string | number>();
       for (const value of parentValues) {
         if (typeof value === 'string' || typeof value === 'number') keys.add(value);
       }
       if (keys.size > 0) await tx.deleteWhereIn(target, column, [...keys]);
     }
-    if (rows.length === 0) continue;
-    for (const f of await tx.write(target, rows)) {
-      const row = rows[f.index]!;
-      refused.push(rejectOf(lineOf.get(row) ?? 0, row, f.reason));
+    if (entry === undefined || entry.rows.length === 0) continue;
+    const { group, rows } = entry;
+    const whole = rows.length === group.rows.count;
+    const some: PackedRows = {
+      ...(whole ? group.rows : selectPacked(group.rows, rows)),
+      constants,
+    };
+    const known = whole ? new Map([...group.columns, ...META]) : undefined;
+    for (const f of await tx.write(target, some, known)) {
+      const line = batch.lines[group.parents[rows[f.index]!]!]!;
+      refused.push(rejectOf(line, unpackRow(some, f.index), f.reason));
     }
   }
   return refused;
+}
+
+/**
+ * Rows `indexes` of a related table less those an identity's later row replaces, each identity
+ * in the place of its first row. A keyed table (people) is keyed by its key. A child table
+ * takes the rows of the last record of each parent: a record that comes twice in a batch is the
+ * last one, children and all (items of different parent items keep their own rows, whatever
+ * their positions). Other rows (owner links) are identified by all their values.
+ */
+function lastOfEachIdentity(
+  table: RelatedTable,
+  group: PackedRelated,
+  indexes: number[],
+): number[] {
+  const { names, values } = group.rows;
+  const width = names.length;
+  const parentColumn = table.replaceBy?.column;
+  if (table.key.length === 0 && parentColumn !== undefined && names.includes('_position')) {
+    // The last record of each parent value; most batches have each parent once.
+    const at = names.indexOf(parentColumn);
+    const parentOf = (i: number) => (at < 0 ? null : (values[i * width + at] ?? null));
+    const lastRecord = new Map<RowValue, number>();
+    let repeated = false;
+    for (const i of indexes) {
+      const value = parentOf(i);
+      const record = group.parents[i]!;
+      const before = lastRecord.get(value);
+      if (before !== record) {
+        if (before !== undefined) repeated = true;
+        lastRecord.set(value, record);
+      }
+    }
+    return repeated
+      ? indexes.filter((i) => lastRecord.get(parentOf(i)) === group.parents[i])
+      : indexes;
+  }
+  const at =
+    table.key.length > 0
+      ? table.key.map((k) => names.indexOf(k))
+      : names.flatMap((name, c) => (name.startsWith('_sluice_') ? [] : [c]));
+  const identityOf = (i: number) =>
+    at.map((c) => String(c < 0 ? undefined : (values[i * width + c] ?? null))).join('\u0000');
+  const slots = new Map<string, number>();
+  const out: number[] = [];
+  for (const i of indexes) {
+    const identity = identityOf(i);
+    const slot = slots.get(identity);
+    if (slot === undefined) {
+      slots.set(identity, out.length);
+      out.push(i);
+    } else out[slot] = i;
+  }
+  return out;
 }
 
 /** The values of `column` in rows `indexes` of `packed`. */

@@ -52,6 +52,6 @@ export async function* packedBatches(
     batchSize,
     shape: tables.shape,
   })) {
-    yield packBatch(batch, hints);
+    yield packBatch(batch, tables);
   }
 }

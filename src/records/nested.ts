@@ -22,8 +22,16 @@ export function snakeCase(name: string): string {
     .toLowerCase();
 }
 
+/** Snake-cased field names, remembered: records repeat the same few (bounded, whatever the data). */
+const snakeCased = new Map<string, string>();
+
 export function childTableName(parent: string, field: string): string {
-  return `${parent}__${snakeCase(field)}`;
+  let snake = snakeCased.get(field);
+  if (snake === undefined) {
+    snake = snakeCase(field);
+    if (snakeCased.size < 10_000) snakeCased.set(field, snake);
+  }
+  return `${parent}__${snake}`;
 }
 
 export function parentColumn(key: string): string {
@@ -57,8 +65,9 @@ export function splitRecord(
   const row = newRow();
   const children = new Map<string, Row[]>();
   flattenInto(row, record, '', table, children, undefined);
+  const links = key.map((k) => [parentColumn(k), row[k] ?? null] as const);
   for (const rows of children.values()) {
-    for (const child of rows) for (const k of key) child[parentColumn(k)] = row[k] ?? null;
+    for (const child of rows) for (const [column, value] of links) child[column] = value;
   }
   return { row, children };
 }

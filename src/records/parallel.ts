@@ -181,7 +181,7 @@ class ParseWorker {
           }
           if (message.type === 'batch') {
             worker.postMessage({ type: 'ack' } satisfies ToWorker);
-            yield withNullPrototypes(message.batch);
+            yield message.batch;
           }
         }
         await pump;
@@ -285,19 +285,6 @@ export class ParserPool {
     await Promise.all(this.#workers.map((w) => w.terminate()));
     this.#workers.length = 0;
   }
-}
-
-/**
- * Related rows cross the thread boundary as ordinary objects: made null-prototype again, so
- * that a column named `constructor` or `toString` reads as absent in a row that lacks it, never
- * as something inherited. (The job table's rows cross packed, as values in column order.)
- */
-function withNullPrototypes(batch: PackedBatch): PackedBatch {
-  for (const related of batch.related ?? []) {
-    if (related === undefined) continue;
-    for (const rows of related.values()) for (const row of rows) Object.setPrototypeOf(row, null);
-  }
-  return batch;
 }
 
 /** Parses an NDJSON file on several workers at once, in blocks of whole lines (see ParserPool). */
@@ -406,7 +393,7 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
           endsAt.delete(taken);
           taken++;
           signal();
-          yield withNullPrototypes(batch);
+          yield batch;
           continue;
         }
         if (pumped && taken === sent) break;

@@ -10,7 +10,6 @@ import { NdjsonPacker, ndjsonBlock, ndjsonPackedBlock } from './ndjson.js';
 import type { ParseRequest, ToMain, ToWorker } from './parallel.js';
 import { packBatch } from './shape.js';
 import { JobTables } from './tables.js';
-import type { PackedBatch, RecordBatch } from './types.js';
 
 const port = parentPort;
 if (!port) throw new Error('parse-worker.ts runs in a worker thread');
@@ -58,11 +57,6 @@ function post(message: ToMain): void {
   port!.postMessage(message);
 }
 
-/** The batch as the main thread takes it: the job table's rows packed, with their types. */
-function packed(batch: RecordBatch, tables: JobTables): PackedBatch {
-  return packBatch(batch, tables.hintsOf(tables.main));
-}
-
 function parseBlock(seq: number, firstLine: number, data: Uint8Array): void {
   try {
     if (blocks === undefined) throw new Error('a block came before its file');
@@ -77,7 +71,7 @@ function parseBlock(seq: number, firstLine: number, data: Uint8Array): void {
       blocks.request.plan.type,
       blocks.tables.shape,
     );
-    post({ type: 'parsed', seq, batch: packed({ rows, rejects, bytesRead: 0 }, blocks.tables) });
+    post({ type: 'parsed', seq, batch: packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables) });
   } catch (error) {
     post({ type: 'error', message: (error as Error).message, name: (error as Error).name });
   }

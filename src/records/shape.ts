@@ -1,7 +1,7 @@
-import type { FieldMap } from '../catalog.js';
 import { packRows } from '../schema/plan.js';
 import { newRow, type Row } from '../schema/types.js';
 import { toColumnValue } from './normalize.js';
+import type { JobTables } from './tables.js';
 import type { PackedBatch, ParsedRow, RecordBatch } from './types.js';
 
 /**
@@ -29,11 +29,14 @@ export function cutRaw(raw: string): string {
   return text.length > RAW_LIMIT ? text.slice(0, RAW_LIMIT) : text;
 }
 
-/** A batch packed for the thread that writes it (`hints`: the job table's catalogue fields). */
-export function packBatch(batch: RecordBatch, hints: FieldMap): PackedBatch {
+/**
+ * A batch packed for the thread that writes it: the job table's rows, and each related table's
+ * rows with the record they came from, with the column types their values and hints ask for.
+ */
+export function packBatch(batch: RecordBatch, tables: JobTables): PackedBatch {
   const { packed, columns } = packRows(
     batch.rows.map((p) => p.row),
-    hints,
+    tables.hintsOf(tables.main),
   );
   const packedBatch: PackedBatch = {
     rows: packed,
@@ -42,8 +45,27 @@ export function packBatch(batch: RecordBatch, hints: FieldMap): PackedBatch {
     rejects: batch.rejects,
     bytesRead: batch.bytesRead,
   };
-  if (batch.rows.some((p) => p.related !== undefined)) {
-    packedBatch.related = batch.rows.map((p) => p.related);
+  // Each related table's rows, record after record, as the writer takes them.
+  const byTable = new Map<string, { rows: Row[]; parents: number[] }>();
+  batch.rows.forEach(({ related }, parent) => {
+    if (related === undefined) return;
+    for (const [table, rows] of related) {
+      let group = byTable.get(table);
+      if (group === undefined) {
+        group = { rows: [], parents: [] };
+        byTable.set(table, group);
+      }
+      for (const row of rows) {
+        group.rows.push(row);
+        group.parents.push(parent);
+      }
+    }
+  });
+  if (byTable.size > 0) {
+    packedBatch.related = [...byTable].map(([table, group]) => {
+      const { packed: rows, columns: types } = packRows(group.rows, tables.hintsOf(table));
+      return { table, rows, columns: types, parents: group.parents };
+    });
   }
   return packedBatch;
 }

@@ -39,10 +39,19 @@ export interface PackedBatch {
   columns: Map<string, ColumnType>;
   /** The line of each row in its file. */
   lines: number[];
-  /** Each row's rows of related tables; absent when no row of the batch has any. */
-  related?: (Map<string, Row[]> | undefined)[];
+  /** Rows of related tables (child tables, people, links), packed per table; absent if none. */
+  related?: PackedRelated[];
   rejects: RejectedLine[];
   bytesRead: number;
 }
 
 export type FileFormat = 'csv' | 'json';
+
+/** The rows one related table gets from a batch's records, packed, with the record of each. */
+export interface PackedRelated {
+  table: string;
+  rows: PackedRows;
+  columns: Map<string, ColumnType>;
+  /** For each row, the place in the batch of the record it came from, in ascending order. */
+  parents: number[];
+}

@@ -74,12 +74,24 @@ async function collect<B>(batches: AsyncIterable<B>) {
 
 /** Batches as the writing thread takes them, as parsing in this thread packs them. */
 function packedHere(batches: RecordBatch[], tables: JobTables): PackedBatch[] {
-  return batches.map((b) => packBatch(b, tables.hintsOf(tables.main)));
+  return batches.map((b) => packBatch(b, tables));
 }
 
 /** A row's fields that hold a value (a batch's columns are those some row has a value in). */
 function valuesOf(row: Row): Row {
   return Object.fromEntries(Object.entries(row).filter(([, v]) => v !== null));
+}
+
+/** The related rows of record `index` of a batch, by table (undefined when it has none). */
+function relatedOf(batch: PackedBatch, index: number): Map<string, Row[]> | undefined {
+  const out = new Map<string, Row[]>();
+  for (const group of batch.related ?? []) {
+    const rows = group.parents.flatMap((p, i) =>
+      p === index ? [valuesOf(unpackRow(group.rows, i))] : [],
+    );
+    if (rows.length > 0) out.set(group.table, rows);
+  }
+  return out.size > 0 ? out : undefined;
 }
 
 /** Every row of packed batches, whatever the batch boundaries. */
@@ -89,7 +101,7 @@ function flat(batches: PackedBatch[]) {
       b.lines.map((line, i) => ({
         line,
         row: valuesOf(unpackRow(b.rows, i)),
-        related: b.related?.[i],
+        related: relatedOf(b, i),
       })),
     ),
     rejects: batches.flatMap((b) => b.rejects),
@@ -129,11 +141,10 @@ describe('parsing in worker threads', () => {
       const rejects = a.reduce((n, batch) => n + batch.rejects.length, 0);
       assert.equal(rows + rejects, 3000);
       assert.ok(rejects > 0);
-      const people = a[0]?.related?.[0]?.get('people');
-      assert.ok(people?.length, 'autotrace people rows come across');
-      const row = people[0]!;
-      assert.equal(Object.getPrototypeOf(row), null, 'related rows are null-prototype again');
-      assert.equal(row.constructor, undefined);
+      const people = a[0]?.related?.find((r) => r.table === 'people');
+      assert.ok(people?.rows.count, 'autotrace people rows come across, packed');
+      assert.equal(people.parents.length, people.rows.count, 'each with the record it came from');
+      assert.ok(people.rows.names.includes('people_key'));
     } finally {
       await pool.close();
     }
