@@ -73,7 +73,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
   progress.phase(job.name, 'load', info.numRecords);
   progress.update(outcome.loaded + outcome.rejected);
   const pending = info.files.filter((file) => !loaded.has(file.index));
-  const workers = parseWorkers(ctx.env, info.numRecords, tables.plainJson);
+  const workers = parseWorkers(ctx.env, info.numRecords);
   const reader = new FileReader(
     ctx.client,
     downloadId,

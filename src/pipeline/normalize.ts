@@ -18,21 +18,20 @@ const PARSE_WORKERS_FROM = 5000;
 
 /**
  * Parse workers for a download: `SLUICE_PARSE_WORKERS` (0 parses in the main thread, at most
- * 8), else none for small downloads and one for large ones; two, where there are two cores,
- * for rows packed straight from NDJSON lines (`plainJson`: nested json, no related tables).
- * Several workers parse an NDJSON file on several cores at once (a CSV file is parsed by one
- * worker). On two cores two workers load such NDJSON about 35% faster than one, as parsing
- * costs more than writing; where the main thread also writes related rows it is the bound, and
- * a second worker only takes its core (test/bench/load.ts --scaling 1,2,4).
+ * 8), else none for small downloads and two, where there are two cores, for large ones. Two
+ * workers parse a file on two cores at once (ParserPool). On two cores, 100,000 records: CSV
+ * loaded in 12 s with two workers against 18 s with one, NDJSON in 6.3 s against 9 s; with
+ * nested tables the main thread, writing ten times as many rows, is the bound, and a second
+ * worker gains little (test/bench/load.ts --scaling 1,2,4).
  */
-export function parseWorkers(env: NodeJS.ProcessEnv, records: number, plainJson = false): number {
+export function parseWorkers(env: NodeJS.ProcessEnv, records: number): number {
   const set = env.SLUICE_PARSE_WORKERS;
   if (set !== undefined && set !== '') {
     const n = Number(set);
     return Number.isInteger(n) && n >= 0 ? Math.min(n, 8) : 0;
   }
   if (records < PARSE_WORKERS_FROM) return 0;
-  return plainJson ? Math.min(2, Math.max(1, availableParallelism())) : 1;
+  return Math.min(2, Math.max(1, availableParallelism()));
 }
 
 /** Opens the result files of one download as batches, with the parse workers it needs. */

@@ -28,10 +28,7 @@ const CSV_OPTIONS: Options = {
  * its line, raw text and reason, and parsing goes on at the next line.
  *
  * The text is cut into whole records first (a newline outside quotes ends one), and csv-parse
- * parses blocks of whole records. A block it refuses is parsed again record by record, so one
- * broken record costs only itself: a record that runs over several lines because of an
- * unbalanced quote is rejected for its first line, and the lines after it are read again as
- * records of their own. So every record of the file is loaded or rejected, none swallowed.
+ * parses blocks of whole records (see CsvReader).
  */
 export async function* csvBatches(
   source: Readable,
@@ -41,153 +38,16 @@ export async function* csvBatches(
 ): AsyncGenerator<RecordBatch> {
   let bytesRead = 0;
   const decoder = new StringDecoder('utf8');
+  const reader = new CsvReader(type, shape);
   let splitter = new RecordSplitter();
   let pending = '';
   let nextLine = 1;
-  let columns: string[] | undefined;
-  let decoders: Decoder[] = [];
-  let rows: ParsedRow[] = [];
-  let rejects: RejectedLine[] = [];
-
-  const reject = (line: number, raw: string, reason: string) => {
-    // Without its header a file cannot be read: the next line would be taken for it.
-    if (columns === undefined) {
-      throw new SluiceError(`the header line of the file cannot be read: ${reason}`, {
-        code: 'SLUICE_BAD_FILE',
-      });
-    }
-    rejects.push({ line, raw: cutRaw(raw), reason });
-  };
-
-  /** One parsed record, at `line`, whose text is `raw`. */
-  const take = (record: string[], line: number, raw: string) => {
-    if (raw === '\n' || raw === '\r\n' || raw === '') return; // a blank line
-    if (columns === undefined) {
-      columns = record;
-      decoders = decodersFor(type, columns);
-      return;
-    }
-    if (record.length !== columns.length) {
-      reject(line, raw, `expected ${columns.length} cells as in the header, got ${record.length}`);
-      return;
-    }
-    if (hasNul(raw)) {
-      reject(line, raw, NUL_REASON);
-      return;
-    }
-    const decoded: DecodedRecord = Object.create(null);
-    let i = 0;
-    try {
-      for (; i < columns.length; i++) {
-        const name = columns[i]!;
-        if (name === '') {
-          if (record[i] === '') continue;
-          throw new DecodeError('a value in a column with no name in the header');
-        }
-        decoded[name] = decoders[i]!(record[i]);
-      }
-    } catch (error) {
-      if (!(error instanceof DecodeError)) throw error;
-      const name = columns[i];
-      reject(line, raw, name ? `${name}: ${error.message}` : error.message);
-      return;
-    }
-    rows.push({ line, ...shape(decoded) });
-  };
-
-  /**
-   * Parses `text`, whole records ending at `ends`, whose first line is `firstLine`. Returns how
-   * much of it was used: all of it, unless a broken record moved where later records end and
-   * `final` is false; then the rest is read again with the text that follows it.
-   */
-  const parseBlock = (text: string, ends: number[], firstLine: number, final: boolean) => {
-    let records: string[][] | undefined;
-    try {
-      records = parse(text, CSV_OPTIONS) as string[][];
-    } catch {
-      // Somewhere in the block a record is broken: find it, one record at a time.
-    }
-    if (records === undefined || records.length !== ends.length) {
-      return parseEach(text, ends, firstLine, final);
-    }
-    let start = 0;
-    let line = firstLine;
-    for (let i = 0; i < records.length; i++) {
-      const end = ends[i]!;
-      const raw = text.slice(start, end);
-      take(records[i]!, line, raw);
-      line += newlines(raw);
-      start = end;
-    }
-    return text.length;
-  };
-
-  /**
-   * Record by record: each is parsed alone. A record that fails and runs over several lines
-   * does so because of an unbalanced quote: its first line is rejected, and the text after that
-   * line is cut into records again, so the quote no longer pairs with one further down.
-   */
-  const parseEach = (
-    text: string,
-    recordEnds: number[],
-    firstLine: number,
-    final: boolean,
-  ): number => {
-    let ends: number[] | undefined = recordEnds;
-    let k = 0;
-    let start = 0;
-    let line = firstLine;
-    for (;;) {
-      let end: number;
-      if (ends !== undefined) {
-        if (k >= ends.length) break;
-        end = ends[k++]!;
-      } else {
-        end = nextRecordEnd(text, start);
-        if (end < 0) {
-          if (!final || start >= text.length) break;
-          end = text.length;
-        }
-      }
-      const raw = text.slice(start, end);
-      const failure = parseOne(raw, line, !final && end === text.length);
-      const newline = raw.indexOf('\n');
-      if (failure !== undefined && newline >= 0 && newline < raw.length - 1) {
-        reject(line, raw.slice(0, newline + 1), failure);
-        start += newline + 1;
-        line += 1;
-        ends = undefined; // cut the rest again, one record at a time
-        continue;
-      }
-      if (failure !== undefined) reject(line, raw, failure);
-      line += newlines(raw);
-      start = end;
-    }
-    return start;
-  };
-
-  /**
-   * Parses one record's text; undefined when it was taken, else why it could not be. `cut`: the
-   * text stops where this piece of the file does, not where the file does.
-   */
-  const parseOne = (raw: string, line: number, cut: boolean): string | undefined => {
-    let records: string[][];
-    try {
-      records = parse(raw, CSV_OPTIONS) as string[][];
-    } catch (error) {
-      return csvReason(error, raw, line, cut);
-    }
-    if (records.length === 0) return undefined;
-    if (records.length > 1) return 'more than one record where one was expected';
-    take(records[0]!, line, raw);
-    return undefined;
-  };
 
   const drain = function* (): Generator<RecordBatch> {
-    while (rows.length >= batchSize) {
-      yield { rows: rows.slice(0, batchSize), rejects, bytesRead };
-      rows = rows.slice(batchSize);
-      rejects = [];
+    while (reader.rows.length >= batchSize) {
+      yield { rows: reader.rows.slice(0, batchSize), rejects: reader.rejects, bytesRead };
+      reader.rows = reader.rows.slice(batchSize);
+      reader.rejects = [];
     }
   };
 
@@ -206,7 +66,7 @@ export async function* csvBatches(
     if (cut === undefined) {
       if (pending.length < MAX_RECORD_CHARS) continue;
       // No record ends in this much text: an unclosed quote. Reject its first line, go on.
-      const used = parseBlock(pending, [pending.length], nextLine, false);
+      const used = reader.parseBlock(pending, [pending.length], nextLine, false);
       nextLine += newlines(pending.slice(0, used));
       pending = pending.slice(used);
       splitter = new RecordSplitter();
@@ -214,7 +74,7 @@ export async function* csvBatches(
       continue;
     }
     const block = pending.slice(0, cut);
-    const used = parseBlock(block, ends, nextLine, false);
+    const used = reader.parseBlock(block, ends, nextLine, false);
     nextLine += newlines(used === block.length ? block : block.slice(0, used));
     if (used === block.length) {
       pending = pending.slice(cut);
@@ -229,10 +89,199 @@ export async function* csvBatches(
   if (first && pending.charCodeAt(0) === 0xfeff) pending = pending.slice(1);
   if (pending.length > 0) {
     // The rest, the last record included even without its newline or its closing quote.
-    parseBlock(pending, splitter.split(pending, true), nextLine, true);
+    reader.parseBlock(pending, splitter.split(pending, true), nextLine, true);
   }
   yield* drain();
-  if (rows.length > 0 || rejects.length > 0) yield { rows, rejects, bytesRead };
+  if (reader.rows.length > 0 || reader.rejects.length > 0) {
+    yield { rows: reader.rows, rejects: reader.rejects, bytesRead };
+  }
+}
+
+/**
+ * One block of a CSV file cut at a record end, parsed on its own (a parse worker's share of a
+ * file, see ParserPool): `columns` is the file's header, undefined for the block that holds it.
+ * `forced`: no record ends in the block (an unclosed quote), which is read as one record.
+ * Returns the reader, with the block's rows and rejects and the header it knows, and the
+ * length of the text it used: all of it, unless a broken record moved where later records
+ * end (then the rest is read again with the text that follows it, as `csvBatches` does).
+ */
+export function csvBlock(
+  text: string,
+  firstLine: number,
+  options: { final: boolean; forced: boolean; columns: string[] | undefined },
+  type: DataType,
+  shape: RecordShape,
+): { reader: CsvReader; used: number } {
+  const reader = new CsvReader(type, shape, options.columns);
+  const ends = options.forced ? [text.length] : new RecordSplitter().split(text, options.final);
+  const used = ends.length === 0 ? 0 : reader.parseBlock(text, ends, firstLine, options.final);
+  return { reader, used };
+}
+
+/**
+ * Takes whole records of a CSV file, block by block, into rows and rejects. A block csv-parse
+ * refuses is parsed again record by record, so one broken record costs only itself: a record
+ * that runs over several lines because of an unbalanced quote is rejected for its first line,
+ * and the lines after it are read again as records of their own. So every record of the file
+ * is loaded or rejected, none swallowed.
+ */
+export class CsvReader {
+  rows: ParsedRow[] = [];
+  rejects: RejectedLine[] = [];
+  #columns: string[] | undefined;
+  #decoders: Decoder[] = [];
+
+  constructor(
+    readonly type: DataType,
+    readonly shape: RecordShape,
+    columns?: string[],
+  ) {
+    if (columns !== undefined) this.#setColumns(columns);
+  }
+
+  /** The header's names, once it has been read. */
+  get columns(): string[] | undefined {
+    return this.#columns;
+  }
+
+  #setColumns(columns: string[]): void {
+    this.#columns = columns;
+    this.#decoders = decodersFor(this.type, columns);
+  }
+
+  #reject(line: number, raw: string, reason: string): void {
+    // Without its header a file cannot be read: the next line would be taken for it.
+    if (this.#columns === undefined) {
+      throw new SluiceError(`the header line of the file cannot be read: ${reason}`, {
+        code: 'SLUICE_BAD_FILE',
+      });
+    }
+    this.rejects.push({ line, raw: cutRaw(raw), reason });
+  }
+
+  /** One parsed record, at `line`, whose text is `raw`. */
+  #take(record: string[], line: number, raw: string): void {
+    if (raw === '\n' || raw === '\r\n' || raw === '') return; // a blank line
+    const columns = this.#columns;
+    if (columns === undefined) {
+      this.#setColumns(record);
+      return;
+    }
+    if (record.length !== columns.length) {
+      this.#reject(
+        line,
+        raw,
+        `expected ${columns.length} cells as in the header, got ${record.length}`,
+      );
+      return;
+    }
+    if (hasNul(raw)) {
+      this.#reject(line, raw, NUL_REASON);
+      return;
+    }
+    const decoded: DecodedRecord = Object.create(null);
+    const decoders = this.#decoders;
+    let i = 0;
+    try {
+      for (; i < columns.length; i++) {
+        const name = columns[i]!;
+        if (name === '') {
+          if (record[i] === '') continue;
+          throw new DecodeError('a value in a column with no name in the header');
+        }
+        decoded[name] = decoders[i]!(record[i]);
+      }
+    } catch (error) {
+      if (!(error instanceof DecodeError)) throw error;
+      const name = columns[i];
+      this.#reject(line, raw, name ? `${name}: ${error.message}` : error.message);
+      return;
+    }
+    this.rows.push({ line, ...this.shape(decoded) });
+  }
+
+  /**
+   * Parses `text`, whole records ending at `ends`, whose first line is `firstLine`. Returns how
+   * much of it was used: all of it, unless a broken record moved where later records end and
+   * `final` is false; then the rest is read again with the text that follows it.
+   */
+  parseBlock(text: string, ends: number[], firstLine: number, final: boolean): number {
+    let records: string[][] | undefined;
+    try {
+      records = parse(text, CSV_OPTIONS) as string[][];
+    } catch {
+      // Somewhere in the block a record is broken: find it, one record at a time.
+    }
+    if (records === undefined || records.length !== ends.length) {
+      return this.#parseEach(text, ends, firstLine, final);
+    }
+    let start = 0;
+    let line = firstLine;
+    for (let i = 0; i < records.length; i++) {
+      const end = ends[i]!;
+      const raw = text.slice(start, end);
+      this.#take(records[i]!, line, raw);
+      line += newlines(raw);
+      start = end;
+    }
+    return text.length;
+  }
+
+  /**
+   * Record by record: each is parsed alone. A record that fails and runs over several lines
+   * does so because of an unbalanced quote: its first line is rejected, and the text after that
+   * line is cut into records again, so the quote no longer pairs with one further down.
+   */
+  #parseEach(text: string, recordEnds: number[], firstLine: number, final: boolean): number {
+    let ends: number[] | undefined = recordEnds;
+    let k = 0;
+    let start = 0;
+    let line = firstLine;
+    for (;;) {
+      let end: number;
+      if (ends !== undefined) {
+        if (k >= ends.length) break;
+        end = ends[k++]!;
+      } else {
+        end = nextRecordEnd(text, start);
+        if (end < 0) {
+          if (!final || start >= text.length) break;
+          end = text.length;
+        }
+      }
+      const raw = text.slice(start, end);
+      const failure = this.#parseOne(raw, line, !final && end === text.length);
+      const newline = raw.indexOf('\n');
+      if (failure !== undefined && newline >= 0 && newline < raw.length - 1) {
+        this.#reject(line, raw.slice(0, newline + 1), failure);
+        start += newline + 1;
+        line += 1;
+        ends = undefined; // cut the rest again, one record at a time
+        continue;
+      }
+      if (failure !== undefined) this.#reject(line, raw, failure);
+      line += newlines(raw);
+      start = end;
+    }
+    return start;
+  }
+
+  /**
+   * Parses one record's text; undefined when it was taken, else why it could not be. `cut`: the
+   * text stops where this piece of the file does, not where the file does.
+   */
+  #parseOne(raw: string, line: number, cut: boolean): string | undefined {
+    let records: string[][];
+    try {
+      records = parse(raw, CSV_OPTIONS) as string[][];
+    } catch (error) {
+      return csvReason(error, raw, line, cut);
+    }
+    if (records.length === 0) return undefined;
+    if (records.length > 1) return 'more than one record where one was expected';
+    this.#take(records[0]!, line, raw);
+    return undefined;
+  }
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
+import { csvBlock } from './csv.js';
 import { packedBatches } from './index.js';
 import { NdjsonPacker, ndjsonBlock, ndjsonPackedBlock } from './ndjson.js';
 import type { ParseRequest, ToMain, ToWorker } from './parallel.js';
@@ -42,13 +43,13 @@ port.on('message', (message: ToWorker) => {
     case 'blocks': {
       const tables = new JobTables(message.request.plan);
       blocks = { request: message.request, tables };
-      if (tables.plainJson) {
+      if (tables.plainJson && message.request.format === 'json') {
         blocks.packer = new NdjsonPacker(tables.plan.type, tables.hintsOf(tables.main));
       }
       break;
     }
     case 'block':
-      parseBlock(message.seq, message.firstLine, message.data);
+      parseBlock(message);
       break;
   }
 });
@@ -57,24 +58,42 @@ function post(message: ToMain): void {
   port!.postMessage(message);
 }
 
-function parseBlock(seq: number, firstLine: number, data: Uint8Array): void {
+function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
+  const { seq, firstLine, data } = message;
   try {
     if (blocks === undefined) throw new Error('a block came before its file');
     const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
     if (blocks.packer) {
-      post({ type: 'parsed', seq, batch: ndjsonPackedBlock(text, firstLine, blocks.packer) });
+      const batch = ndjsonPackedBlock(text, firstLine, blocks.packer);
+      post({ type: 'parsed', seq, batch });
       return;
     }
-    const { rows, rejects } = ndjsonBlock(
-      text,
-      firstLine,
-      blocks.request.plan.type,
-      blocks.tables.shape,
-    );
+    const { type } = blocks.request.plan;
+    const { shape } = blocks.tables;
+    if (blocks.request.format === 'csv') {
+      const { reader, used } = csvBlock(text, firstLine, message, type, shape);
+      const { rows, rejects, columns } = reader;
+      post({
+        type: 'parsed',
+        seq,
+        batch: packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables),
+        ...(used === text.length ? {} : { usedLines: countLines(text, used) }),
+        ...(columns ? { columns } : {}),
+      });
+      return;
+    }
+    const { rows, rejects } = ndjsonBlock(text, firstLine, type, shape);
     post({ type: 'parsed', seq, batch: packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables) });
   } catch (error) {
     post({ type: 'error', message: (error as Error).message, name: (error as Error).name });
   }
+}
+
+/** Newlines in the first `end` characters of `text`. */
+function countLines(text: string, end: number): number {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i >= 0 && i < end; i = text.indexOf('\n', i + 1)) n++;
+  return n;
 }
 
 async function run(request: ParseRequest): Promise<void> {

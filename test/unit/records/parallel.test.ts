@@ -58,7 +58,10 @@ function csvFile(n: number): string {
 
 /** A source that hands the text over in uneven chunks. */
 function source(text: string): Readable {
-  const buffer = Buffer.from(text);
+  return sourceOf(Buffer.from(text));
+}
+
+function sourceOf(buffer: Buffer): Readable {
   const chunks: Buffer[] = [];
   for (let i = 0, size = 1000; i < buffer.length; i += size, size = (size * 7) % 5000 || 999) {
     chunks.push(buffer.subarray(i, i + size));
@@ -118,13 +121,12 @@ describe('parsing in worker threads', () => {
       ),
       tables,
     );
-    const pool = new ParserPool(2);
+    // One worker: the file streamed to it, batch for batch as here; then the next file.
+    const pool = new ParserPool(1);
     try {
       const request = { format: 'csv' as const, plan, batchSize: 500, maxBuffered: 2 };
-      // Two files at once, as when the next file is parsed ahead.
-      const first = pool.parse(source(text), request);
-      const second = pool.parse(source(text), request);
-      const [a, b] = await Promise.all([collect(first.batches), collect(second.batches)]);
+      const a = await collect(pool.parse(source(text), request).batches);
+      const b = await collect(pool.parse(source(text), request).batches);
       // Byte counts come at other chunk boundaries; everything else is the same.
       const strip = (batches: PackedBatch[]) =>
         batches.map(({ rows, columns, lines, related, rejects }) => ({
@@ -203,6 +205,62 @@ describe('parsing in worker threads', () => {
       assert.deepEqual(flat(again), flat(here));
     } finally {
       await pool.close();
+    }
+  });
+
+  it('a CSV file parsed by several workers at once gives the batches of one thread, broken quotes and all', async () => {
+    const header = csvFile(0);
+    const body = csvFile(1200).slice(header.length).split('\n').filter(Boolean);
+    const lines: string[] = [];
+    body.forEach((line, i) => {
+      lines.push(line);
+      if (i % 151 === 20) lines.push(`u${i},"unclosed quote, pairs with one further down`);
+      if (i % 173 === 40) lines.push(`b${i},"bro"ken,x,y`);
+      if (i % 97 === 11) lines.push(`m${i},1990,"[]","multi\r\nline ""cell"""`);
+      if (i % 211 === 60) lines.push('');
+      if (i % 307 === 70) lines.push(`n${i},1990,[],nul \u0000 here`);
+    });
+    const invalid = Buffer.from([0xe2, 0x82, 0x0a]); // a truncated UTF-8 character, then a newline
+    const files = {
+      hostile: Buffer.concat([
+        Buffer.from(`\ufeff\r\n${header}${lines.slice(0, 600).join('\r\n')}\r\n`),
+        invalid,
+        Buffer.from(`${lines.slice(600).join('\n')}\n9,1990,[],"last record, no newline`),
+      ]),
+      // No record ends after an unclosed quote: read as one record, then again.
+      unclosed: Buffer.from(
+        header + `0,"unclosed\n${csvFile(2600).slice(header.length)}`.repeat(2),
+      ),
+    };
+    const tables = new JobTables(plan);
+    for (const [name, text] of Object.entries(files)) {
+      const here = await collect(packedBatches(sourceOf(text), 'csv', tables, 500));
+      const pool = new ParserPool(3);
+      try {
+        // Blocks cut at every few records, every few hundred, and once; records with no end
+        // read as one beyond 20 kB, and beyond 4 MB as in a run.
+        for (const [blockBytes, maxRecordBytes] of [
+          [700, 20_000],
+          [5000, 20_000],
+          [1 << 20, undefined],
+        ]) {
+          const request = {
+            format: 'csv' as const,
+            plan,
+            batchSize: 500,
+            maxBuffered: 2,
+            blockBytes,
+            maxRecordBytes,
+          };
+          const batches = await collect(pool.parse(sourceOf(text), request).batches);
+          assert.deepEqual(flat(batches), flat(here), `${name}, blocks of ${blockBytes} bytes`);
+          assert.equal(batches.at(-1)?.bytesRead, text.byteLength);
+        }
+      } finally {
+        await pool.close();
+      }
+      const { rows, rejects } = flat(here);
+      assert.ok(rows.length > 1000 && rejects.length > 10, `${name}: rows and rejects`);
     }
   });
 
