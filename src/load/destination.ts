@@ -35,6 +35,12 @@ export interface DestinationCapabilities {
   concurrentWriters: number;
   /** A bulk path faster than batched INSERTs (PostgreSQL COPY). */
   bulkLoad: boolean;
+  /**
+   * Bytes of a result file in one written batch, where files are parsed in blocks. A SQLite
+   * write costs little, and small batches keep the parsers' garbage young; a PostgreSQL write
+   * is round trips to the server, which larger batches spread over more rows.
+   */
+  batchBytes: number;
 }
 
 /** Where rows go: a table of the job, written directly or built aside for a replace. */

@@ -79,7 +79,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
     downloadId,
     tables.plan,
     job.format,
-    workers,
+    { workers, blockBytes: destination.capabilities.batchBytes },
     ctx.signal,
   );
   const limit = pLimit(FILES_AT_ONCE);

@@ -44,10 +44,11 @@ export class FileReader {
     readonly downloadId: string,
     readonly plan: ShapePlan,
     readonly format: FileFormat,
-    workers: number,
+    /** Parse workers (0: this thread), and the bytes of a block where they share a file. */
+    readonly parsing: { workers: number; blockBytes?: number },
     readonly signal?: AbortSignal,
   ) {
-    this.#pool = workers > 0 ? new ParserPool(workers) : undefined;
+    this.#pool = parsing.workers > 0 ? new ParserPool(parsing.workers) : undefined;
     this.#tables = new JobTables(plan);
   }
 
@@ -60,6 +61,7 @@ export class FileReader {
         plan: this.plan,
         batchSize: BATCH_ROWS,
         maxBuffered: 3,
+        ...(this.parsing.blockBytes ? { blockBytes: this.parsing.blockBytes } : {}),
       });
     }
     const batches = packedBatches(stream, format, this.#tables, BATCH_ROWS);

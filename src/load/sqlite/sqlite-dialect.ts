@@ -73,6 +73,7 @@ const CAPABILITIES: DestinationCapabilities = {
   alterColumnType: 'rebuild',
   concurrentWriters: 1,
   bulkLoad: false,
+  batchBytes: 64 << 10,
 };
 
 /**
