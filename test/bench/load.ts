@@ -64,6 +64,8 @@ interface Measure {
   bytes: number;
   seconds: number;
   peakRssMb: number;
+  /** The table a sluice run loaded. */
+  table?: string;
 }
 
 const warmed = new Map<'csv' | 'json', { files: string[]; bytes: number }>();
@@ -98,6 +100,11 @@ try {
         results.push(await sluiceRun(destination, format, 'json', 'merge', bytes));
       }
     }
+    // The server's own cost of the typed columns sluice makes (jsonb, timestamptz, bigint),
+    // which psql's text columns do not pay: the floor for any loader of such a table.
+    const typed = results.find((r) => r.table !== undefined);
+    if (destination === 'postgres' && typed)
+      results.push(await psqlTyped(typed.table!, typed.bytes));
     if (values.peers) results.push(...(await peers(destination)));
     report(destination, results);
   }
@@ -326,7 +333,7 @@ jobs:
   if (code !== 0) throw new Error(`sluice run failed (${code}): ${stderr}`);
   const rows = destination === 'sqlite' ? countRows(db, table) : await countPostgres(table);
   const label = `sluice run (${format}, ${write}, nested ${nested})`;
-  return { label, rows, bytes, seconds, peakRssMb };
+  return { label, rows, bytes, seconds, peakRssMb, table };
 }
 
 async function sqliteImport(files: string[], bytes: number): Promise<Measure> {
@@ -374,6 +381,30 @@ async function psqlCopy(files: string[], bytes: number): Promise<Measure> {
   return {
     label: 'psql \\copy (csv)',
     rows: await countPostgres('psql_homes'),
+    bytes,
+    seconds,
+    peakRssMb,
+  };
+}
+
+/** `psql \copy` into a table of the columns sluice made for `table`, from an export of it. */
+async function psqlTyped(table: string, bytes: number): Promise<Measure> {
+  const source = `"${schema}"."${table}"`;
+  const typed = `"${schema}".psql_typed_homes`;
+  const file = join(dir, 'typed.csv');
+  const run = async (script: string) => {
+    const path = join(dir, 'typed.sql');
+    writeFileSync(path, `${script}\n`);
+    const result = await measure('psql', [PG_URL, '-q', '-v', 'ON_ERROR_STOP=1', '-f', path], dir);
+    if (result.code !== 0) throw new Error(`psql failed (${result.code}): ${result.stderr}`);
+    return result;
+  };
+  await run(`\\copy ${source} TO '${file}' CSV`);
+  await queryPostgres(`CREATE TABLE ${typed} (LIKE ${source})`, [], PG_URL);
+  const { seconds, peakRssMb } = await run(`\\copy ${typed} FROM '${file}' CSV`);
+  return {
+    label: "psql \\copy into sluice's typed table",
+    rows: await countPostgres('psql_typed_homes'),
     bytes,
     seconds,
     peakRssMb,
