@@ -36,9 +36,10 @@ export interface DestinationCapabilities {
   /** A bulk path faster than batched INSERTs (PostgreSQL COPY). */
   bulkLoad: boolean;
   /**
-   * Bytes of a result file in one written batch, where files are parsed in blocks. A SQLite
-   * write costs little, and small batches keep the parsers' garbage young; a PostgreSQL write
-   * is round trips to the server, which larger batches spread over more rows.
+   * Bytes of a result file in one written batch, where several parse workers share a file (with
+   * one or none, a batch is 500 rows). A SQLite write costs little, and small batches keep the
+   * parsers' garbage young; a PostgreSQL write is round trips to the server, which larger
+   * batches spread over more rows.
    */
   batchBytes: number;
 }

@@ -9,12 +9,14 @@ import type { FileFormat, PackedBatch } from './types.js';
  * Batches come back in file order; workers never run more than a few batches ahead, so memory
  * stays bounded whatever the file size.
  *
- * Protocol, one worker per file (CSV): main -> worker `start`, then `chunk`s (bytes,
- * transferred, not copied) and `end`; worker -> main `consumed` per chunk (flow control of the
- * input), `batch`es, then `done` or `error`. Main sends `ack` as it takes each batch.
- * Several workers per file (see ParserPool): main -> each worker `blocks`, then `block`s of whole
- * records (transferred) with their first line number; worker -> main `parsed` per block, with
- * the bytes at its end it did not use (see `rest`) and, for CSV, the header it read.
+ * Protocol, a file streamed to one worker (a pool of one): main -> worker `start`, then `chunk`s
+ * (bytes, transferred, not copied) and `end`; worker -> main `consumed` per chunk (flow control
+ * of the input), `batch`es, then `done` or `error`. Main sends `ack` as it takes each batch.
+ * A file shared by several workers (see ParserPool): main -> each worker `blocks` with the
+ * file's job number, then `block`s of whole records (transferred) with their first line number;
+ * worker -> main `parsed` per block (or `error`), with the job number, where its block's use
+ * ended if not at its end (`usedLines`) and, for CSV, the header it read. The job number keeps
+ * a dropped block's late answer away from the next file given to the same worker.
  */
 export interface ParseRequest {
   format: FileFormat;
@@ -35,7 +37,7 @@ export type ToWorker =
   | { type: 'chunk'; data: Uint8Array }
   | { type: 'end' }
   | { type: 'ack' }
-  | { type: 'blocks'; request: ParseRequest }
+  | { type: 'blocks'; request: ParseRequest; job: number }
   | {
       type: 'block';
       seq: number;
@@ -52,6 +54,7 @@ export type ToWorker =
 /** A block's rows, in a message of its own (see `ToMain`). */
 export interface ParsedBlock {
   type: 'parsed';
+  job: number;
   seq: number;
   batch: PackedBatch;
   /**
@@ -60,7 +63,7 @@ export interface ParsedBlock {
    * of the block (a line boundary: counted in bytes, whatever the text's encoding errors).
    */
   usedLines?: number;
-  /** The CSV header, when this block read it. */
+  /** The CSV header, when this block read it (it was sent none). */
   columns?: string[];
 }
 
@@ -69,15 +72,15 @@ export type ToMain =
   | { type: 'batch'; batch: PackedBatch }
   | ParsedBlock
   | { type: 'done' }
-  | { type: 'error'; message: string; name: string };
+  | { type: 'error'; message: string; name: string; job?: number };
 
 /**
  * A file is cut into blocks of whole records of at least this size (a block ends with the last
- * record end of the network chunk that reaches it; about 30 to 40 property records), each parsed
- * into one batch, and its blocks are handed to the pool's workers in turn. Small blocks keep
- * each batch's objects in the young generation, collected cheaply: on two cores, 64 KB blocks
- * loaded CSV in 12 s and NDJSON in 6.3 s (100,000 records), where 1 MB blocks took 14 s and
- * 8.3 s and 30 MB more memory (test/bench/load.ts).
+ * record end of the network chunk that reaches it), each parsed into one batch, and its blocks
+ * are handed to the pool's workers in turn. This is the default; a run takes its destination's
+ * `batchBytes`. Small blocks keep each batch's objects in the young generation, collected
+ * cheaply: into SQLite on two cores, 64 KB blocks (30 to 40 property records) loaded CSV in 12 s
+ * and NDJSON in 6.3 s (100,000 records), where 1 MB blocks took 14 s and 8.3 s and 30 MB more.
  */
 const BLOCK_BYTES = 64 << 10;
 
@@ -94,15 +97,15 @@ const WORKER_URL = new URL(
 );
 
 /**
- * Built code runs the worker file directly. Run from source (tests, `npm run demo`), the worker
- * first registers tsx's loader in its own thread, as loaders are per thread.
- */
-/**
  * A parse worker holds a few batches at a time; a small heap keeps its garbage collected early,
  * so the process stays small whatever the download's size.
  */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 16 };
 
+/**
+ * Built code runs the worker file directly. Run from source (tests, `npm run demo`), the worker
+ * first registers tsx's loader in its own thread, as loaders are per thread.
+ */
 function startWorker(): Worker {
   if (!FROM_SOURCE) return new Worker(WORKER_URL, { resourceLimits: WORKER_LIMITS });
   const tsx = import.meta.resolve('tsx/esm/api');
@@ -116,6 +119,9 @@ export interface ParseJob {
   /** Stops reading the file and frees the worker (terminated, since it was left mid-file). */
   cancel(): void;
 }
+
+/** Files handed to workers in blocks so far: each one's number tells its answers apart. */
+let blockJobs = 0;
 
 /** One worker, parsing one file at a time. */
 class ParseWorker {
@@ -246,9 +252,12 @@ class ParseWorker {
   } {
     this.#busy = true;
     const worker = this.#worker;
+    const job = ++blockJobs;
     const onMessage = (message: ToMain) => {
-      if (message.type === 'parsed') onParsed(message);
-      else if (message.type === 'error') {
+      // A block of an earlier file, dropped and parsed all the same, answers late: not ours.
+      if (message.type === 'parsed') {
+        if (message.job === job) onParsed(message);
+      } else if (message.type === 'error' && (message.job ?? job) === job) {
         const error = new Error(message.message);
         error.name = message.name;
         onError(error);
@@ -256,7 +265,7 @@ class ParseWorker {
     };
     worker.on('message', onMessage);
     worker.on('error', onError);
-    worker.postMessage({ type: 'blocks', request } satisfies ToWorker);
+    worker.postMessage({ type: 'blocks', request, job } satisfies ToWorker);
     let released = false;
     return {
       send(block) {
@@ -411,10 +420,16 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
     });
   };
 
+  const add = (chunk: Buffer) => {
+    pending.push(chunk);
+    pendingBytes += chunk.byteLength;
+    ends.add(chunk);
+  };
+
   /** Sends the blocks the pending bytes hold, and at the end of the file what is left. */
-  const cut = () => {
+  const cut = (atEnd = ended) => {
     while (!stopped && !failed && !awaitingHeader()) {
-      if (ended) {
+      if (atEnd) {
         if (pendingBytes > 0) {
           const rest = Buffer.concat(pending);
           pending = [];
@@ -435,7 +450,9 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
       const all = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
       pending = end < all.byteLength ? [all.subarray(end)] : [];
       pendingBytes = all.byteLength - end;
-      ends.cutAt(end);
+      // After a record read whole for want of an end, quotes are counted afresh (as csv.ts does).
+      if (forced) ends.reset();
+      else ends.cutAt(end);
       send(all.subarray(0, end), false, forced);
     }
   };
@@ -454,12 +471,17 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
     }
     line = block.firstLine + countNewlines(data.subarray(0, used));
     bytes = block.endsAt - data.byteLength + used;
-    pending = [...again, ...pending];
-    pendingBytes = pending.reduce((n, b) => n + b.byteLength, 0);
-    ends.reset();
-    for (const b of pending) ends.add(b);
     taken = sent;
     parsed.clear();
+    // Given back piece by piece, so that blocks keep their size (the end of the file waits).
+    again.push(...pending);
+    pending = [];
+    pendingBytes = 0;
+    ends.reset();
+    for (const piece of again) {
+      add(piece);
+      cut(false);
+    }
   };
 
   const pump = (async () => {
@@ -467,9 +489,7 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
       for await (const chunk of source as AsyncIterable<Buffer>) {
         // After a failure nothing more is read: the rest of the file is not wanted.
         if (stopped || failed) return;
-        pending.push(chunk);
-        pendingBytes += chunk.byteLength;
-        ends.add(chunk);
+        add(chunk);
         cut();
         while (
           (sent - taken >= maxInFlight || (awaitingHeader() && pendingBytes >= blockBytes)) &&

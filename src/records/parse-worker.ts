@@ -17,7 +17,9 @@ if (!port) throw new Error('parse-worker.ts runs in a worker thread');
 
 let input: PassThrough | undefined;
 /** The file whose blocks this worker is given (a file parsed by several workers at once). */
-let blocks: { request: ParseRequest; tables: JobTables; packer?: NdjsonPacker } | undefined;
+let blocks:
+  | { request: ParseRequest; job: number; tables: JobTables; packer?: NdjsonPacker }
+  | undefined;
 /** Batches posted and not yet taken by the main thread; parsing pauses at the limit. */
 let unacked = 0;
 let resume: (() => void) | undefined;
@@ -42,7 +44,7 @@ port.on('message', (message: ToWorker) => {
       break;
     case 'blocks': {
       const tables = new JobTables(message.request.plan);
-      blocks = { request: message.request, tables };
+      blocks = { request: message.request, job: message.job, tables };
       if (tables.plainJson && message.request.format === 'json') {
         blocks.packer = new NdjsonPacker(tables.plan.type, tables.hintsOf(tables.main));
       }
@@ -65,27 +67,32 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
     const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
     if (blocks.packer) {
       const batch = ndjsonPackedBlock(text, firstLine, blocks.packer);
-      post({ type: 'parsed', seq, batch });
+      post({ type: 'parsed', job: blocks.job, seq, batch });
       return;
     }
     const { type } = blocks.request.plan;
     const { shape } = blocks.tables;
+    const job = blocks.job;
     if (blocks.request.format === 'csv') {
       const { reader, used } = csvBlock(text, firstLine, message, type, shape);
       const { rows, rejects, columns } = reader;
       post({
         type: 'parsed',
+        job,
         seq,
         batch: packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables),
         ...(used === text.length ? {} : { usedLines: countLines(text, used) }),
-        ...(columns ? { columns } : {}),
+        // The header goes back only from the block that read it.
+        ...(columns && message.columns === undefined ? { columns } : {}),
       });
       return;
     }
     const { rows, rejects } = ndjsonBlock(text, firstLine, type, shape);
-    post({ type: 'parsed', seq, batch: packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables) });
+    const batch = packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables);
+    post({ type: 'parsed', job, seq, batch });
   } catch (error) {
-    post({ type: 'error', message: (error as Error).message, name: (error as Error).name });
+    const { message: text, name } = error as Error;
+    post({ type: 'error', message: text, name, ...(blocks ? { job: blocks.job } : {}) });
   }
 }
 

@@ -1,7 +1,7 @@
+import type { FieldMap } from '../catalog.js';
 import { packRows } from '../schema/plan.js';
 import { newRow, type Row } from '../schema/types.js';
 import { toColumnValue } from './normalize.js';
-import type { JobTables } from './tables.js';
 import type { PackedBatch, ParsedRow, RecordBatch } from './types.js';
 
 /**
@@ -29,11 +29,17 @@ export function cutRaw(raw: string): string {
   return text.length > RAW_LIMIT ? text.slice(0, RAW_LIMIT) : text;
 }
 
+/** What packing needs of a job's tables (JobTables): each table's catalogue fields. */
+export interface TableHints {
+  readonly main: string;
+  hintsOf(table: string): FieldMap;
+}
+
 /**
  * A batch packed for the thread that writes it: the job table's rows, and each related table's
  * rows with the record they came from, with the column types their values and hints ask for.
  */
-export function packBatch(batch: RecordBatch, tables: JobTables): PackedBatch {
+export function packBatch(batch: RecordBatch, tables: TableHints): PackedBatch {
   const { packed, columns } = packRows(
     batch.rows.map((p) => p.row),
     tables.hintsOf(tables.main),

@@ -345,24 +345,6 @@ export class JobTables {
     }
     return defs;
   }
-
-  /**
-   * What makes a related row the same row within one batch: its key, or its parent and
-   * position, or all of it. The last row with an identity wins.
-   */
-  identityOf(table: RelatedTable, row: Row): string {
-    const { key } = table;
-    if (key.length === 1) return String(row[key[0]!]);
-    if (key.length > 1) return key.map((k) => String(row[k])).join('\u0000');
-    const parent = table.replaceBy?.column;
-    if (parent !== undefined && '_position' in row) {
-      return `${String(row[parent])}\u0000${String(row._parent_position ?? '')}\u0000${String(row._position)}`;
-    }
-    let identity = '';
-    for (const name in row)
-      if (!name.startsWith('_sluice_')) identity += `${String(row[name])}\u0000`;
-    return identity;
-  }
 }
 
 function withMeta(columns: Column[]): Column[] {

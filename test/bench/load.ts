@@ -103,8 +103,7 @@ try {
     // The server's own cost of the typed columns sluice makes (jsonb, timestamptz, bigint),
     // which psql's text columns do not pay: the floor for any loader of such a table.
     const typed = results.find((r) => r.table !== undefined);
-    if (destination === 'postgres' && typed)
-      results.push(await psqlTyped(typed.table!, typed.bytes));
+    if (destination === 'postgres' && typed) results.push(await psqlTyped(typed.table!));
     if (values.peers) results.push(...(await peers(destination)));
     report(destination, results);
   }
@@ -387,8 +386,11 @@ async function psqlCopy(files: string[], bytes: number): Promise<Measure> {
   };
 }
 
-/** `psql \copy` into a table of the columns sluice made for `table`, from an export of it. */
-async function psqlTyped(table: string, bytes: number): Promise<Measure> {
+/**
+ * `psql \copy` into a table of the columns sluice made for `table` (no index: the runs it is
+ * set against append), from a CSV export of it.
+ */
+async function psqlTyped(table: string): Promise<Measure> {
   const source = `"${schema}"."${table}"`;
   const typed = `"${schema}".psql_typed_homes`;
   const file = join(dir, 'typed.csv');
@@ -405,7 +407,7 @@ async function psqlTyped(table: string, bytes: number): Promise<Measure> {
   return {
     label: "psql \\copy into sluice's typed table",
     rows: await countPostgres('psql_typed_homes'),
-    bytes,
+    bytes: statSync(file).size,
     seconds,
     peakRssMb,
   };
