@@ -6,8 +6,8 @@ import type { FileFormat } from '../records/types.js';
 
 /**
  * The normalize stage: a result file's bytes to shaped batches (rows of the job's table and
- * of its related tables, and rejected lines), in a parse worker for large downloads so that
- * parsing runs on one core while the database is written on another.
+ * of its related tables, and rejected lines), in parse workers for large downloads so that
+ * parsing runs on other cores than the main thread, which writes to the database.
  */
 
 /** Rows per batch: a transaction's statements are written this many rows at a time. */
