@@ -5,7 +5,13 @@ import type { Logger } from '../log.js';
 import type { JobTables, RelatedTable } from '../records/tables.js';
 import type { PackedBatch, PackedRelated, RejectedLine, Row } from '../records/types.js';
 import { META_COLUMNS } from '../schema/plan.js';
-import { type PackedRows, type RowValue, selectPacked, unpackRow } from '../schema/types.js';
+import {
+  type ColumnType,
+  type PackedRows,
+  type RowValue,
+  selectPacked,
+  unpackRow,
+} from '../schema/types.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
@@ -100,23 +106,12 @@ export async function writeFile(
     if (merging) survivors = lastOfEachKey(packed, survivors, main.key);
     let refused = 0;
     if (survivors.length > 0) {
-      const whole = survivors.length === packed.count;
-      const some: PackedRows = {
-        ...(whole ? packed : selectPacked(packed, survivors)),
-        constants,
-      };
-      // The parser's column types hold while every row of the batch is written.
-      const failed = await tx.write(
-        main,
-        some,
-        whole ? new Map([...batch.columns, ...META]) : undefined,
-      );
+      const lineOf = (i: number) => batch.lines[i]!;
+      const failed = await writeRows(tx, main, packed, batch.columns, survivors, constants, lineOf);
       if (failed.length > 0) {
         // Rows the database refused are kept aside, and their related rows are not written.
-        const out = new Set(failed.map((f) => f.index));
-        for (const f of failed) {
-          bad.push(rejectOf(batch.lines[survivors[f.index]!]!, unpackRow(some, f.index), f.reason));
-        }
+        const out = new Set(failed.map((f) => f.at));
+        bad.push(...failed.map((f) => f.reject));
         survivors = survivors.filter((_, i) => !out.has(i));
         refused = failed.length;
       }
@@ -192,14 +187,48 @@ async function* inNormalize(batches: AsyncIterable<PackedBatch>): AsyncGenerator
   }
 }
 
+/**
+ * Rows `indexes` of `packed` written to `target`, with the load's own columns (`constants`);
+ * the rows the database refused, by their place in `indexes`, as rejects. `columns`: the
+ * parser's types for every row of `packed`, which hold when every row is written.
+ */
+async function writeRows(
+  tx: FileTransaction,
+  target: WriteTarget,
+  packed: PackedRows,
+  columns: ReadonlyMap<string, ColumnType>,
+  indexes: readonly number[],
+  constants: Readonly<Record<string, RowValue>>,
+  lineOf: (row: number) => number,
+): Promise<{ at: number; reject: RejectedLine }[]> {
+  const whole = indexes.length === packed.count;
+  const some: PackedRows = { ...(whole ? packed : selectPacked(packed, indexes)), constants };
+  const failed = await tx.write(target, some, whole ? new Map([...columns, ...META]) : undefined);
+  return failed.map((f) => ({
+    at: f.index,
+    reject: rejectOf(lineOf(indexes[f.index]!), unpackRow(some, f.index), f.reason),
+  }));
+}
+
+/**
+ * The text of a row's values in columns `at` of `packed` (-1: a column it lacks), which tells
+ * rows apart: equal texts, equal values.
+ */
+function keyReader(packed: PackedRows, at: readonly number[]): (row: number) => string {
+  const { values } = packed;
+  const width = packed.names.length;
+  const text = (row: number, c: number) =>
+    String(c < 0 ? undefined : (values[row * width + c] ?? null));
+  if (at.length === 1) return (row) => text(row, at[0]!);
+  return (row) => at.map((c) => text(row, c)).join('\u0000');
+}
+
 /** The last record of each key among rows `indexes`, in the order of their last appearance. */
 function lastOfEachKey(packed: PackedRows, indexes: number[], key: readonly string[]): number[] {
-  const at = key.map((k) => packed.names.indexOf(k));
-  const width = packed.names.length;
-  const keyOf = (i: number) =>
-    at.length === 1
-      ? String(packed.values[i * width + at[0]!])
-      : at.map((c) => String(packed.values[i * width + c])).join('\u0000');
+  const keyOf = keyReader(
+    packed,
+    key.map((k) => packed.names.indexOf(k)),
+  );
   const last = new Map<string, number>();
   for (const i of indexes) last.set(keyOf(i), i);
   if (last.size === indexes.length) return indexes;
@@ -256,16 +285,9 @@ async function writeRelated(
     }
     if (entry === undefined || entry.rows.length === 0) continue;
     const { group, rows } = entry;
-    const whole = rows.length === group.rows.count;
-    const some: PackedRows = {
-      ...(whole ? group.rows : selectPacked(group.rows, rows)),
-      constants,
-    };
-    const known = whole ? new Map([...group.columns, ...META]) : undefined;
-    for (const f of await tx.write(target, some, known)) {
-      const line = batch.lines[group.parents[rows[f.index]!]!]!;
-      refused.push(rejectOf(line, unpackRow(some, f.index), f.reason));
-    }
+    const lineOf = (i: number) => batch.lines[group.parents[i]!]!;
+    const failed = await writeRows(tx, target, group.rows, group.columns, rows, constants, lineOf);
+    refused.push(...failed.map((f) => f.reject));
   }
   return refused;
 }
@@ -304,12 +326,12 @@ function lastOfEachIdentity(
       ? indexes.filter((i) => lastRecord.get(parentOf(i)) === group.parents[i])
       : indexes;
   }
-  const at =
+  const identityOf = keyReader(
+    group.rows,
     table.key.length > 0
       ? table.key.map((k) => names.indexOf(k))
-      : names.flatMap((name, c) => (name.startsWith('_sluice_') ? [] : [c]));
-  const identityOf = (i: number) =>
-    at.map((c) => String(c < 0 ? undefined : (values[i * width + c] ?? null))).join('\u0000');
+      : names.flatMap((name, c) => (name.startsWith('_sluice_') ? [] : [c])),
+  );
   const slots = new Map<string, number>();
   const out: number[] = [];
   for (const i of indexes) {

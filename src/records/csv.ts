@@ -101,9 +101,9 @@ export async function* csvBatches(
  * One block of a CSV file cut at a record end, parsed on its own (a parse worker's share of a
  * file, see ParserPool): `columns` is the file's header, undefined for the block that holds it.
  * `forced`: no record ends in the block (an unclosed quote), which is read as one record.
- * Returns the reader, with the block's rows and rejects and the header it knows, and the
- * length of the text it used: all of it, unless a broken record moved where later records
- * end (then the rest is read again with the text that follows it, as `csvBatches` does).
+ * Returns the reader, with the block's rows and rejects and the header it knows, and, when a
+ * broken record moved where later records end, the lines of the block it used (the rest is read
+ * again with the text that follows it, as `csvBatches` does; undefined: all of it).
  */
 export function csvBlock(
   text: string,
@@ -111,11 +111,11 @@ export function csvBlock(
   options: { final: boolean; forced: boolean; columns: string[] | undefined },
   type: DataType,
   shape: RecordShape,
-): { reader: CsvReader; used: number } {
+): { reader: CsvReader; usedLines?: number } {
   const reader = new CsvReader(type, shape, options.columns);
   const ends = options.forced ? [text.length] : new RecordSplitter().split(text, options.final);
   const used = ends.length === 0 ? 0 : reader.parseBlock(text, ends, firstLine, options.final);
-  return { reader, used };
+  return used === text.length ? { reader } : { reader, usedLines: newlines(text.slice(0, used)) };
 }
 
 /**

@@ -4,7 +4,6 @@ import { csvBatches } from './csv.js';
 import { NdjsonPacker, ndjsonBatches, ndjsonPackedBatches } from './ndjson.js';
 import { jsonColumns, packBatch, type RecordShape } from './shape.js';
 import type { JobTables } from './tables.js';
-
 import type { FileFormat, PackedBatch, RecordBatch } from './types.js';
 
 export { type ParseJob, ParserPool } from './parallel.js';

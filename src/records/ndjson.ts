@@ -210,8 +210,15 @@ export class NdjsonPacker {
   }
 }
 
-/** Splits text into lines (`\n` or `\r\n`), numbered from `firstLine`. */
-function eachLine(text: string, firstLine: number, take: (line: string, n: number) => void) {
+/**
+ * Splits text into lines (`\n` or `\r\n`; the last may have none), numbered from `firstLine`;
+ * returns the number the next line would have.
+ */
+function eachLine(
+  text: string,
+  firstLine: number,
+  take: (line: string, n: number) => void,
+): number {
   let lineNo = firstLine;
   let start = 0;
   while (start < text.length) {
@@ -221,6 +228,7 @@ function eachLine(text: string, firstLine: number, take: (line: string, n: numbe
     take(text.slice(start, end), lineNo++);
     start = nl + 1;
   }
+  return lineNo;
 }
 
 /** A block of whole lines (see `ndjsonBlock`) as one packed batch of `nested: json` rows. */
@@ -257,22 +265,19 @@ async function* streamLines(
 ): AsyncGenerator<number> {
   const text = new StringDecoder('utf8');
   let bytesRead = 0;
-  let lineNo = 0;
+  let lineNo = 1;
   let rest = '';
   for await (const chunk of source as AsyncIterable<Buffer>) {
     bytesRead += chunk.length;
     const textChunk = rest + text.write(chunk);
-    let start = 0;
-    for (let nl = textChunk.indexOf('\n'); nl >= 0; nl = textChunk.indexOf('\n', start)) {
-      const end = nl > start && textChunk.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-      take(textChunk.slice(start, end), ++lineNo);
-      start = nl + 1;
-    }
-    rest = textChunk.slice(start);
+    // The chunk's whole lines; what follows its last newline waits for the next chunk.
+    const whole = textChunk.lastIndexOf('\n') + 1;
+    lineNo = eachLine(textChunk.slice(0, whole), lineNo, take);
+    rest = textChunk.slice(whole);
     yield bytesRead;
   }
   rest += text.end();
-  if (rest.length > 0) take(rest.endsWith('\r') ? rest.slice(0, -1) : rest, ++lineNo);
+  if (rest.length > 0) take(rest.endsWith('\r') ? rest.slice(0, -1) : rest, lineNo);
   yield bytesRead;
 }
 

@@ -74,14 +74,14 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
     const { shape } = blocks.tables;
     const job = blocks.job;
     if (blocks.request.format === 'csv') {
-      const { reader, used } = csvBlock(text, firstLine, message, type, shape);
+      const { reader, usedLines } = csvBlock(text, firstLine, message, type, shape);
       const { rows, rejects, columns } = reader;
       post({
         type: 'parsed',
         job,
         seq,
         batch: packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables),
-        ...(used === text.length ? {} : { usedLines: countLines(text, used) }),
+        ...(usedLines === undefined ? {} : { usedLines }),
         // The header goes back only from the block that read it.
         ...(columns && message.columns === undefined ? { columns } : {}),
       });
@@ -94,13 +94,6 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
     const { message: text, name } = error as Error;
     post({ type: 'error', message: text, name, ...(blocks ? { job: blocks.job } : {}) });
   }
-}
-
-/** Newlines in the first `end` characters of `text`. */
-function countLines(text: string, end: number): number {
-  let n = 0;
-  for (let i = text.indexOf('\n'); i >= 0 && i < end; i = text.indexOf('\n', i + 1)) n++;
-  return n;
 }
 
 async function run(request: ParseRequest): Promise<void> {
