@@ -55,6 +55,8 @@ export interface WriteTarget {
   hints: FieldMap;
   /** Column linking child rows to their parent (indexed when the table is created). */
   parentColumn?: string;
+  /** The parent link is indexed when the job ends instead (see `TableDef.parentIndexAtEnd`). */
+  parentIndexAtEnd?: boolean;
 }
 
 /** The statements of one result file: they commit together, with the file's state row. */
@@ -95,6 +97,11 @@ export interface PairFilter {
 
 /** The end of a job, in one transaction: tables swapped in, the attempt and cursor updated. */
 export interface JobFinish {
+  /**
+   * Parent links to index (those left until the job's end), before the swap: a staged table's
+   * index is swapped in with it. A table that is not there, or already indexed, is left as is.
+   */
+  parentIndexes?: { table: string; column: string; stagedBy?: string }[];
   /** `write: replace`: these logical tables get this pipeline's staging tables swapped in. */
   swap?: { tables: string[]; stagedBy: string };
   attempt?: { attemptId: string; changes: Partial<Attempt> };

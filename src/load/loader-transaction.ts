@@ -69,10 +69,12 @@ export class LoaderTransaction<C> implements FileTransaction {
       existing = await this.#columns(table, true);
       changes = planChanges(existing && toColumns(existing), bound);
     }
+    // A parent link indexed at the job's end is not indexed here (an older table keeps its index).
+    const parentIndex = target.parentIndexAtEnd ? undefined : target.parentColumn;
     if (!hasChanges(changes)) {
       await this.#ensureKeyIndex(table, target);
-      if (checkIndexes && target.parentColumn !== undefined)
-        await this.#ensureParentIndex(table, target);
+      if (checkIndexes && parentIndex !== undefined)
+        await this.#ensureParentIndex(table, parentIndex);
       return existing!;
     }
     const limit = this.loader.capabilities.maxColumns;
@@ -88,13 +90,7 @@ export class LoaderTransaction<C> implements FileTransaction {
     if (changes.create) {
       await this.#dialect.createTable(this.conn, table, withSource(this.loader, changes.add));
       for (const c of changes.add) columns.set(c.name, c.type);
-      if (target.parentColumn !== undefined) {
-        await this.#dialect.createIndex(this.conn, table, {
-          name: this.loader.indexName(table, 'parent'),
-          columns: [this.loader.bind(target.parentColumn)],
-          unique: false,
-        });
-      }
+      if (parentIndex !== undefined) await this.#ensureParentIndex(table, parentIndex);
     } else {
       if (changes.add.length > 0) {
         await this.#dialect.addColumns(this.conn, table, withSource(this.loader, changes.add));
@@ -107,8 +103,8 @@ export class LoaderTransaction<C> implements FileTransaction {
     }
     this.tables.set(table, columns);
     await this.#ensureKeyIndex(table, target);
-    if (checkIndexes && !changes.create && target.parentColumn !== undefined) {
-      await this.#ensureParentIndex(table, target);
+    if (checkIndexes && !changes.create && parentIndex !== undefined) {
+      await this.#ensureParentIndex(table, parentIndex);
     }
     return columns;
   }
@@ -140,16 +136,28 @@ export class LoaderTransaction<C> implements FileTransaction {
     this.#indexed.add(table);
   }
 
-  /** Child tables made by older versions of sluice had no index on their parent link. */
-  async #ensureParentIndex(table: string, target: WriteTarget): Promise<void> {
+  /**
+   * Indexes a (physical) table on its parent link (`column`, logical), unless it is: child
+   * tables made by older versions of sluice had no such index, and an append's are indexed
+   * at the job's end.
+   */
+  async #ensureParentIndex(table: string, column: string): Promise<void> {
     const name = this.loader.indexName(table, 'parent');
     const existing = await this.#indexesOf(table);
     if (existing.some((i) => i.name === name)) return;
     await this.#dialect.createIndex(this.conn, table, {
       name,
-      columns: [this.loader.bind(target.parentColumn!)],
+      columns: [this.loader.bind(column)],
       unique: false,
     });
+    this.#indexes.set(table, Promise.resolve([...existing, { name }]));
+  }
+
+  /** Indexes a table's parent link at the job's end, if the table is there. */
+  async indexParent(index: { table: string; column: string; stagedBy?: string }): Promise<void> {
+    const table = this.loader.physical(index.table, index.stagedBy);
+    if ((await this.#columns(table)) === undefined) return;
+    await this.#ensureParentIndex(table, index.column);
   }
 
   /** The indexes of a table, read once per transaction (sluice's own are made only here). */

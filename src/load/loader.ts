@@ -104,6 +104,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
           hints: def.hints,
           ...(stagedBy === undefined ? {} : { stagedBy }),
           ...(def.parentColumn === undefined ? {} : { parentColumn: def.parentColumn }),
+          ...(def.parentIndexAtEnd ? { parentIndexAtEnd: true } : {}),
         };
         await tx.ensure(target, def.columns, true);
       }
@@ -122,6 +123,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
 
   async finishJob(finish: JobFinish): Promise<void> {
     await this.#transaction(async (tx) => {
+      for (const index of finish.parentIndexes ?? []) await tx.indexParent(index);
       if (finish.swap) {
         for (const table of finish.swap.tables) {
           await tx.swapIn(table, finish.swap.stagedBy);

@@ -166,7 +166,10 @@ async function loadFile(
   }
 }
 
-/** The end of a job: the replace swap and the attempt's last status, in one transaction. */
+/**
+ * The end of a job, in one transaction: the child tables' parent links indexed (those left
+ * until now), the replace swap and the attempt's last status.
+ */
 export async function finishJob(
   load: JobLoad,
   attempt: Attempt | undefined,
@@ -183,11 +186,20 @@ export async function finishJob(
           stagedBy: ctx.spec.name,
         }
       : undefined;
+  const parentIndexes = tables
+    .relatedTables()
+    .filter((table) => tables.indexesParentAtEnd(table))
+    .map((table) => ({
+      table: table.name,
+      column: table.replaceBy!.column,
+      ...(tables.staged(table.name) ? { stagedBy: ctx.spec.name } : {}),
+    }));
   const now = isoAt(ctx.clock);
   const status = info === undefined ? 'empty' : info.state === 'cancelled' ? 'timed_out' : 'loaded';
   const startedAt = attempt?.requested_at ?? now;
   const cursor = await cursorChange(load, attempt, info);
   await ctx.destination.finishJob({
+    parentIndexes,
     ...(swap ? { swap } : {}),
     ...cursor,
     job: jobRow(ctx, job, { ...outcome, status, stage: 'finish' }, startedAt),

@@ -40,7 +40,7 @@ export function targetOf(load: JobLoad, table: string, related?: RelatedTable): 
     ? related.key.length > 0
       ? 'merge'
       : 'append'
-    : job.write === 'merge' || tables.plan.enrichment
+    : tables.merging
       ? 'merge'
       : 'append';
   return {
@@ -50,6 +50,7 @@ export function targetOf(load: JobLoad, table: string, related?: RelatedTable): 
     hints: tables.hintsOf(table),
     ...(tables.staged(table) ? { stagedBy: ctx.spec.name } : {}),
     ...(related?.replaceBy ? { parentColumn: related.replaceBy.column } : {}),
+    ...(related && tables.indexesParentAtEnd(related) ? { parentIndexAtEnd: true } : {}),
   };
 }
 
@@ -248,7 +249,7 @@ async function writeRelated(
   parents: readonly number[],
   constants: Readonly<Record<string, RowValue>>,
 ): Promise<RejectedLine[]> {
-  const { tables, job } = load;
+  const { tables } = load;
   const written = new Uint8Array(batch.lines.length);
   for (const parent of parents) written[parent] = 1;
   /** Each related table's rows to write, by their place among its rows in the batch. */
@@ -259,7 +260,6 @@ async function writeRelated(
     for (let i = 0; i < group.rows.count; i++) if (written[group.parents[i]!]) rows.push(i);
     related.set(group.table, { group, rows: lastOfEachIdentity(table, group, rows) });
   }
-  const merging = job.write === 'merge' || tables.plan.enrichment !== undefined;
   const refused: RejectedLine[] = [];
   // Parents first: the people table before its phones, so keys are read from written rows.
   const ordered = tables
@@ -268,7 +268,7 @@ async function writeRelated(
   for (const table of ordered) {
     const entry = related.get(table.name);
     const target = targetOf(load, table.name, table);
-    if (table.replaceBy && (merging || !table.onlyWhenMerging)) {
+    if (table.replaceBy && tables.replacesByParent(table)) {
       const { column, parentTable, parentKey } = table.replaceBy;
       const parentRows = related.get(parentTable);
       const parentValues =

@@ -309,6 +309,27 @@ export class JobTables {
     return [...this.#related.values()];
   }
 
+  /** Whether the job merges into its table (`write: merge`, or an owner lookup). */
+  get merging(): boolean {
+    return this.plan.write === 'merge' || this.plan.enrichment !== undefined;
+  }
+
+  /** Whether rows of `table` are deleted by their parent link while this job loads. */
+  replacesByParent(table: RelatedTable): boolean {
+    return table.replaceBy !== undefined && (this.merging || !table.onlyWhenMerging);
+  }
+
+  /**
+   * Whether the parent-link index of `table` is built at the job's end rather than kept up
+   * entry by entry as rows come: so for the tables nothing is deleted from while the job
+   * loads (the child tables of an append or a replace). The parent links are in no order (a
+   * record's id), so every entry lands on a page of its own in an index larger than the page
+   * cache; one sort at the end costs a small part of that.
+   */
+  indexesParentAtEnd(table: RelatedTable): boolean {
+    return table.replaceBy !== undefined && !this.replacesByParent(table);
+  }
+
   hintsOf(name: string): FieldMap {
     return name === this.main ? this.#mainHints : (this.#related.get(name)?.hints ?? {});
   }
@@ -325,7 +346,7 @@ export class JobTables {
    * The job's own table is keyed only when it is merged into.
    */
   definitions(): TableDef[] {
-    const mainKey = this.plan.write === 'merge' || this.plan.enrichment ? this.plan.key : [];
+    const mainKey = this.merging ? this.plan.key : [];
     const defs: TableDef[] = [
       {
         name: this.main,
@@ -340,6 +361,7 @@ export class JobTables {
         columns: withMeta(table.columns),
         key: table.key,
         ...(table.replaceBy ? { parentColumn: table.replaceBy.column } : {}),
+        ...(this.indexesParentAtEnd(table) ? { parentIndexAtEnd: true } : {}),
         hints: table.hints,
       });
     }

@@ -24,6 +24,11 @@ export interface TableDef {
   key: string[];
   /** The column linking rows to a parent record; indexed, as merges delete by it. */
   parentColumn?: string;
+  /**
+   * Nothing is deleted by the parent link while the job loads: its index is made when the job
+   * ends (`JobFinish.parentIndexes`), in one sort, not when the table is created.
+   */
+  parentIndexAtEnd?: boolean;
   /** Type hints for columns that appear later (catalogue fields, flattened). */
   hints: FieldMap;
 }

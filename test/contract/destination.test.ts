@@ -900,6 +900,48 @@ for (const h of harnesses) {
         assert.deepEqual(await o.indexes('old__kids'), ['old__kids__sluice_parent']);
       }));
 
+    it("a parent link left to the job's end is indexed when the job ends, staged or not", () =>
+      use(async (o) => {
+        const { dest } = o;
+        const kids = def('late__kids', [['_parent_id', 'integer']], [], {
+          parentColumn: '_parent_id',
+          parentIndexAtEnd: true,
+        });
+        const late = { parentColumn: '_parent_id', parentIndexAtEnd: true };
+        await dest.prepareTables([kids]);
+        await write(dest, target('late__kids', [], late), rows({ _parent_id: 1 }));
+        // A table the write makes (one the catalogue did not list) waits too.
+        await write(dest, target('late__new', [], late), rows({ _parent_id: 1 }));
+        assert.deepEqual(await o.indexes('late__kids'), []);
+        assert.deepEqual(await o.indexes('late__new'), []);
+        const parentIndexes = [
+          { table: 'late__kids', column: '_parent_id' },
+          { table: 'late__new', column: '_parent_id' },
+          { table: 'late__never_made', column: '_parent_id' },
+        ];
+        await dest.finishJob({ parentIndexes });
+        assert.deepEqual(await o.indexes('late__kids'), ['late__kids__sluice_parent']);
+        assert.deepEqual(await o.indexes('late__new'), ['late__new__sluice_parent']);
+        await dest.finishJob({ parentIndexes }); // once made, left as it is
+        assert.deepEqual(await o.indexes('late__kids'), ['late__kids__sluice_parent']);
+
+        // A replace: the staging table is indexed, then swapped in with its index.
+        await dest.prepareTables([kids], 'pipe');
+        await write(
+          dest,
+          target('late__kids', [], { ...late, stagedBy: 'pipe' }),
+          rows({ _parent_id: 2 }),
+        );
+        await dest.finishJob({
+          parentIndexes: [{ table: 'late__kids', column: '_parent_id', stagedBy: 'pipe' }],
+          swap: { tables: ['late__kids'], stagedBy: 'pipe' },
+        });
+        assert.deepEqual(await readNormalized(o, 'late__kids', ['_parent_id']), [
+          { _parent_id: 2 },
+        ]);
+        assert.deepEqual(await o.indexes('late__kids'), ['late__kids__sluice_parent']);
+      }));
+
     it('deleteWhereIn deletes matching rows only, inside the transaction', () =>
       use(async (o) => {
         const { dest } = o;

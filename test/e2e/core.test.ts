@@ -9,6 +9,7 @@ import {
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
 import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import { stopAt } from '../helpers/runs.js';
 
 /**
  * Regression tests for what the run's core got wrong before it was redesigned in stages: each
@@ -67,6 +68,16 @@ async function run(file: string, extra: string[] = [], env = emulatorEnv(harness
 
 async function count(t: TestTarget, sql: string): Promise<number> {
   return Number((await t.one<{ n: number }>(sql)).n);
+}
+
+/** The indexes of a table, by name. */
+async function indexesOf(t: TestTarget, table: string): Promise<string[]> {
+  const rows = await t.all<{ name: string }>(
+    t.kind === 'sqlite'
+      ? `select name from sqlite_master where type = 'index' and tbl_name = '${table}' order by name`
+      : `select indexname as name from pg_indexes where schemaname = '${t.schema}' and tablename = '${table}' order by indexname`,
+  );
+  return rows.map((r) => r.name);
 }
 
 function downloads() {
@@ -308,15 +319,24 @@ for (const kind of destinationKinds()) {
       const file = pipeline(t, 'merge-index', homes({ records: 400 }));
       assert.equal((await run(file)).code, 0);
       assert.equal((await run(file)).code, 0, 'a second merge deletes child rows by parent');
-      const indexes = await t.all<{ name: string }>(
-        kind === 'sqlite'
-          ? `select name from sqlite_master where type = 'index' and tbl_name = 'homes__prices'`
-          : `select indexname as name from pg_indexes where schemaname = '${t.schema}' and tablename = 'homes__prices'`,
+      assert.deepEqual(await indexesOf(t, 'homes__prices'), ['homes__prices__sluice_parent']);
+    });
+
+    test('an append indexes child tables on their parent link when the job ends, also after a crash', async () => {
+      const t = await target('append-index');
+      const file = pipeline(
+        t,
+        'append-index',
+        homes({ records: 400, write: 'append', extra: '    nested: tables\n' }),
       );
-      assert.deepEqual(
-        indexes.map((i) => i.name),
-        ['homes__prices__sluice_parent'],
-      );
+      await stopAt(file, harness, 'file-committed:homes@0', 'SIGKILL');
+      assert.ok((await count(t, 'select count(*) as n from homes__prices')) > 0);
+      assert.deepEqual(await indexesOf(t, 'homes__prices'), [], 'not yet: rows are still coming');
+      const second = await run(file);
+      assert.equal(second.code, 0, second.stderr);
+      assert.equal(await count(t, 'select count(*) as n from homes'), 400);
+      assert.deepEqual(await indexesOf(t, 'homes__prices'), ['homes__prices__sluice_parent']);
+      assert.deepEqual(await indexesOf(t, 'homes__brokers'), ['homes__brokers__sluice_parent']);
     });
 
     test('after a replace, _sluice_files names the target table, not its staging table', async () => {
