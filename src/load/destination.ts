@@ -53,7 +53,7 @@ export interface WriteTarget {
   mode: 'append' | 'merge';
   key: string[];
   hints: FieldMap;
-  /** Column linking child rows to their parent (indexed when the table is created). */
+  /** Column linking child rows to their parent (indexed when the table is created, or seen). */
   parentColumn?: string;
   /** The parent link is indexed when the job ends instead (see `TableDef.parentIndexAtEnd`). */
   parentIndexAtEnd?: boolean;
@@ -95,13 +95,17 @@ export interface PairFilter {
   loadedSince?: string;
 }
 
-/** The end of a job, in one transaction: tables swapped in, the attempt and cursor updated. */
+/**
+ * The end of a job, in one transaction: tables swapped in, the attempt and cursor updated
+ * (parent links left until then indexed just before, or after the swap).
+ */
 export interface JobFinish {
   /**
-   * Parent links to index (those left until the job's end), before the swap: a staged table's
-   * index is swapped in with it. A table that is not there, or already indexed, is left as is.
+   * Parent links to index, those left until the job's end (logical tables): a live table's in a
+   * transaction of its own before the job's, a table the swap brings in after the swap. A table
+   * that is not there, or already indexed, is left as it is.
    */
-  parentIndexes?: { table: string; column: string; stagedBy?: string }[];
+  parentIndexes?: { table: string; column: string }[];
   /** `write: replace`: these logical tables get this pipeline's staging tables swapped in. */
   swap?: { tables: string[]; stagedBy: string };
   attempt?: { attemptId: string; changes: Partial<Attempt> };
@@ -203,7 +207,8 @@ export interface Destination {
   physicalName(table: string): string;
   /**
    * Makes the tables exist before any row is written, with the columns they are known to have
-   * and their indexes (key, parent link); existing tables get missing columns added.
+   * and their indexes (key; parent link, unless `parentIndexAtEnd`); existing tables get
+   * missing columns added.
    */
   prepareTables(tables: readonly TableDef[], stagedBy?: string): Promise<void>;
   /** Drops this pipeline's staging tables of `tables` (a replace starting over). */
@@ -211,7 +216,10 @@ export interface Destination {
 
   /** Runs a file's statements in one transaction; rolls back everything if `work` throws. */
   loadFile<T>(work: (tx: FileTransaction) => Promise<T>): Promise<T>;
-  /** Ends a job in one transaction (replace swap, attempt status, cursor). */
+  /**
+   * Ends a job in one transaction (replace swap, attempt status, cursor), after the parent
+   * links left until then are indexed.
+   */
   finishJob(finish: JobFinish): Promise<void>;
 
   /**

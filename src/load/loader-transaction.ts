@@ -24,7 +24,9 @@ export interface LoaderInternals<C> {
 export class LoaderTransaction<C> implements FileTransaction {
   /** Tables this transaction described or changed (undefined: dropped), by physical name. */
   readonly tables = new Map<string, Map<string, ColumnType> | undefined>();
+  /** Tables whose key index, and whose parent-link index, this transaction has seen to. */
   readonly #indexed = new Set<string>();
+  readonly #parentIndexed = new Set<string>();
   readonly #indexes = new Map<string, Promise<{ name: string }[]>>();
 
   constructor(
@@ -54,11 +56,7 @@ export class LoaderTransaction<C> implements FileTransaction {
    * Makes the target's table hold `wanted` columns (logical names): creates it with its
    * indexes, or adds and widens columns, after waiting for other writers of the table.
    */
-  async ensure(
-    target: WriteTarget,
-    wanted: Iterable<Column>,
-    checkIndexes = false,
-  ): Promise<Map<string, ColumnType>> {
+  async ensure(target: WriteTarget, wanted: Iterable<Column>): Promise<Map<string, ColumnType>> {
     const table = this.loader.physical(target.table, target.stagedBy);
     const bound = [...wanted].map((c) => ({ name: this.loader.bind(c.name), type: c.type }));
     let existing = await this.#columns(table);
@@ -69,12 +67,8 @@ export class LoaderTransaction<C> implements FileTransaction {
       existing = await this.#columns(table, true);
       changes = planChanges(existing && toColumns(existing), bound);
     }
-    // A parent link indexed at the job's end is not indexed here (an older table keeps its index).
-    const parentIndex = target.parentIndexAtEnd ? undefined : target.parentColumn;
     if (!hasChanges(changes)) {
-      await this.#ensureKeyIndex(table, target);
-      if (checkIndexes && parentIndex !== undefined)
-        await this.#ensureParentIndex(table, parentIndex);
+      await this.#ensureIndexes(table, target);
       return existing!;
     }
     const limit = this.loader.capabilities.maxColumns;
@@ -90,7 +84,6 @@ export class LoaderTransaction<C> implements FileTransaction {
     if (changes.create) {
       await this.#dialect.createTable(this.conn, table, withSource(this.loader, changes.add));
       for (const c of changes.add) columns.set(c.name, c.type);
-      if (parentIndex !== undefined) await this.#ensureParentIndex(table, parentIndex);
     } else {
       if (changes.add.length > 0) {
         await this.#dialect.addColumns(this.conn, table, withSource(this.loader, changes.add));
@@ -102,11 +95,20 @@ export class LoaderTransaction<C> implements FileTransaction {
       }
     }
     this.tables.set(table, columns);
-    await this.#ensureKeyIndex(table, target);
-    if (checkIndexes && !changes.create && parentIndex !== undefined) {
-      await this.#ensureParentIndex(table, parentIndex);
-    }
+    await this.#ensureIndexes(table, target);
     return columns;
+  }
+
+  /**
+   * The table's key index (merges) and its parent-link index, unless that one is left to the
+   * job's end (a table made before it keeps its own); looked for once per transaction.
+   */
+  async #ensureIndexes(table: string, target: WriteTarget): Promise<void> {
+    await this.#ensureKeyIndex(table, target);
+    if (target.parentIndexAtEnd || target.parentColumn === undefined) return;
+    if (this.#parentIndexed.has(table)) return;
+    await this.#ensureParentIndex(table, target.parentColumn);
+    this.#parentIndexed.add(table);
   }
 
   async #ensureKeyIndex(table: string, target: WriteTarget): Promise<void> {
@@ -138,8 +140,8 @@ export class LoaderTransaction<C> implements FileTransaction {
 
   /**
    * Indexes a (physical) table on its parent link (`column`, logical), unless it is: child
-   * tables made by older versions of sluice had no such index, and an append's are indexed
-   * at the job's end.
+   * tables made by older versions of sluice had no such index, and those of a table an append
+   * or a replace makes are indexed at the job's end.
    */
   async #ensureParentIndex(table: string, column: string): Promise<void> {
     const name = this.loader.indexName(table, 'parent');
@@ -153,9 +155,9 @@ export class LoaderTransaction<C> implements FileTransaction {
     this.#indexes.set(table, Promise.resolve([...existing, { name }]));
   }
 
-  /** Indexes a table's parent link at the job's end, if the table is there. */
-  async indexParent(index: { table: string; column: string; stagedBy?: string }): Promise<void> {
-    const table = this.loader.physical(index.table, index.stagedBy);
+  /** Indexes a (logical) table's parent link at the job's end, if the table is there. */
+  async indexParent(index: { table: string; column: string }): Promise<void> {
+    const table = this.loader.physical(index.table);
     if ((await this.#columns(table)) === undefined) return;
     await this.#ensureParentIndex(table, index.column);
   }
@@ -263,6 +265,13 @@ export class LoaderTransaction<C> implements FileTransaction {
   async drop(table: string): Promise<void> {
     await this.#dialect.drop(this.conn, table);
     this.tables.set(table, undefined);
+    this.#forgetIndexes(table);
+  }
+
+  #forgetIndexes(table: string): void {
+    this.#indexes.delete(table);
+    this.#indexed.delete(table);
+    this.#parentIndexed.delete(table);
   }
 
   /** Swaps this pipeline's staging table of `logical` in for the live one. */
@@ -290,6 +299,8 @@ export class LoaderTransaction<C> implements FileTransaction {
     await this.#dialect.swap(this.conn, staging, target, renames);
     this.tables.set(target, columns);
     this.tables.set(staging, undefined);
+    this.#forgetIndexes(target);
+    this.#forgetIndexes(staging);
   }
 }
 

@@ -106,7 +106,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
           ...(def.parentColumn === undefined ? {} : { parentColumn: def.parentColumn }),
           ...(def.parentIndexAtEnd ? { parentIndexAtEnd: true } : {}),
         };
-        await tx.ensure(target, def.columns, true);
+        await tx.ensure(target, def.columns);
       }
     });
   }
@@ -122,12 +122,23 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   }
 
   async finishJob(finish: JobFinish): Promise<void> {
+    const swapped = new Set(finish.swap?.tables);
+    const indexes = finish.parentIndexes ?? [];
+    // Each live table's index in a transaction of its own, so that none holds the database for
+    // all their sorts (a run stopped between two finds the first made and makes the others).
+    for (const index of indexes.filter((i) => !swapped.has(i.table))) {
+      await this.#transaction((tx) => tx.indexParent(index));
+    }
     await this.#transaction(async (tx) => {
-      for (const index of finish.parentIndexes ?? []) await tx.indexParent(index);
       if (finish.swap) {
         for (const table of finish.swap.tables) {
           await tx.swapIn(table, finish.swap.stagedBy);
         }
+      }
+      // A swapped-in table is indexed under its live name: SQLite would make a staging
+      // table's index again at the swap, as index names cannot be renamed there.
+      for (const index of indexes.filter((i) => swapped.has(i.table))) {
+        await tx.indexParent(index);
       }
       if (finish.attempt) {
         await this.#store.updateAttempt(finish.attempt.attemptId, finish.attempt.changes, tx.db);

@@ -17,7 +17,8 @@ export type { JobLoad } from './write-file.js';
 /**
  * The load stage: each result file in one transaction together with its `_sluice_files` row
  * (so a file is loaded exactly once, whatever crashes when), files handed out through p-limit;
- * then the job's end in one transaction of its own (replace swap, attempt status).
+ * then the job's end in one transaction of its own (replace swap, attempt status), the child
+ * tables' parent links left until then indexed just before it (or after the swap).
  */
 
 /** Result files loaded at once. The single SQLite writer and two cores keep it at one for now. */
@@ -167,8 +168,8 @@ async function loadFile(
 }
 
 /**
- * The end of a job, in one transaction: the child tables' parent links indexed (those left
- * until now), the replace swap and the attempt's last status.
+ * The end of a job, in one transaction: the replace swap and the attempt's last status; the
+ * child tables' parent links left until now are indexed just before (or after the swap).
  */
 export async function finishJob(
   load: JobLoad,
@@ -189,11 +190,7 @@ export async function finishJob(
   const parentIndexes = tables
     .relatedTables()
     .filter((table) => tables.indexesParentAtEnd(table))
-    .map((table) => ({
-      table: table.name,
-      column: table.replaceBy!.column,
-      ...(tables.staged(table.name) ? { stagedBy: ctx.spec.name } : {}),
-    }));
+    .map((table) => ({ table: table.name, column: table.replaceBy!.column }));
   const now = isoAt(ctx.clock);
   const status = info === undefined ? 'empty' : info.state === 'cancelled' ? 'timed_out' : 'loaded';
   const startedAt = attempt?.requested_at ?? now;

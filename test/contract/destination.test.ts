@@ -898,6 +898,11 @@ for (const h of harnesses) {
           def('old__kids', [['_parent_id', 'integer']], [], { parentColumn: '_parent_id' }),
         ]);
         assert.deepEqual(await o.indexes('old__kids'), ['old__kids__sluice_parent']);
+        // Also when a write meets it first (a table no definition lists: it came with the data).
+        await write(dest, target('older__kids'), rows({ _parent_id: 1, n: 1 }));
+        const linked = target('older__kids', [], { parentColumn: '_parent_id' });
+        await write(dest, linked, rows({ _parent_id: 2, n: 2 }));
+        assert.deepEqual(await o.indexes('older__kids'), ['older__kids__sluice_parent']);
       }));
 
     it("a parent link left to the job's end is indexed when the job ends, staged or not", () =>
@@ -925,7 +930,7 @@ for (const h of harnesses) {
         await dest.finishJob({ parentIndexes }); // once made, left as it is
         assert.deepEqual(await o.indexes('late__kids'), ['late__kids__sluice_parent']);
 
-        // A replace: the staging table is indexed, then swapped in with its index.
+        // A replace: the staging table is swapped in, then indexed under its live name.
         await dest.prepareTables([kids], 'pipe');
         await write(
           dest,
@@ -933,7 +938,7 @@ for (const h of harnesses) {
           rows({ _parent_id: 2 }),
         );
         await dest.finishJob({
-          parentIndexes: [{ table: 'late__kids', column: '_parent_id', stagedBy: 'pipe' }],
+          parentIndexes: [{ table: 'late__kids', column: '_parent_id' }],
           swap: { tables: ['late__kids'], stagedBy: 'pipe' },
         });
         assert.deepEqual(await readNormalized(o, 'late__kids', ['_parent_id']), [

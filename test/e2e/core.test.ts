@@ -327,11 +327,20 @@ for (const kind of destinationKinds()) {
       const file = pipeline(
         t,
         'append-index',
-        homes({ records: 400, write: 'append', extra: '    nested: tables\n' }),
+        homes({
+          records: 400,
+          write: 'append',
+          extra: '    nested: tables\n    auto_trace: true\n',
+        }),
       );
       await stopAt(file, harness, 'file-committed:homes@0', 'SIGKILL');
       assert.ok((await count(t, 'select count(*) as n from homes__prices')) > 0);
       assert.deepEqual(await indexesOf(t, 'homes__prices'), [], 'not yet: rows are still coming');
+      // Tables whose rows a re-loaded parent replaces are indexed from the start.
+      assert.deepEqual(await indexesOf(t, 'homes__owners'), ['homes__owners__sluice_parent']);
+      assert.deepEqual(await indexesOf(t, 'people__phone_numbers'), [
+        'people__phone_numbers__sluice_parent',
+      ]);
       const second = await run(file);
       assert.equal(second.code, 0, second.stderr);
       assert.equal(await count(t, 'select count(*) as n from homes'), 400);
