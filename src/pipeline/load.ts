@@ -187,16 +187,12 @@ export async function finishJob(
           stagedBy: ctx.spec.name,
         }
       : undefined;
-  const parentIndexes = tables
-    .relatedTables()
-    .filter((table) => tables.indexesParentAtEnd(table))
-    .map((table) => ({ table: table.name, column: table.replaceBy!.column }));
   const now = isoAt(ctx.clock);
   const status = info === undefined ? 'empty' : info.state === 'cancelled' ? 'timed_out' : 'loaded';
   const startedAt = attempt?.requested_at ?? now;
   const cursor = await cursorChange(load, attempt, info);
   await ctx.destination.finishJob({
-    parentIndexes,
+    parentIndexes: tables.parentIndexesAtEnd(),
     ...(swap ? { swap } : {}),
     ...cursor,
     job: jobRow(ctx, job, { ...outcome, status, stage: 'finish' }, startedAt),

@@ -330,6 +330,17 @@ export class JobTables {
     return table.replaceBy !== undefined && !this.replacesByParent(table);
   }
 
+  /** The parent links the job's end indexes (see `indexesParentAtEnd`). */
+  parentIndexesAtEnd(): { table: string; column: string }[] {
+    const out: { table: string; column: string }[] = [];
+    for (const table of this.#related.values()) {
+      if (table.replaceBy && this.indexesParentAtEnd(table)) {
+        out.push({ table: table.name, column: table.replaceBy.column });
+      }
+    }
+    return out;
+  }
+
   hintsOf(name: string): FieldMap {
     return name === this.main ? this.#mainHints : (this.#related.get(name)?.hints ?? {});
   }
