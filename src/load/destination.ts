@@ -36,6 +36,11 @@ export interface DestinationCapabilities {
   /** A bulk path faster than batched INSERTs (PostgreSQL COPY). */
   bulkLoad: boolean;
   /**
+   * Rows are best handed over as COPY text, written by the parse workers (PostgreSQL; see
+   * `schema/copy-text.ts`); any destination takes such rows.
+   */
+  copyText: boolean;
+  /**
    * Bytes of a result file in one written batch, where several parse workers share a file (with
    * one or none, a batch is 500 rows). A SQLite write costs little, and small batches keep the
    * parsers' garbage young; a PostgreSQL write is round trips to the server, which larger

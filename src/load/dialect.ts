@@ -9,6 +9,11 @@ import type { StateDatabase } from './state-tables.js';
 export interface TableRows {
   readonly count: number;
   readonly values: readonly RowValue[];
+  /**
+   * Instead of values (a destination with `copyText`): the rows as COPY text lines of the
+   * columns `columns` names (physical), in that order: every column of the table.
+   */
+  readonly text?: { readonly columns: readonly string[]; readonly bytes: Uint8Array };
 }
 
 /**

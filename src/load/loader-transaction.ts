@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { copyCell, plainRows, withSuffix } from '../schema/copy-text.js';
 import { hasChanges, packedColumns, packRows, planChanges } from '../schema/plan.js';
 import type { Column, ColumnType, PackedRows, Row, RowValue } from '../schema/types.js';
 import type { DestinationCapabilities, FileTransaction, WriteTarget } from './destination.js';
@@ -185,7 +186,7 @@ export class LoaderTransaction<C> implements FileTransaction {
       wanted = known ?? made.columns;
     } else {
       packed = rows;
-      wanted = known ?? packedColumns(rows, target.hints);
+      wanted = known ?? packedColumns(plainRows(rows), target.hints);
     }
     const columns = await this.ensure(
       target,
@@ -193,25 +194,30 @@ export class LoaderTransaction<C> implements FileTransaction {
     );
     if (packed.count === 0) return [];
     const table = this.loader.physical(target.table, target.stagedBy);
-    // Rows are written whole, every column of the table: a field now absent becomes NULL,
-    // and one statement serves every batch of the table.
+    // Rows are written whole, every column of the table: a field now absent becomes NULL, and
+    // (as values) one statement serves every batch of the table.
     const bound: BoundColumn[] = [...columns].map(([name, type]) => ({
       name,
       type,
       source: this.loader.sourceOf(name),
     }));
-    const all = inTableOrder(packed, bound);
+    const text = this.loader.capabilities.copyText ? asCopyText(packed, bound) : undefined;
+    let all = text ? undefined : inTableOrder(plainRows(packed), bound);
     const key = target.key.map((k) => this.loader.bind(k));
     const insert = (some: TableRows) =>
       this.#dialect.insert(this.conn, table, bound, some, target.mode, key);
     try {
-      await this.#inSavepoint(() => insert(all));
+      await this.#inSavepoint(() => insert(text ?? all!));
       return [];
     } catch (error) {
+      // COPY text the server cannot read as rows (cells out of line) is sluice's own fault,
+      // never a value to keep aside.
+      if (text && (error as { code?: unknown }).code === BAD_COPY_FORMAT) throw error;
       if (!isValueError(this.#dialect.translate(error))) throw error;
     }
     // A value the database refuses (one sluice's checks did not foresee): the batch is written
     // row by row, and each refused row is handed back to be kept aside with the reason.
+    all ??= inTableOrder(plainRows(packed), bound);
     const refused: RefusedRow[] = [];
     const width = bound.length;
     for (let index = 0; index < all.count; index++) {
@@ -310,6 +316,9 @@ export interface RefusedRow {
   reason: string;
 }
 
+/** PostgreSQL's SQLSTATE for COPY data it cannot split into the columns named. */
+const BAD_COPY_FORMAT = '22P04';
+
 function isValueError(error: unknown): boolean {
   return error instanceof DestinationError && error.code === 'SLUICE_DESTINATION_VALUE';
 }
@@ -340,6 +349,44 @@ function inTableOrder(packed: PackedRows, columns: readonly BoundColumn[]): Tabl
     }
   }
   return { count: packed.count, values };
+}
+
+/**
+ * Rows a parse worker wrote as COPY text, each line followed by the load's own columns, as the
+ * table takes them; undefined where it does not take them as written: a boolean's cell depends
+ * on its column's type (other cells read the same in a column made wider), and a constant wins
+ * over a field of the same name.
+ */
+function asCopyText(packed: PackedRows, columns: readonly BoundColumn[]): TableRows | undefined {
+  const { text, constants = {} } = packed;
+  if (text === undefined) return undefined;
+  const bySource = new Map(columns.map((c) => [c.source, c]));
+  const names: string[] = [];
+  for (let i = 0; i < text.names.length; i++) {
+    const name = text.names[i]!;
+    const column = bySource.get(name);
+    if (column === undefined || Object.hasOwn(constants, name)) return undefined;
+    if (text.types[i] === 'boolean' && column.type !== 'boolean') return undefined;
+    names.push(column.name);
+  }
+  let suffix = '';
+  for (const [source, value] of Object.entries(constants)) {
+    const column = bySource.get(source);
+    if (column === undefined) return undefined;
+    names.push(column.name);
+    suffix += `\t${copyCell(value, column.type)}`;
+  }
+  // Every column of the table, as values are written: one the batch lacks is NULL, never its
+  // default (a column a user added with one).
+  const named = new Set(names);
+  for (const column of columns) {
+    if (!named.has(column.name)) {
+      names.push(column.name);
+      suffix += '\t\\N';
+    }
+  }
+  const bytes = withSuffix(text, packed.count, suffix);
+  return { count: packed.count, values: [], text: { columns: names, bytes } };
 }
 
 function toColumns(map: Map<string, ColumnType>): Column[] {

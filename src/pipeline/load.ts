@@ -80,7 +80,11 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
     downloadId,
     tables.plan,
     job.format,
-    { workers, blockBytes: destination.capabilities.batchBytes },
+    {
+      workers,
+      blockBytes: destination.capabilities.batchBytes,
+      ...(destination.capabilities.copyText ? { copyText: { keep: tables.keysRead() } } : {}),
+    },
     ctx.signal,
   );
   const limit = pLimit(FILES_AT_ONCE);

@@ -44,8 +44,11 @@ export class FileReader {
     readonly downloadId: string,
     readonly plan: ShapePlan,
     readonly format: FileFormat,
-    /** Parse workers (0: this thread), and the bytes of a block where they share a file. */
-    readonly parsing: { workers: number; blockBytes?: number },
+    /**
+     * Parse workers (0: this thread), the bytes of a block where they share a file, and
+     * whether they write the job's rows as COPY text (see `ParseRequest`).
+     */
+    readonly parsing: { workers: number; blockBytes?: number; copyText?: { keep: string[] } },
     readonly signal?: AbortSignal,
   ) {
     this.#pool = parsing.workers > 0 ? new ParserPool(parsing.workers) : undefined;
@@ -62,6 +65,7 @@ export class FileReader {
         batchSize: BATCH_ROWS,
         maxBuffered: 3,
         ...(this.parsing.blockBytes ? { blockBytes: this.parsing.blockBytes } : {}),
+        ...(this.parsing.copyText ? { copyText: this.parsing.copyText } : {}),
       });
     }
     const batches = packedBatches(stream, format, this.#tables, BATCH_ROWS);

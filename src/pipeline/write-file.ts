@@ -4,6 +4,7 @@ import type { FileTransaction, WriteTarget } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import type { JobTables, RelatedTable } from '../records/tables.js';
 import type { PackedBatch, PackedRelated, RejectedLine, Row } from '../records/types.js';
+import { plainRows } from '../schema/copy-text.js';
 import { META_COLUMNS } from '../schema/plan.js';
 import {
   type ColumnType,
@@ -85,7 +86,7 @@ export async function writeFile(
   const constants = { _sluice_download_id: downloadId, _sluice_loaded_at: loadedAt };
   for await (const batch of inNormalize(batches)) {
     bytes = batch.bytesRead;
-    const packed = batch.rows;
+    const packed = merging ? reading(batch.rows, main.key) : batch.rows;
     const bad = [...batch.rejects];
     /** The rows of the batch that are written, by their place in it. */
     let survivors: number[] = Array.from({ length: packed.count }, (_, i) => i);
@@ -98,7 +99,7 @@ export async function writeFile(
         );
         if (missing < 0) return true;
         const reason = `missing merge key '${main.key[missing]}'`;
-        bad.push(rejectOf(batch.lines[i]!, unpackRow(packed, i), reason));
+        bad.push(rejectOf(batch.lines[i]!, unpackRow(plainRows(packed), i), reason));
         return false;
       });
     }
@@ -203,11 +204,14 @@ async function writeRows(
   lineOf: (row: number) => number,
 ): Promise<{ at: number; reject: RejectedLine }[]> {
   const whole = indexes.length === packed.count;
-  const some: PackedRows = { ...(whole ? packed : selectPacked(packed, indexes)), constants };
+  const some: PackedRows = {
+    ...(whole ? packed : selectPacked(plainRows(packed), indexes)),
+    constants,
+  };
   const failed = await tx.write(target, some, whole ? new Map([...columns, ...META]) : undefined);
   return failed.map((f) => ({
     at: f.index,
-    reject: rejectOf(lineOf(indexes[f.index]!), unpackRow(some, f.index), f.reason),
+    reject: rejectOf(lineOf(indexes[f.index]!), unpackRow(plainRows(some), f.index), f.reason),
   }));
 }
 
@@ -346,8 +350,20 @@ function lastOfEachIdentity(
 }
 
 /** The values of `column` in rows `indexes` of `packed`. */
-function columnOf(packed: PackedRows, column: string, indexes: readonly number[]): RowValue[] {
+function columnOf(rows: PackedRows, column: string, indexes: readonly number[]): RowValue[] {
+  const packed = reading(rows, [column]);
   const at = packed.names.indexOf(column);
   const width = packed.names.length;
   return at < 0 ? [] : indexes.map((i) => packed.values[i * width + at] ?? null);
+}
+
+/**
+ * `packed` with the values of `columns` to read: rows written as COPY text keep only those the
+ * parse worker was told the writing thread reads (`JobTables.keysRead`), else all are read back.
+ */
+function reading(packed: PackedRows, columns: readonly string[]): PackedRows {
+  const { text } = packed;
+  if (text === undefined) return packed;
+  const missing = columns.some((c) => !packed.names.includes(c) && text.names.includes(c));
+  return missing ? plainRows(packed) : packed;
 }

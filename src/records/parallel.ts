@@ -30,6 +30,11 @@ export interface ParseRequest {
    */
   blockBytes?: number;
   maxRecordBytes?: number;
+  /**
+   * The job's rows as COPY text (a PostgreSQL destination, see schema/copy-text.ts), with only
+   * the columns `keep` names also as values (those the writing thread reads: keys).
+   */
+  copyText?: { keep: string[] };
 }
 
 export type ToWorker =

@@ -5,6 +5,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
+import { encodeCopyText } from '../schema/copy-text.js';
 import { csvBlock } from './csv.js';
 import { packedBatches } from './index.js';
 import { NdjsonPacker, ndjsonBlock, ndjsonPackedBlock } from './ndjson.js';
@@ -60,36 +61,59 @@ function post(message: ToMain): void {
   port!.postMessage(message);
 }
 
+/**
+ * Posts a batch, its rows as COPY text where the request asks for it: the text's bytes are
+ * transferred, not copied.
+ */
+function postBatch(
+  message: Extract<ToMain, { type: 'batch' } | { type: 'parsed' }>,
+  request: ParseRequest,
+): void {
+  const { batch } = message;
+  const rows = request.copyText && encodeCopyText(batch.rows, batch.columns, request.copyText.keep);
+  if (!rows?.text) {
+    port!.postMessage(message);
+    return;
+  }
+  port!.postMessage({ ...message, batch: { ...batch, rows } }, [
+    rows.text.bytes.buffer as ArrayBuffer,
+  ]);
+}
+
 function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
   const { seq, firstLine, data } = message;
   try {
     if (blocks === undefined) throw new Error('a block came before its file');
     const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
+    const { request } = blocks;
     if (blocks.packer) {
       const batch = ndjsonPackedBlock(text, firstLine, blocks.packer);
-      post({ type: 'parsed', job: blocks.job, seq, batch });
+      postBatch({ type: 'parsed', job: blocks.job, seq, batch }, request);
       return;
     }
-    const { type } = blocks.request.plan;
+    const { type } = request.plan;
     const { shape } = blocks.tables;
     const job = blocks.job;
-    if (blocks.request.format === 'csv') {
+    if (request.format === 'csv') {
       const { reader, usedLines } = csvBlock(text, firstLine, message, type, shape);
       const { rows, rejects, columns } = reader;
-      post({
-        type: 'parsed',
-        job,
-        seq,
-        batch: packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables),
-        ...(usedLines === undefined ? {} : { usedLines }),
-        // The header goes back only from the block that read it.
-        ...(columns && message.columns === undefined ? { columns } : {}),
-      });
+      postBatch(
+        {
+          type: 'parsed',
+          job,
+          seq,
+          batch: packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables),
+          ...(usedLines === undefined ? {} : { usedLines }),
+          // The header goes back only from the block that read it.
+          ...(columns && message.columns === undefined ? { columns } : {}),
+        },
+        request,
+      );
       return;
     }
     const { rows, rejects } = ndjsonBlock(text, firstLine, type, shape);
     const batch = packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables);
-    post({ type: 'parsed', job, seq, batch });
+    postBatch({ type: 'parsed', job, seq, batch }, request);
   } catch (error) {
     const { message: text, name } = error as Error;
     post({ type: 'error', message: text, name, ...(blocks ? { job: blocks.job } : {}) });
@@ -103,7 +127,7 @@ async function run(request: ParseRequest): Promise<void> {
     const tables = new JobTables(request.plan);
     for await (const batch of packedBatches(input, request.format, tables, request.batchSize)) {
       unacked++;
-      post({ type: 'batch', batch });
+      postBatch({ type: 'batch', batch }, request);
       while (unacked >= request.maxBuffered) await new Promise<void>((r) => (resume = r));
       resume = undefined;
     }

@@ -314,6 +314,20 @@ export class JobTables {
     return this.plan.write === 'merge' || this.plan.enrichment !== undefined;
   }
 
+  /**
+   * The columns of the job's rows that the writing thread reads, beside writing them: the
+   * merge key, and the keys by which related rows are replaced.
+   */
+  keysRead(): string[] {
+    const keys = new Set(this.merging ? this.plan.key : []);
+    for (const table of this.#related.values()) {
+      if (table.replaceBy?.parentTable === this.main && this.replacesByParent(table)) {
+        keys.add(table.replaceBy.parentKey);
+      }
+    }
+    return [...keys];
+  }
+
   /** Whether rows of `table` are deleted by their parent link while this job loads. */
   replacesByParent(table: RelatedTable): boolean {
     return table.replaceBy !== undefined && (this.merging || !table.onlyWhenMerging);

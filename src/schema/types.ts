@@ -29,7 +29,8 @@ export function newRow(): Row {
  * Rows packed for writing: the column names once, then each row's values in that order, row
  * after row. This is how rows cross from a parse worker to the writing thread (a structured
  * clone of one flat array costs a fraction of one of keyed objects, and no object is made per
- * row on either side) and what the destinations bind from.
+ * row on either side) and what the destinations bind from. For PostgreSQL, parse workers send
+ * the job's rows as COPY text instead (`text`), which the writing thread passes on to COPY.
  */
 export interface PackedRows {
   readonly names: readonly string[];
@@ -38,10 +39,25 @@ export interface PackedRows {
   readonly count: number;
   /** Columns with the same value in every row (the load's own columns), not in `values`. */
   readonly constants?: Readonly<Record<string, RowValue>>;
+  /**
+   * The rows as PostgreSQL COPY text, written by a parse worker for a destination that takes
+   * it (see copy-text.ts): `names` and `values` then hold only the columns the writing thread
+   * reads (keys), and `plainRows` gives back every value.
+   */
+  readonly text?: CopyText;
 }
 
-/** Row `index` of `packed` as an object (for the text of a rejected row). */
+/** Rows as COPY text lines: the cells of `names`, typed `types`, a line per row. */
+export interface CopyText {
+  readonly names: readonly string[];
+  readonly types: readonly ColumnType[];
+  /** UTF-8, each line ended by a newline (a newline in a value is escaped). */
+  readonly bytes: Uint8Array;
+}
+
+/** Row `index` of `packed` (plain rows: see `plainRows`) as an object (for a rejected row). */
 export function unpackRow(packed: PackedRows, index: number): Row {
+  if (packed.text) throw new Error('unpackRow reads plain rows (plainRows)');
   const row = newRow();
   const width = packed.names.length;
   for (let c = 0; c < width; c++) row[packed.names[c]!] = packed.values[index * width + c] ?? null;
@@ -49,8 +65,9 @@ export function unpackRow(packed: PackedRows, index: number): Row {
   return row;
 }
 
-/** The rows of `packed` at `indexes`, in that order. */
+/** The rows of `packed` (plain rows: see `plainRows`) at `indexes`, in that order. */
 export function selectPacked(packed: PackedRows, indexes: readonly number[]): PackedRows {
+  if (packed.text) throw new Error('selectPacked reads plain rows (plainRows)');
   const width = packed.names.length;
   const values: RowValue[] = new Array(indexes.length * width);
   let o = 0;

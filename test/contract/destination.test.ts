@@ -22,7 +22,8 @@ import type { FieldMap } from '../../src/catalog.js';
 import type { ColumnType, Destination, Row, WriteTarget } from '../../src/load/destination.js';
 import { openDestination } from '../../src/load/index.js';
 import { STATE_VERSION } from '../../src/load/state-tables.js';
-import type { TableDef } from '../../src/schema/plan.js';
+import { encodeCopyText } from '../../src/schema/copy-text.js';
+import { META_COLUMNS, packRows, type TableDef } from '../../src/schema/plan.js';
 import {
   dropSchema,
   postgresSkipReason,
@@ -692,6 +693,85 @@ for (const h of harnesses) {
           { region: 'north', id: 2, amount: 30.5 },
           { region: 'south', id: 1, amount: 22.5 },
         ]);
+      }));
+
+    it('rows a parse worker wrote as COPY text load as their values do, refused ones aside', () =>
+      use(async (o) => {
+        const { dest } = o;
+        const hints: FieldMap = { j: { kind: 'list', of: 'string' }, at: { kind: 'date' } };
+        const meta = { _sluice_download_id: 'dl-1', _sluice_loaded_at: '2024-05-01T10:00:00Z' };
+        /** Writes `list` to both tables: as values to one, as COPY text to the other. */
+        const both = async (list: Row[], types?: Record<string, ColumnType>) => {
+          const made = packRows(list, hints);
+          const columns = new Map([...made.columns, ...Object.entries(types ?? {})]);
+          const known = new Map([
+            ...columns,
+            ...META_COLUMNS.map((c) => [c.name, c.type] as const),
+          ]);
+          const encoded = encodeCopyText(made.packed, columns, ['id']);
+          assert.ok(encoded?.text, 'the rows are COPY text');
+          const refused: unknown[][] = [];
+          for (const [table, packed] of [
+            ['as_values', made.packed],
+            ['as_text', encoded],
+          ] as const) {
+            await dest.loadFile(async (tx) => {
+              const to = target(table, ['id'], { hints });
+              refused.push(await tx.write(to, { ...packed, constants: meta }, known));
+            });
+          }
+          const reasons = refused.map((list) =>
+            JSON.stringify(list).replaceAll('as_values:', 'as_text:'),
+          );
+          assert.equal(reasons[1], reasons[0], 'the same rows refused, for the same reasons');
+          return refused[1]!;
+        };
+        await both(
+          rows(
+            { id: 1, note: 'tab\there', n: 2, ok: true, j: '["a"]', at: '2024-01-02' },
+            { id: 2, note: 'new\nline \\ back \\N', n: null, ok: false, j: null, at: null },
+            { id: 3, note: 'café ✓ 😀', n: 3, ok: null, j: '[1,2]', at: '2024-03-04T05:06:07Z' },
+          ),
+        );
+        // Merged into, with a column made wider (text) and one whose cells change (a boolean
+        // into a column made integer by values before it).
+        for (const table of ['as_values', 'as_text']) {
+          await write(dest, target(table, ['id'], { hints }), rows({ id: 4, n: 'x', ok: 10 }));
+        }
+        await both(rows({ id: 1, note: 'again', n: 5 }, { id: 5, n: 6 }));
+        await both(rows({ id: 1, ok: false }, { id: 5, ok: true }));
+        if (h.kind === 'postgres') {
+          // A value only the database finds wrong: the rows are written one by one.
+          const refused = await both(
+            rows({ id: 6, note: 'fine' }, { id: 7, at: 'not a date' }, { id: 8, note: 'also' }),
+            { at: 'timestamp' },
+          );
+          assert.deepEqual(
+            refused.map((r) => (r as { index: number }).index),
+            [1],
+          );
+        }
+        assert.deepEqual(typesOf(await dest.describeTable('as_text')), {
+          ...typesOf(await dest.describeTable('as_values')),
+        });
+        const read = await readNormalized(o, 'as_text', ['id']);
+        assert.deepEqual(read, await readNormalized(o, 'as_values', ['id']));
+        assert.deepEqual(
+          read.map((r) => [r.id, r.note, r.n, r.ok]),
+          [
+            [1, null, null, 0],
+            [2, 'new\nline \\ back \\N', null, 0],
+            [3, 'café ✓ 😀', '3', null],
+            [4, null, 'x', 10],
+            [5, null, null, 1],
+            ...(h.kind === 'postgres'
+              ? [
+                  [6, 'fine', null, null],
+                  [8, 'also', null, null],
+                ]
+              : []),
+          ],
+        );
       }));
 
     it('merging into a table that holds duplicate keys says so', () =>

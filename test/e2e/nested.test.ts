@@ -224,6 +224,23 @@ for (const kind of destinationKinds()) {
       }
     });
 
+    test('parse workers (COPY text for PostgreSQL) load what the main thread does: NDJSON merged, CSV appended', {
+      skip: reason,
+    }, async () => {
+      const inline = await target('copy-inline');
+      const workers = await target('copy-workers');
+      const job = (name: string, format: string, write: string) =>
+        `  ${name}:\n    type: properties\n    query: 'province:TX'\n    records: 450\n    format: ${format}\n    write: ${write}\n    nested: json\n    ${POLL}\n`;
+      const jobs = job('merged', 'json', 'merge') + job('appended', 'csv', 'append');
+      await run(inline, 'copy-inline', jobs, { SLUICE_PARSE_WORKERS: '0' });
+      await run(workers, 'copy-workers', jobs, { SLUICE_PARSE_WORKERS: '2' });
+      for (const table of ['merged', 'appended']) {
+        const a = await contents(inline, table);
+        assert.equal(a.length, 450, `${table} has every record`);
+        assert.deepEqual(await contents(workers, table), a, `${table} differs`);
+      }
+    });
+
     test('an enrichment job gives the same people and link tables as autotrace', {
       skip: reason,
     }, async () => {

@@ -75,65 +75,71 @@ for (const kind of destinationKinds()) {
     writePipeline(dir, `${kind}-${name}`, `${pipelineHead(name, t.destinationYaml)}jobs:\n${jobs}`);
 
   describe(`hostile inputs on ${kind}`, { skip: reason }, () => {
-    test('values a database refuses, field names that are JavaScript builtins, empty and long names, a record twice: rejects with reasons, the rest loads, later jobs run', async () => {
-      const long = `x${'LongFieldName'.repeat(7)}`;
-      hostile.serve([
-        JSON.stringify({ id: 'ok1', address: '1 Main St', yearBuilt: 1999 }),
-        JSON.stringify({ id: 'feb30', mostRecentStatusDate: '2021-02-30T00:00:00Z' }),
-        JSON.stringify({ id: 'year0', dateAdded: '0000-01-01' }),
-        JSON.stringify({ id: 'nul', address: 'a\u0000b' }),
-        '{"id":"proto","__proto__":"p","constructor":"c","toString":"t","address":"2 Oak Ave"}',
-        JSON.stringify({ id: 'empty', '': 'a value with no name' }),
-        JSON.stringify({ id: 'long', [long]: 'kept' }),
-        JSON.stringify({
-          id: 'dup',
-          prices: [{ amountMin: 1 }, { amountMin: 2 }, { amountMin: 3 }],
-        }),
-        JSON.stringify({ id: 'ok2', address: '3 Elm Rd' }),
-        JSON.stringify({ id: 'dup', prices: [{ amountMin: 9 }] }),
-      ]);
-      const t = await target('refused');
-      const file = pipeline(
-        t,
-        'refused',
-        `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n  again:\n    type: properties\n    query: 'city:X'\n    table: homes_again\n    ${POLL}\n`,
-      );
-      const run = await runJson(file, hostileEnv());
-      assert.equal(run.code, 0, run.stdout + run.stderr);
-      const [homes, again] = run.summary.jobs;
-      assert.equal(homes.rejected, 4);
-      assert.equal(homes.loaded, 6);
-      assert.equal(again.status, 'loaded', 'the next job runs');
-      const reasons = await t.all<{ reason: string }>(
-        "select reason from _sluice_rejects where job = 'homes' order by line",
-      );
-      const expected = [
-        /^mostRecentStatusDate: '2021-02-30T00:00:00Z' is not a valid date$/,
-        /^dateAdded: '0000-01-01' is not a valid date$/,
-        /NUL character \(U\+0000\), which PostgreSQL cannot store/,
-        /^a field with an empty name$/,
-      ];
-      assert.equal(reasons.length, expected.length);
-      for (const [i, r] of reasons.entries()) assert.match(r.reason, expected[i]!);
-      const proto = await t.one<Record<string, unknown>>(
-        `select "__proto__" as p, "constructor" as c, "toString" as s from homes where id = 'proto'`,
-      );
-      assert.deepEqual({ ...proto }, { p: 'p', c: 'c', s: 't' });
-      const others = await t.one<{ n: number }>(
-        `select count(*) as n from homes where id <> 'proto' and ("__proto__" is not null or "constructor" is not null)`,
-      );
-      assert.equal(Number(others.n), 0, 'other rows do not inherit them');
-      const prices = await t.all<{ amountMin: number }>(
-        `select "amountMin" from homes__prices where _parent_id = 'dup' order by _position`,
-      );
-      assert.deepEqual(
-        prices.map((p) => Number(p.amountMin)),
-        [9],
-        'the last record of an id in a batch, with its children only',
-      );
-      const longColumn = await t.all(`select * from homes where id = 'long'`);
-      assert.ok(Object.values(longColumn[0]!).includes('kept'), 'a long field name is a column');
-    });
+    // Parse workers hand PostgreSQL the rows as COPY text: the same rows and rejects.
+    for (const [parsing, workers] of [
+      ['', '0'],
+      [' (parse workers)', '2'],
+    ] as const) {
+      test(`values a database refuses, field names that are JavaScript builtins, empty and long names, a record twice: rejects with reasons, the rest loads, later jobs run${parsing}`, async () => {
+        const long = `x${'LongFieldName'.repeat(7)}`;
+        hostile.serve([
+          JSON.stringify({ id: 'ok1', address: '1 Main St', yearBuilt: 1999 }),
+          JSON.stringify({ id: 'feb30', mostRecentStatusDate: '2021-02-30T00:00:00Z' }),
+          JSON.stringify({ id: 'year0', dateAdded: '0000-01-01' }),
+          JSON.stringify({ id: 'nul', address: 'a\u0000b' }),
+          '{"id":"proto","__proto__":"p","constructor":"c","toString":"t","address":"2 Oak Ave"}',
+          JSON.stringify({ id: 'empty', '': 'a value with no name' }),
+          JSON.stringify({ id: 'long', [long]: 'kept' }),
+          JSON.stringify({
+            id: 'dup',
+            prices: [{ amountMin: 1 }, { amountMin: 2 }, { amountMin: 3 }],
+          }),
+          JSON.stringify({ id: 'ok2', address: '3 Elm Rd' }),
+          JSON.stringify({ id: 'dup', prices: [{ amountMin: 9 }] }),
+        ]);
+        const t = await target(`refused-${workers}`);
+        const file = pipeline(
+          t,
+          `refused-${workers}`,
+          `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n  again:\n    type: properties\n    query: 'city:X'\n    table: homes_again\n    ${POLL}\n`,
+        );
+        const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+        assert.equal(run.code, 0, run.stdout + run.stderr);
+        const [homes, again] = run.summary.jobs;
+        assert.equal(homes.rejected, 4);
+        assert.equal(homes.loaded, 6);
+        assert.equal(again.status, 'loaded', 'the next job runs');
+        const reasons = await t.all<{ reason: string }>(
+          "select reason from _sluice_rejects where job = 'homes' order by line",
+        );
+        const expected = [
+          /^mostRecentStatusDate: '2021-02-30T00:00:00Z' is not a valid date$/,
+          /^dateAdded: '0000-01-01' is not a valid date$/,
+          /NUL character \(U\+0000\), which PostgreSQL cannot store/,
+          /^a field with an empty name$/,
+        ];
+        assert.equal(reasons.length, expected.length);
+        for (const [i, r] of reasons.entries()) assert.match(r.reason, expected[i]!);
+        const proto = await t.one<Record<string, unknown>>(
+          `select "__proto__" as p, "constructor" as c, "toString" as s from homes where id = 'proto'`,
+        );
+        assert.deepEqual({ ...proto }, { p: 'p', c: 'c', s: 't' });
+        const others = await t.one<{ n: number }>(
+          `select count(*) as n from homes where id <> 'proto' and ("__proto__" is not null or "constructor" is not null)`,
+        );
+        assert.equal(Number(others.n), 0, 'other rows do not inherit them');
+        const prices = await t.all<{ amountMin: number }>(
+          `select "amountMin" from homes__prices where _parent_id = 'dup' order by _position`,
+        );
+        assert.deepEqual(
+          prices.map((p) => Number(p.amountMin)),
+          [9],
+          'the last record of an id in a batch, with its children only',
+        );
+        const longColumn = await t.all(`select * from homes where id = 'long'`);
+        assert.ok(Object.values(longColumn[0]!).includes('kept'), 'a long field name is a column');
+      });
+    }
 
     test('more fields than the database has columns: one clear line, exit 2', async () => {
       const record: Record<string, unknown> = { id: 'wide' };

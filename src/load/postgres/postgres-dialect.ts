@@ -81,6 +81,7 @@ const CAPABILITIES: DestinationCapabilities = {
   alterColumnType: 'in-place',
   concurrentWriters: 4,
   bulkLoad: true,
+  copyText: true,
   // 1 MB against 64 KB: 100,000 records appended in 9.2 s against 12.5, merged in 10.6 against 19.
   batchBytes: 1 << 20,
 };
@@ -349,9 +350,13 @@ class PostgresDialect implements Dialect<PgConn> {
     rows: TableRows,
   ): Promise<void> {
     if (rows.count === 0) return;
-    const list = columns.map((c) => quoteIdent(c.name)).join(', ');
+    const { text } = rows;
+    const list = (text?.columns ?? columns.map((c) => c.name)).map(quoteIdent).join(', ');
     const stream = conn.client.query(copyStreams.from(`COPY ${target} (${list}) FROM STDIN`));
-    await pipeline(Readable.from(copyChunks(rows, columns)), stream);
+    await pipeline(
+      text ? Readable.from([text.bytes]) : Readable.from(copyChunks(rows, columns)),
+      stream,
+    );
   }
 
   async savepoint(conn: PgConn, step: 'begin' | 'release' | 'rollback'): Promise<void> {

@@ -1,9 +1,11 @@
 /**
  * PostgreSQL's side of the portable column types: the types it declares, reading them back,
- * converting one into another, and the COPY text format rows are sent in.
+ * converting one into another, and rows as COPY text where no parse worker wrote them so (the
+ * cells are `schema/copy-text.ts`'s).
  */
 import pg from 'pg';
-import type { ColumnType, RowValue } from '../../schema/types.js';
+import { copyCell } from '../../schema/copy-text.js';
+import type { ColumnType } from '../../schema/types.js';
 import type { BoundColumn, TableRows } from '../dialect.js';
 
 const INT8_OID = 20;
@@ -81,34 +83,6 @@ export function castExpression(col: string, from: ColumnType, to: ColumnType): s
   return `${col}::${PG_TYPE[to]}`;
 }
 
-// COPY text format: backslash, newline, carriage return and tab are escaped; `\N` is null.
-const NEEDS_ESCAPE = /[\\\n\r\t]/;
-const ESCAPES = /[\\\n\r\t]/g;
-const ESCAPE_OF: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-
-function escapeCopyText(text: string): string {
-  return NEEDS_ESCAPE.test(text) ? text.replace(ESCAPES, (c) => ESCAPE_OF[c]!) : text;
-}
-
-/** One value as COPY text for a column of `type`. */
-function copyValue(value: RowValue | undefined, type: ColumnType): string {
-  if (value === null || value === undefined) return '\\N';
-  switch (typeof value) {
-    case 'string':
-      return escapeCopyText(value);
-    case 'boolean':
-      if (type === 'boolean') return value ? 't' : 'f';
-      if (type === 'integer' || type === 'real') return value ? '1' : '0';
-      return value ? 'true' : 'false';
-    case 'number':
-      if (type === 'boolean') return value === 0 ? 'f' : 't';
-      if (type === 'json' && !Number.isFinite(value)) return '\\N';
-      return String(value);
-    default:
-      return escapeCopyText(JSON.stringify(value));
-  }
-}
-
 const CHUNK_CHARS = 256 * 1024;
 
 /** COPY text lines for `rows`, in chunks of about 256 kB. */
@@ -121,7 +95,7 @@ export function* copyChunks(rows: TableRows, columns: readonly BoundColumn[]): G
     let line = '';
     for (let i = 0; i < width; i++) {
       if (i > 0) line += '\t';
-      line += copyValue(input[o++], types[i]!);
+      line += copyCell(input[o++], types[i]!);
     }
     chunk += `${line}\n`;
     if (chunk.length >= CHUNK_CHARS) {

@@ -73,6 +73,7 @@ const CAPABILITIES: DestinationCapabilities = {
   alterColumnType: 'rebuild',
   concurrentWriters: 1,
   bulkLoad: false,
+  copyText: false,
   batchBytes: 64 << 10,
 };
 
@@ -209,6 +210,7 @@ class SqliteDialect implements Dialect<Database.Database> {
     mode: 'append' | 'merge',
     key: readonly string[],
   ): Promise<void> {
+    if (rows.text) throw new Error('SQLite takes rows as values, not COPY text');
     const statement = this.#insertStatement(table, columns, mode, key);
     const width = columns.length;
     const types = columns.map((c) => c.type);

@@ -8,6 +8,7 @@ import { packBatch, packedBatches, recordBatches } from '../../../src/records/in
 import { ParserPool } from '../../../src/records/parallel.js';
 import { JobTables } from '../../../src/records/tables.js';
 import type { PackedBatch, RecordBatch } from '../../../src/records/types.js';
+import { plainRows } from '../../../src/schema/copy-text.js';
 import { type Row, unpackRow } from '../../../src/schema/types.js';
 
 const spec = parsePipeline(
@@ -112,6 +113,44 @@ function flat(batches: PackedBatch[]) {
 }
 
 describe('parsing in worker threads', () => {
+  it('writes the job rows as COPY text when asked (one worker or several), keeping the keys as values', async () => {
+    const text = csvFile(3000);
+    const tables = new JobTables(plan);
+    const here = flat(
+      packedHere(
+        await collect(
+          recordBatches(source(text), 'csv', 'properties', { batchSize: 500, shape: tables.shape }),
+        ),
+        tables,
+      ),
+    );
+    for (const workers of [1, 2]) {
+      const pool = new ParserPool(workers);
+      try {
+        const request = {
+          format: 'csv' as const,
+          plan,
+          batchSize: 500,
+          maxBuffered: 2,
+          blockBytes: 16 << 10,
+          copyText: { keep: ['id'] },
+        };
+        const batches = await collect(pool.parse(source(text), request).batches);
+        for (const batch of batches.filter((b) => b.rows.count > 0)) {
+          const { rows } = batch;
+          assert.ok(rows.text, `${workers} worker(s): the batch is COPY text`);
+          assert.ok(rows.text.bytes instanceof Uint8Array);
+          assert.deepEqual(rows.names, ['id'], 'only the key stays a value');
+          assert.equal(rows.values.length, rows.count);
+        }
+        const back = batches.map((b) => ({ ...b, rows: plainRows(b.rows) }));
+        assert.deepEqual(flat(back), here, `${workers} worker(s): the same rows read back`);
+      } finally {
+        await pool.close();
+      }
+    }
+  });
+
   it('gives exactly the batches of parsing in this thread, related rows included', async () => {
     const text = csvFile(3000);
     const tables = new JobTables(plan);
