@@ -2,6 +2,11 @@
 // well under a second), and with `--types` the declarations through tsc (for the package).
 // `npm ci` runs it (prepare) without --types, so `npm ci --omit=dev` gives a working install:
 // esbuild is a dependency, TypeScript only a dev dependency.
+// dist/ is rebuilt in place, never removed first: a run may be importing from it meanwhile (the
+// first `npx sluice` in this folder installs the folder into npx's cache, which runs prepare, while
+// a scheduled run of the same install goes on). Each file is written to a temporary name and
+// renamed over the old one, and only when its content changed; files whose source is gone are
+// removed after. A reader sees the old file or the new one, never none or half of one.
 // Usage: node scripts/build.mjs [--types]
 import { spawnSync } from 'node:child_process';
 import {
@@ -9,9 +14,13 @@ import {
   lstatSync,
   mkdirSync,
   readdirSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
   rmSync,
   statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,9 +38,9 @@ function sources(dir, out = []) {
   return out;
 }
 
-rmSync('dist', { recursive: true, force: true });
-await build({
+const built = await build({
   entryPoints: sources('src'),
+  write: false,
   outdir: 'dist',
   outbase: 'src',
   format: 'esm',
@@ -40,6 +49,37 @@ await build({
   sourcemap: true,
   logLevel: 'warning',
 });
+for (const file of built.outputFiles) {
+  let same = false;
+  try {
+    same = readFileSync(file.path).equals(file.contents);
+  } catch {}
+  if (same) continue;
+  mkdirSync(dirname(file.path), { recursive: true });
+  const temporary = `${file.path}.${process.pid}.tmp`;
+  writeFileSync(temporary, file.contents);
+  renameSync(temporary, file.path);
+}
+
+/** Removes what no source in src/ gives (a source deleted or renamed); another build's files
+ * being written (*.tmp) are left to it. Returns whether the folder is left empty. */
+function prune(dir) {
+  let left = 0;
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) {
+      if (prune(path)) rmdirSync(path);
+      else left++;
+      continue;
+    }
+    const stem = relative('dist', path).replace(/\.(js|js\.map|d\.ts|d\.ts\.map)$/, '');
+    if (name.endsWith('.tmp') || (stem !== relative('dist', path) && existsSync(`src/${stem}.ts`)))
+      left++;
+    else rmSync(path, { force: true });
+  }
+  return left === 0;
+}
+prune('dist');
 
 if (process.argv.includes('--types')) {
   const tsc = spawnSync(
