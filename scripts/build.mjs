@@ -7,7 +7,7 @@
 // a scheduled run of the same install goes on). Each file is written to a temporary name and
 // renamed over the old one, and only when its content changed; files whose source is gone are
 // removed after. A reader sees the old file or the new one, never none or half of one.
-// Usage: node scripts/build.mjs [--types]
+// Usage: node scripts/build.mjs [--types] [--out DIR]   (DIR: dist by default; tests build elsewhere)
 import { spawnSync } from 'node:child_process';
 import {
   existsSync,
@@ -22,26 +22,28 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+const at = process.argv.indexOf('--out');
+const out = at < 0 ? 'dist' : resolve(process.argv[at + 1] ?? '');
 process.chdir(root);
 
-function sources(dir, out = []) {
+function sources(dir, found = []) {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) sources(path, out);
-    else if (path.endsWith('.ts') && !path.endsWith('.d.ts')) out.push(path);
+    if (statSync(path).isDirectory()) sources(path, found);
+    else if (path.endsWith('.ts') && !path.endsWith('.d.ts')) found.push(path);
   }
-  return out;
+  return found;
 }
 
 const built = await build({
   entryPoints: sources('src'),
   write: false,
-  outdir: 'dist',
+  outdir: out,
   outbase: 'src',
   format: 'esm',
   platform: 'node',
@@ -72,19 +74,19 @@ function prune(dir) {
       else left++;
       continue;
     }
-    const stem = relative('dist', path).replace(/\.(js|js\.map|d\.ts|d\.ts\.map)$/, '');
-    if (name.endsWith('.tmp') || (stem !== relative('dist', path) && existsSync(`src/${stem}.ts`)))
+    const stem = relative(out, path).replace(/\.(js|js\.map|d\.ts|d\.ts\.map)$/, '');
+    if (name.endsWith('.tmp') || (stem !== relative(out, path) && existsSync(`src/${stem}.ts`)))
       left++;
     else rmSync(path, { force: true });
   }
   return left === 0;
 }
-prune('dist');
+prune(out);
 
 if (process.argv.includes('--types')) {
   const tsc = spawnSync(
     process.execPath,
-    ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'],
+    ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', out],
     { stdio: 'inherit' },
   );
   if (tsc.status !== 0) process.exit(tsc.status ?? 1);

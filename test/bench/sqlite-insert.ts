@@ -1,6 +1,6 @@
 /**
  * The SQLite hot path: the same rows inserted through a cached prepared statement (what
- * SqliteDestination does) and through Kysely's query builder (multi-row `insertInto().values()`
+ * SqliteDestination does), through prepared statements of several rows each, and through Kysely's query builder (multi-row `insertInto().values()`
  * per batch), in one transaction each, into fresh tables of the same file.
  *
  *   npx tsx test/bench/sqlite-insert.ts [--rows 200000] [--batch 500]
@@ -73,6 +73,27 @@ for (let round = 0; round < 2; round++) {
       }
     });
   });
+  for (const per of [10, 50]) {
+    create(`multi_${per}_${round}`);
+    await time(`prepared statement, ${per} rows per run()`, async () => {
+      const one = `(${COLUMNS.map(() => '?').join(', ')})`;
+      const head = `INSERT INTO multi_${per}_${round} (${COLUMNS.map((c) => `"${c}"`).join(', ')}) VALUES `;
+      const many = handle.prepare(head + Array.from({ length: per }, () => one).join(', '));
+      const single = handle.prepare(head + one);
+      const params: unknown[] = new Array(COLUMNS.length * per);
+      await db.transaction().execute(async () => {
+        let i = 0;
+        for (; i + per <= rows.length; i += per) {
+          for (let k = 0, o = 0; k < per; k++) {
+            const r = rows[i + k]!;
+            for (let j = 0; j < COLUMNS.length; j++) params[o++] = r[COLUMNS[j]!];
+          }
+          many.run(params);
+        }
+        for (; i < rows.length; i++) single.run(COLUMNS.map((c) => rows[i]![c]));
+      });
+    });
+  }
   create(`kysely_${round}`);
   await time(`Kysely insertInto().values(), ${BATCH} rows each`, async () => {
     await db.transaction().execute(async (trx) => {
