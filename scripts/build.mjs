@@ -4,9 +4,10 @@
 // esbuild is a dependency, TypeScript only a dev dependency.
 // dist/ is rebuilt in place, never removed first: a run may be importing from it meanwhile (the
 // first `npx sluice` in this folder installs the folder into npx's cache, which runs prepare, while
-// a scheduled run of the same install goes on). Each file is written to a temporary name and
-// renamed over the old one, and only when its content changed; files whose source is gone are
-// removed after. A reader sees the old file or the new one, never none or half of one.
+// a scheduled run of the same install goes on). Each JavaScript file and source map is written to
+// a temporary name and renamed over the old one, and only when its content changed; then the
+// outputs of sources since deleted are removed. A reader sees a module's old file or its new one,
+// never none or half of one (tsc rewrites the declarations in place: no run reads them).
 // Usage: node scripts/build.mjs [--types] [--out DIR]   (DIR: dist by default; tests build elsewhere)
 import { spawnSync } from 'node:child_process';
 import {
@@ -27,9 +28,23 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const at = process.argv.indexOf('--out');
-const out = at < 0 ? 'dist' : resolve(process.argv[at + 1] ?? '');
+const out = outDir();
 process.chdir(root);
+
+/** Where to build: dist/, or the folder --out names (from the caller's folder), outside the
+ * project: pruning removes the .js files no source in src/ gives. */
+function outDir() {
+  const at = process.argv.indexOf('--out');
+  if (at < 0) return join(root, 'dist');
+  const given = process.argv[at + 1];
+  const dir = given && !given.startsWith('-') ? resolve(given) : undefined;
+  const inside = (parent, child) => !relative(parent, child).startsWith('..');
+  if (dir === undefined || inside(dir, root) || inside(root, dir)) {
+    console.error(`build.mjs: --out needs a folder outside the project, not ${given ?? 'nothing'}`);
+    process.exit(2);
+  }
+  return dir;
+}
 
 function sources(dir, found = []) {
   for (const name of readdirSync(dir)) {
@@ -41,6 +56,7 @@ function sources(dir, found = []) {
 }
 
 const built = await build({
+  absWorkingDir: root,
   entryPoints: sources('src'),
   write: false,
   outdir: out,
@@ -59,27 +75,49 @@ for (const file of built.outputFiles) {
   if (same) continue;
   mkdirSync(dirname(file.path), { recursive: true });
   const temporary = `${file.path}.${process.pid}.tmp`;
-  writeFileSync(temporary, file.contents);
-  renameSync(temporary, file.path);
+  try {
+    writeFileSync(temporary, file.contents);
+    renameSync(temporary, file.path);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
 }
 
-/** Removes what no source in src/ gives (a source deleted or renamed); another build's files
- * being written (*.tmp) are left to it. Returns whether the folder is left empty. */
+const OUTPUT = /\.(js|js\.map|d\.ts|d\.ts\.map)$/;
+/** A build's temporary file: its own to rename, unless that build is gone (killed, disk full). */
+const TEMPORARY = /\.(\d+)\.tmp$/;
+const STALE_TEMPORARY_MS = 60_000;
+
+/** Removes the outputs of sources since deleted or renamed, and temporary files left behind by a
+ * build that stopped; anything else is left as it is. Returns whether the folder is left empty. */
 function prune(dir) {
   let left = 0;
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
       if (prune(path)) rmdirSync(path);
       else left++;
-      continue;
-    }
-    const stem = relative(out, path).replace(/\.(js|js\.map|d\.ts|d\.ts\.map)$/, '');
-    if (name.endsWith('.tmp') || (stem !== relative(out, path) && existsSync(`src/${stem}.ts`)))
-      left++;
-    else rmSync(path, { force: true });
+    } else if (TEMPORARY.test(entry.name) ? abandoned(path) : stale(path)) {
+      rmSync(path, { force: true });
+    } else left++;
   }
   return left === 0;
+}
+
+function stale(path) {
+  const stem = relative(out, path).replace(OUTPUT, '');
+  return stem !== relative(out, path) && !existsSync(join('src', `${stem}.ts`));
+}
+
+function abandoned(path) {
+  const pid = Number(TEMPORARY.exec(path)[1]);
+  try {
+    process.kill(pid, 0);
+    return Date.now() - statSync(path).mtimeMs > STALE_TEMPORARY_MS; // a pid reused since
+  } catch (error) {
+    return error.code === 'ESRCH' || error.code === 'ENOENT'; // ENOENT: renamed meanwhile
+  }
 }
 prune(out);
 
@@ -92,14 +130,18 @@ if (process.argv.includes('--types')) {
   if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 }
 
-// `npx sluice` in this folder finds the command here, instead of installing the folder into
-// npx's cache first (npm does not link a project's own bin into its node_modules/.bin).
-if (existsSync('node_modules')) {
+// node_modules/.bin/sluice, as the README's cron line runs it: npm does not link a project's own
+// command there. (`npx sluice` does not use it: npx installs the folder into its cache instead.)
+if (out === join(root, 'dist') && existsSync('node_modules')) {
   const link = join('node_modules', '.bin', 'sluice');
   mkdirSync(dirname(link), { recursive: true });
   try {
     lstatSync(link);
   } catch {
-    symlinkSync(relative(dirname(link), 'bin/sluice.js'), link);
+    try {
+      symlinkSync(relative(dirname(link), 'bin/sluice.js'), link);
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error; // another build made it meanwhile
+    }
   }
 }

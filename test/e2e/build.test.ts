@@ -1,6 +1,15 @@
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -14,50 +23,67 @@ import { tempDir } from '../helpers/pipeline.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-function build(out: string): void {
-  const result = spawnSync(process.execPath, ['scripts/build.mjs', '--out', out], {
+function build(...args: string[]) {
+  return spawnSync(process.execPath, ['scripts/build.mjs', ...args], {
     cwd: ROOT,
     encoding: 'utf8',
   });
-  assert.equal(result.status, 0, result.stderr);
 }
 
-/** Every file under `root`, by its path in it: its inode and its text. */
-function files(root: string, dir = root, found = new Map<string, { ino: number; text: string }>()) {
+/** Every file under `root`, by its path in it. */
+function files(root: string, dir = root, found: string[] = []): string[] {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    const stat = statSync(path);
-    if (stat.isDirectory()) files(root, path, found);
-    else found.set(relative(root, path), { ino: stat.ino, text: readFileSync(path, 'utf8') });
+    if (statSync(path).isDirectory()) files(root, path, found);
+    else found.push(relative(root, path));
   }
   return found;
 }
 
 describe('the build', () => {
-  test('rebuilds in place: unchanged files stay as they are, a changed one is replaced whole, what no source gives goes', () => {
-    const out = join(tempDir('sluice-build-'), 'dist');
-    build(out);
+  test('rebuilds in place: unchanged files stay the same files, a changed one is replaced whole, outputs of no source go', (t) => {
+    const dir = tempDir('sluice-build-');
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const out = join(dir, 'dist');
+    assert.equal(build('--out', out).status, 0);
     const first = files(out);
-    assert.ok(first.has('cli/main.js') && first.has('cli/main.js.map'));
+    assert.ok(first.includes('cli/main.js') && first.includes('cli/main.js.map'));
+    const text = new Map(first.map((path) => [path, readFileSync(join(out, path), 'utf8')]));
+    // A second name for each file: a file replaced (or removed and written again) loses it.
+    mkdirSync(join(dir, 'links'));
+    first.forEach((path, i) => linkSync(join(out, path), join(dir, 'links', String(i))));
 
     writeFileSync(join(out, 'errors.js'), 'stale');
+    writeFileSync(join(out, 'errors.d.ts'), 'export {};'); // tsc's, of a source that is there
     writeFileSync(join(out, 'gone.js'), 'from a source since deleted');
+    writeFileSync(join(out, 'gone.d.ts'), 'export {};');
     mkdirSync(join(out, 'old/deeper'), { recursive: true });
     writeFileSync(join(out, 'old/deeper/module.js.map'), '{}');
-    writeFileSync(join(out, 'cli/main.js.4242.tmp'), 'another build writing');
-    build(out);
+    writeFileSync(join(out, 'NOTES.txt'), 'not an output: left alone');
+    // A temporary file of a build still going (this process), and of one that stopped.
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    writeFileSync(join(out, `cli/main.js.${process.pid}.tmp`), 'another build writing');
+    writeFileSync(join(out, `cli/index.js.${dead}.tmp`), 'a build killed half way');
+    assert.equal(build('--out', out).status, 0);
 
-    const second = files(out);
-    for (const [path, file] of first) {
-      const now = second.get(path);
-      assert.ok(now, `${path} is still there`);
-      assert.equal(now.text, file.text, path);
-      // The same file, not a copy: nothing was removed and written again.
-      if (path !== 'errors.js') assert.equal(now.ino, file.ino, path);
+    first.forEach((path, i) => {
+      assert.equal(readFileSync(join(out, path), 'utf8'), text.get(path), path);
+      const same = statSync(join(out, path)).ino === statSync(join(dir, 'links', String(i))).ino;
+      assert.equal(same, path !== 'errors.js', `${path} is ${same ? 'the same file' : 'new'}`);
+    });
+    assert.equal(existsSync(join(out, 'errors.d.ts')), true);
+    for (const gone of ['gone.js', 'gone.d.ts', 'old', `cli/index.js.${dead}.tmp`]) {
+      assert.equal(existsSync(join(out, gone)), false, `${gone} is removed`);
     }
-    assert.notEqual(second.get('errors.js')!.ino, first.get('errors.js')!.ino);
-    assert.equal(existsSync(join(out, 'gone.js')), false);
-    assert.equal(existsSync(join(out, 'old')), false);
-    assert.equal(existsSync(join(out, 'cli/main.js.4242.tmp')), true);
+    assert.equal(existsSync(join(out, 'NOTES.txt')), true);
+    assert.equal(existsSync(join(out, `cli/main.js.${process.pid}.tmp`)), true);
+  });
+
+  test('refuses to build into the project or a folder holding it, which pruning would empty', () => {
+    for (const args of [['--out'], ['--out', '.'], ['--out', 'bin'], ['--out', '--types']]) {
+      const result = build(...args);
+      assert.equal(result.status, 2, args.join(' '));
+      assert.match(result.stderr, /--out needs a folder outside the project/);
+    }
   });
 });
