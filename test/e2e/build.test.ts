@@ -51,7 +51,7 @@ describe('the build', () => {
     const text = new Map(first.map((path) => [path, readFileSync(join(out, path), 'utf8')]));
     // A second name for each file: a file replaced (or removed and written again) loses it.
     mkdirSync(join(dir, 'links'));
-    first.forEach((path, i) => linkSync(join(out, path), join(dir, 'links', String(i))));
+    for (const [i, path] of first.entries()) linkSync(join(out, path), join(dir, 'links', `${i}`));
 
     writeFileSync(join(out, 'errors.js'), 'stale');
     writeFileSync(join(out, 'errors.d.ts'), 'export {};'); // tsc's, of a source that is there
@@ -66,11 +66,11 @@ describe('the build', () => {
     writeFileSync(join(out, `cli/index.js.${dead}.tmp`), 'a build killed half way');
     assert.equal(build('--out', out).status, 0);
 
-    first.forEach((path, i) => {
+    for (const [i, path] of first.entries()) {
       assert.equal(readFileSync(join(out, path), 'utf8'), text.get(path), path);
       const same = statSync(join(out, path)).ino === statSync(join(dir, 'links', String(i))).ino;
       assert.equal(same, path !== 'errors.js', `${path} is ${same ? 'the same file' : 'new'}`);
-    });
+    }
     assert.equal(existsSync(join(out, 'errors.d.ts')), true);
     for (const gone of ['gone.js', 'gone.d.ts', 'old', `cli/index.js.${dead}.tmp`]) {
       assert.equal(existsSync(join(out, gone)), false, `${gone} is removed`);
