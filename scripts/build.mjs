@@ -96,13 +96,23 @@ function prune(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) {
-      if (prune(path)) rmdirSync(path);
-      else left++;
+      if (!prune(path) || !removeEmpty(path)) left++;
     } else if (TEMPORARY.test(entry.name) ? abandoned(path) : stale(path)) {
       rmSync(path, { force: true });
     } else left++;
   }
   return left === 0;
+}
+
+/** Removes an empty folder, unless another build has just written into it. */
+function removeEmpty(dir) {
+  try {
+    rmdirSync(dir);
+    return true;
+  } catch (error) {
+    if (error.code === 'ENOTEMPTY' || error.code === 'EEXIST') return false;
+    throw error;
+  }
 }
 
 function stale(path) {
