@@ -2,8 +2,9 @@
  * Where a load's time goes, stage by stage, in this one thread, on result files already on
  * disk: read (the bytes), parse (JSON.parse of each line, or csv-parse), decode, shape and pack
  * (sluice's records stage: catalogue decoding, nested values to JSON text or child rows, the
- * job's rows packed in column order), transfer (the structured clone a packed batch costs
- * between threads: once in the parsing thread, once in the writing one), and write (prepared
+ * job's rows packed in column order), transfer (what moving a packed batch between threads
+ * costs: V8's serializer, which postMessage uses, in the parsing thread, and its deserializer
+ * in the writing one, timed apart), and write (prepared
  * inserts of the packed rows into a SQLite file, in one transaction). And the floor: a naive
  * loop doing the same work, JSON.parse of each line, nested values stringified again and a
  * prepared insert, with no batches, no workers and no checks. Used by load.ts; also runs alone:
@@ -14,6 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { deserialize, serialize } from 'node:v8';
 import Database from 'better-sqlite3';
 import { parse } from 'csv-parse/sync';
 import { packedBatches } from '../../src/records/index.js';
@@ -27,7 +29,9 @@ export interface StageFigures {
   read: number;
   parse: number;
   decodeShape: number;
-  transfer: number;
+  /** Serializing batches (in a parse worker) and deserializing them (in the writing thread). */
+  transferOut: number;
+  transferIn: number;
   write: number;
   /** The naive one-thread loop (NDJSON only): parse, stringify nested values, insert. */
   naive?: number;
@@ -51,7 +55,8 @@ export async function stageProfile(
     read: 0,
     parse: 0,
     decodeShape: 0,
-    transfer: 0,
+    transferOut: 0,
+    transferIn: 0,
     write: 0,
   };
   const db = openDatabase(join(dir, 'write.sqlite'));
@@ -83,8 +88,11 @@ export async function stageProfile(
       figures.decodeShape += Math.max(0, seconds(t) - parsed);
 
       t = performance.now();
-      for (const batch of batches) structuredClone(batch);
-      figures.transfer += seconds(t) * 2;
+      const serialized = batches.map((batch) => serialize(batch));
+      figures.transferOut += seconds(t);
+      t = performance.now();
+      for (const bytes of serialized) deserialize(bytes);
+      figures.transferIn += seconds(t);
 
       figures.write += insertAll(
         db,
@@ -104,8 +112,10 @@ function seconds(since: number): number {
   return (performance.now() - since) / 1000;
 }
 
+/** A new file with sluice's settings (sqlite-dialect.ts), for both the stage and the floor. */
 function openDatabase(path: string): Database.Database {
   const db = new Database(path);
+  db.pragma('page_size = 16384');
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   return db;
@@ -185,9 +195,10 @@ export function printStages(label: string, f: StageFigures): void {
   line('read (bytes from disk)', f.read);
   line('parse (JSON.parse / csv-parse)', f.parse);
   line('decode, shape, pack (catalogue, nested)', f.decodeShape);
-  line('transfer (structured clone, both threads)', f.transfer);
+  line('transfer out (serialize, parse worker)', f.transferOut);
+  line('transfer in (deserialize, writing thread)', f.transferIn);
   line('write (prepared inserts, one transaction)', f.write);
-  const total = f.read + f.parse + f.decodeShape + f.transfer + f.write;
+  const total = f.read + f.parse + f.decodeShape + f.transferOut + f.transferIn + f.write;
   line('sum of the stages', total);
   if (f.naive !== undefined) line('naive loop: parse + stringify + insert', f.naive);
 }

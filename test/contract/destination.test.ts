@@ -1232,3 +1232,40 @@ describe('sqlite lock file', () => {
     }
   });
 });
+
+/** sluice makes its SQLite databases with 16 KB pages; a database it finds keeps its own. */
+describe('sqlite page size', () => {
+  it('a new database has 16 KB pages, an existing one its own, and both load', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-pages-'));
+    try {
+      const fresh = join(dir, 'new.sqlite');
+      const existing = join(dir, 'old.sqlite');
+      const old = new Database(existing);
+      old.pragma('page_size = 4096');
+      old.exec('CREATE TABLE notes (body TEXT)');
+      old.close();
+      for (const [file, pageSize] of [
+        [fresh, 16384],
+        [existing, 4096],
+      ] as const) {
+        const dest = await openDestination(`sqlite:${file}`);
+        try {
+          await write(dest, target('items'), rows({ id: 'a', name: 'x'.repeat(5000) }));
+        } finally {
+          await dest.close();
+        }
+        const db = new Database(file, { readonly: true });
+        try {
+          assert.equal(db.pragma('page_size', { simple: true }), pageSize, file);
+          assert.deepEqual(db.prepare('SELECT id, length(name) AS n FROM items').all(), [
+            { id: 'a', n: 5000 },
+          ]);
+        } finally {
+          db.close();
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

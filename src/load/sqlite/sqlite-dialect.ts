@@ -27,6 +27,16 @@ import type { StateDatabase } from '../state-tables.js';
 import { translateSqliteError } from './sqlite-errors.js';
 import { lockFile } from './sqlite-lock.js';
 
+/**
+ * The page size of a database sluice makes (an existing one keeps its own: SQLite changes it
+ * only by a VACUUM outside WAL mode). A property record takes about 1.7 KB as a row: a 4 KB
+ * page (SQLite's default) holds two and leaves a fifth of itself empty, a 16 KB page nine or
+ * ten. With 16 KB pages, 100,000 records committed 10,000 at a time took 40% less time to
+ * commit (a commit copies the write-ahead log into the database page by page), 5-10% less to
+ * insert, and 15% less room (test/bench/sqlite-insert.ts).
+ */
+const PAGE_SIZE = 16384;
+
 /** Declared SQLite types: each maps back to one ColumnType (see `typeOfDeclared`). */
 const DECLARED: Record<ColumnType, string> = {
   boolean: 'BOOLEAN',
@@ -386,6 +396,9 @@ export async function openSqliteDestination(
       if (handle.readonly) {
         throw Object.assign(new Error('read-only'), { code: 'SQLITE_READONLY' });
       }
+      // Takes effect only in a database not yet written (see PAGE_SIZE); before WAL, which
+      // writes the first page.
+      handle.pragma(`page_size = ${PAGE_SIZE}`);
       handle.pragma('journal_mode = WAL');
       handle.pragma('synchronous = NORMAL');
       handle.pragma('foreign_keys = ON');
