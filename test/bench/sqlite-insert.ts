@@ -3,8 +3,9 @@
  * SqliteDestination does), through prepared statements of several rows each, and through
  * Kysely's query builder (multi-row `insertInto().values()` per batch), in one transaction
  * each, into fresh tables of the same file. Then the page size: the emulator's property records
- * (about 1.7 KB each as a row) committed 10,000 at a time (a result file each) into a new file of 4 KB pages
- * (SQLite's default) and one of 16 KB (what sluice makes), inserts and commits timed apart.
+ * (about 1.7 KB each as a row) committed 10,000 at a time (a result file each) into a new file
+ * of 4 KB pages (SQLite's default) and one of 16 KB (what sluice makes), inserts and commits
+ * timed apart, in two rounds.
  *
  *   npx tsx test/bench/sqlite-insert.ts [--rows 200000] [--batch 500]
  */

@@ -4,8 +4,8 @@
  * (sluice's records stage: catalogue decoding, nested values to JSON text or child rows, the
  * job's rows packed in column order), transfer (what moving a packed batch between threads
  * costs: V8's serializer, which postMessage uses, in the parsing thread, and its deserializer
- * in the writing one, timed apart), and write (prepared
- * inserts of the packed rows into a SQLite file, in one transaction). And the floor: a naive
+ * in the writing one, timed apart), and write (prepared inserts of the packed rows into a
+ * SQLite file of 16 KB pages, in one transaction). And the floor: a naive
  * loop doing the same work, JSON.parse of each line, nested values stringified again and a
  * prepared insert, with no batches, no workers and no checks. Used by load.ts; also runs alone:
  *
