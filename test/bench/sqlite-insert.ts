@@ -4,7 +4,7 @@
  * Kysely's query builder (multi-row `insertInto().values()` per batch), in one transaction
  * each, into fresh tables of the same file. Then the page size: the emulator's property records
  * (about 1.7 KB each as a row) committed 10,000 at a time (a result file each) into a new file
- * of 4 KB pages (SQLite's default) and one of 16 KB (what sluice makes), inserts and commits
+ * of 4 KB pages (SQLite's default) and one of sluice's (PAGE_SIZE), inserts and commits
  * timed apart, in two rounds.
  *
  *   npx tsx test/bench/sqlite-insert.ts [--rows 200000] [--batch 500]
@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { Dataset } from '../../src/emulator/data/dataset.js';
+import { PAGE_SIZE } from '../../src/load/sqlite/sqlite-dialect.js';
 
 const { values } = parseArgs({
   options: {
@@ -130,7 +131,7 @@ const propertyRows = records.map((r) =>
 );
 console.log(`\npage size, property records committed ${FILE_ROWS} at a time (a result file each)`);
 // Two rounds, the order swapped in the second, so that neither size always runs first.
-for (const [round, pageSize] of [4096, 16384, 16384, 4096].entries()) {
+for (const [round, pageSize] of [4096, PAGE_SIZE, PAGE_SIZE, 4096].entries()) {
   const file = new Database(join(dir, `pages-${pageSize}-${round}.sqlite`));
   file.pragma(`page_size = ${pageSize}`);
   file.pragma('journal_mode = WAL');

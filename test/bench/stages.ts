@@ -5,7 +5,7 @@
  * job's rows packed in column order), transfer (what moving a packed batch between threads
  * costs: V8's serializer, which postMessage uses, in the parsing thread, and its deserializer
  * in the writing one, timed apart), and write (prepared inserts of the packed rows into a
- * SQLite file of 16 KB pages, in one transaction). And the floor: a naive
+ * SQLite file of sluice's page size, in one transaction). And the floor: a naive
  * loop doing the same work, JSON.parse of each line, nested values stringified again and a
  * prepared insert, with no batches, no workers and no checks. Used by load.ts; also runs alone:
  *
@@ -18,6 +18,7 @@ import { Readable } from 'node:stream';
 import { deserialize, serialize } from 'node:v8';
 import Database from 'better-sqlite3';
 import { parse } from 'csv-parse/sync';
+import { PAGE_SIZE } from '../../src/load/sqlite/sqlite-dialect.js';
 import { packedBatches } from '../../src/records/index.js';
 import { JobTables } from '../../src/records/tables.js';
 import type { PackedBatch } from '../../src/records/types.js';
@@ -115,7 +116,7 @@ function seconds(since: number): number {
 /** A new file with sluice's settings (sqlite-dialect.ts), for both the stage and the floor. */
 function openDatabase(path: string): Database.Database {
   const db = new Database(path);
-  db.pragma('page_size = 16384');
+  db.pragma(`page_size = ${PAGE_SIZE}`);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   return db;

@@ -35,7 +35,7 @@ import { lockFile } from './sqlite-lock.js';
  * commit (a commit copies the write-ahead log into the database page by page), 5-10% less to
  * insert, and 15% less room (test/bench/sqlite-insert.ts).
  */
-const PAGE_SIZE = 16384;
+export const PAGE_SIZE = 16384;
 
 /** Declared SQLite types: each maps back to one ColumnType (see `typeOfDeclared`). */
 const DECLARED: Record<ColumnType, string> = {
