@@ -92,6 +92,18 @@ export interface FileTransaction {
   recordFile(row: FileRow): Promise<void>;
 }
 
+export interface FileOptions {
+  /**
+   * Other files of the job are loaded beside this one, each in its own transaction. A table
+   * this file would make, or whose columns it would add or widen, is then refused with
+   * SLUICE_DESTINATION_CONFLICT, and the file is to be loaded again alone: a change made beside
+   * other files would wait for them to commit (or deadlock), and a file that described the
+   * table before it would write to it by the columns it had seen (a boolean widened to a number
+   * takes `1`, not `t`).
+   */
+  besideOthers?: boolean;
+}
+
 /** Which rows `readPairs` reads, by the columns every loaded row carries. */
 export interface PairFilter {
   /** Rows loaded from this download (`_sluice_download_id`). */
@@ -220,7 +232,7 @@ export interface Destination {
   dropStaging(tables: readonly string[], stagedBy: string): Promise<void>;
 
   /** Runs a file's statements in one transaction; rolls back everything if `work` throws. */
-  loadFile<T>(work: (tx: FileTransaction) => Promise<T>): Promise<T>;
+  loadFile<T>(work: (tx: FileTransaction) => Promise<T>, options?: FileOptions): Promise<T>;
   /**
    * Ends a job in one transaction (replace swap, attempt status, cursor), after the parent
    * links left until then are indexed.

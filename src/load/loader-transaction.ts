@@ -25,6 +25,8 @@ export interface LoaderInternals<C> {
 export class LoaderTransaction<C> implements FileTransaction {
   /** Tables this transaction described or changed (undefined: dropped), by physical name. */
   readonly tables = new Map<string, Map<string, ColumnType> | undefined>();
+  /** Tables this transaction made, changed, dropped or swapped (not only described). */
+  readonly changed = new Set<string>();
   /** Tables whose key index, and whose parent-link index, this transaction has seen to. */
   readonly #indexed = new Set<string>();
   readonly #parentIndexed = new Set<string>();
@@ -34,6 +36,11 @@ export class LoaderTransaction<C> implements FileTransaction {
     readonly loader: LoaderInternals<C>,
     readonly conn: C,
     readonly db: Kysely<StateDatabase>,
+    /**
+     * Other files are loaded beside this one (see `FileOptions`): a table it would make or
+     * change is refused with SLUICE_DESTINATION_CONFLICT instead.
+     */
+    readonly besideOthers = false,
   ) {}
 
   get #dialect(): Dialect<C> {
@@ -62,6 +69,18 @@ export class LoaderTransaction<C> implements FileTransaction {
     const bound = [...wanted].map((c) => ({ name: this.loader.bind(c.name), type: c.type }));
     let existing = await this.#columns(table);
     let changes = planChanges(existing && toColumns(existing), bound);
+    if (hasChanges(changes) && this.besideOthers) {
+      // Another file of the run may have made the change already: looked at again, as committed.
+      existing = await this.#columns(table, true);
+      changes = planChanges(existing && toColumns(existing), bound);
+      if (hasChanges(changes)) {
+        throw new DestinationError(
+          `table ${table} needs ${changes.create ? 'making' : 'new or wider columns'}, which waits for the files loaded beside this one`,
+          'SLUICE_DESTINATION_CONFLICT',
+          true,
+        );
+      }
+    }
     if (hasChanges(changes) && !changes.create) {
       // Another transaction may have changed the table since it was described: wait for it.
       await this.#dialect.lockTable(this.conn, table);
@@ -96,6 +115,7 @@ export class LoaderTransaction<C> implements FileTransaction {
       }
     }
     this.tables.set(table, columns);
+    this.changed.add(table);
     await this.#ensureIndexes(table, target);
     return columns;
   }
@@ -271,6 +291,7 @@ export class LoaderTransaction<C> implements FileTransaction {
   async drop(table: string): Promise<void> {
     await this.#dialect.drop(this.conn, table);
     this.tables.set(table, undefined);
+    this.changed.add(table);
     this.#forgetIndexes(table);
   }
 
@@ -305,6 +326,8 @@ export class LoaderTransaction<C> implements FileTransaction {
     await this.#dialect.swap(this.conn, staging, target, renames);
     this.tables.set(target, columns);
     this.tables.set(staging, undefined);
+    this.changed.add(target);
+    this.changed.add(staging);
     this.#forgetIndexes(target);
     this.#forgetIndexes(staging);
   }

@@ -3,6 +3,7 @@ import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType } from '../schema/types.js';
 import type {
   Destination,
+  FileOptions,
   FileTransaction,
   JobFinish,
   Lock,
@@ -117,8 +118,8 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     });
   }
 
-  loadFile<T>(work: (tx: FileTransaction) => Promise<T>): Promise<T> {
-    return this.#transaction((tx) => work(tx));
+  loadFile<T>(work: (tx: FileTransaction) => Promise<T>, options: FileOptions = {}): Promise<T> {
+    return this.#transaction((tx) => work(tx), options.besideOthers);
   }
 
   async finishJob(finish: JobFinish): Promise<void> {
@@ -199,20 +200,29 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     return this.#physical(table, stagedBy);
   }
 
-  async #transaction<T>(work: (tx: LoaderTransaction<C>) => Promise<T>): Promise<T> {
+  async #transaction<T>(
+    work: (tx: LoaderTransaction<C>) => Promise<T>,
+    besideOthers = false,
+  ): Promise<T> {
     return this.#guard(async () => {
       let done: LoaderTransaction<C> | undefined;
       const result = await this.#dialect.transaction(async (conn, db) => {
-        const tx = new LoaderTransaction(this, conn, db);
+        const tx = new LoaderTransaction(this, conn, db, besideOthers);
         const value = await work(tx);
         done = tx;
         return value;
       });
-      // Committed: what the transaction learnt about its tables is now true for everyone.
+      // Committed: the tables the transaction changed are now as it left them, for everyone. A
+      // table it only described is learnt if unknown, never overwritten: another transaction
+      // may have changed it and committed since.
       if (done) {
         for (const [table, columns] of done.tables) {
-          if (columns === undefined) this.#tables.delete(table);
-          else this.#tables.set(table, columns);
+          if (done.changed.has(table)) {
+            if (columns === undefined) this.#tables.delete(table);
+            else this.#tables.set(table, columns);
+          } else if (columns !== undefined && !this.#tables.has(table)) {
+            this.#tables.set(table, columns);
+          }
         }
       }
       return result;

@@ -45,13 +45,20 @@ export class FileReader {
     readonly plan: ShapePlan,
     readonly format: FileFormat,
     /**
-     * Parse workers (0: this thread), the bytes of a block where they share a file, and
-     * whether they write the job's rows as COPY text (see `ParseRequest`).
+     * Parse workers (0: this thread), files opened at once (the workers share them), the bytes
+     * of a block where workers share a file, and whether they write the job's rows as COPY text
+     * (see `ParseRequest`).
      */
-    readonly parsing: { workers: number; blockBytes?: number; copyText?: { keep: string[] } },
+    readonly parsing: {
+      workers: number;
+      files?: number;
+      blockBytes?: number;
+      copyText?: { keep: string[] };
+    },
     readonly signal?: AbortSignal,
   ) {
-    this.#pool = parsing.workers > 0 ? new ParserPool(parsing.workers) : undefined;
+    this.#pool =
+      parsing.workers > 0 ? new ParserPool(parsing.workers, parsing.files ?? 1) : undefined;
     this.#tables = new JobTables(plan);
   }
 

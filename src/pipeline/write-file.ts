@@ -65,13 +65,92 @@ export class TooManyRejects extends Error {
   }
 }
 
-/** One file's batches, written inside its transaction, with its state row last. */
+/** Rows and rejects a file has written so far, in a transaction not yet committed. */
+export interface FileCounts {
+  rows: number;
+  rejects: number;
+  /** Loaded alone: no other file is in flight, none starts until it ends. */
+  alone: boolean;
+}
+
+/**
+ * The files being written at once and what each has written so far, which the job's outcome
+ * counts only once a file commits: the progress shown, and `max_rejects`, count them too.
+ *
+ * A file may also be loaded alone (one that must change a table's columns): it waits for the
+ * files in flight to end, and no file starts until it has ended.
+ */
+export class FilesInFlight {
+  readonly #files = new Set<FileCounts>();
+  /** Files waiting to be loaded alone, or loaded alone. */
+  #alone = 0;
+  #waiting: (() => void)[] = [];
+  /** Set when a file failed: no file starts after it. */
+  stopped = false;
+
+  /** A file's entry, once it may start; undefined when the job stopped meanwhile. */
+  async open(alone = false): Promise<FileCounts | undefined> {
+    if (alone) {
+      this.#alone++;
+      while (this.#files.size > 0) await this.#change();
+    } else {
+      while (this.#alone > 0 && !this.stopped) await this.#change();
+    }
+    if (this.stopped) {
+      if (alone) this.#settle(alone);
+      return undefined;
+    }
+    const counts = { rows: 0, rejects: 0, alone };
+    this.#files.add(counts);
+    return counts;
+  }
+
+  close(counts: FileCounts): void {
+    if (this.#files.delete(counts)) this.#settle(counts.alone);
+  }
+
+  /** A file failed: the files waiting to start do not. */
+  stop(): void {
+    this.stopped = true;
+    this.#settle(false);
+  }
+
+  get rows(): number {
+    let n = 0;
+    for (const f of this.#files) n += f.rows;
+    return n;
+  }
+
+  get rejects(): number {
+    let n = 0;
+    for (const f of this.#files) n += f.rejects;
+    return n;
+  }
+
+  #settle(alone: boolean): void {
+    if (alone) this.#alone--;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const wake of waiting) wake();
+  }
+
+  #change(): Promise<void> {
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+}
+
+/**
+ * One file's batches, written inside its transaction, with its state row last. `counts` is
+ * this file's entry of `inFlight`, kept up to date batch by batch.
+ */
 export async function writeFile(
   load: JobLoad,
   tx: FileTransaction,
   file: ResultFileRef,
   downloadId: string,
   batches: AsyncIterable<PackedBatch>,
+  inFlight: FilesInFlight,
+  counts: FileCounts,
 ): Promise<{ rows: number; rejects: number }> {
   const { ctx, job, outcome, tables } = load;
   const loadedAt = isoAt(ctx.clock);
@@ -125,16 +204,20 @@ export async function writeFile(
       const records = rejectRows(job.name, downloadId, file.name, bad, ctx);
       await tx.addRejects(records);
     }
-    if (job.max_rejects !== undefined && outcome.rejected + kept.length > job.max_rejects) {
+    counts.rows = rows;
+    counts.rejects = kept.length;
+    // The rejects of the files committed, of this one and of those written beside it.
+    const rejected = outcome.rejected + inFlight.rejects;
+    if (job.max_rejects !== undefined && rejected > job.max_rejects) {
       throw new TooManyRejects(
         new SluiceError(
-          `job '${job.name}': more rows rejected (${outcome.rejected + kept.length} so far) than max_rejects (${job.max_rejects}); ${file.name} was not loaded and the download is kept: raise max_rejects (or fix the data) and run again to load the rest without buying it again; the reasons are in _sluice_rejects`,
+          `job '${job.name}': more rows rejected (${rejected} so far) than max_rejects (${job.max_rejects}); ${file.name} was not loaded and the download is kept: raise max_rejects (or fix the data) and run again to load the rest without buying it again; the reasons are in _sluice_rejects`,
           { code: 'SLUICE_TOO_MANY_REJECTS' },
         ),
         rejectRows(job.name, downloadId, file.name, kept, ctx),
       );
     }
-    ctx.progress.update(outcome.loaded + outcome.rejected + rows + kept.length);
+    ctx.progress.update(outcome.loaded + outcome.rejected + inFlight.rows + inFlight.rejects);
     if (++written === 1) await checkpoint(ctx, 'file-batch', job.name, file.index);
   }
   await tx.recordFile({

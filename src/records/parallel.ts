@@ -13,10 +13,12 @@ import type { FileFormat, PackedBatch } from './types.js';
  * (bytes, transferred, not copied) and `end`; worker -> main `consumed` per chunk (flow control
  * of the input), `batch`es, then `done` or `error`. Main sends `ack` as it takes each batch.
  * A file shared by several workers (see ParserPool): main -> each worker `blocks` with the
- * file's job number, then `block`s of whole records (transferred) with their first line number;
+ * file's job number, then `block`s of whole records (transferred) with the job number and their
+ * first line number, and `drop` when the file is done with (read to its end or given up);
  * worker -> main `parsed` per block (or `error`), with the job number, where its block's use
- * ended if not at its end (`usedLines`) and, for CSV, the header it read. The job number keeps
- * a dropped block's late answer away from the next file given to the same worker.
+ * ended if not at its end (`usedLines`) and, for CSV, the header it read. A worker may hold
+ * blocks of several files at once (files loaded at once, each over its own connection): the
+ * job number tells them apart, and keeps a dropped block's late answer away from other files.
  */
 export interface ParseRequest {
   format: FileFormat;
@@ -43,8 +45,10 @@ export type ToWorker =
   | { type: 'end' }
   | { type: 'ack' }
   | { type: 'blocks'; request: ParseRequest; job: number }
+  | { type: 'drop'; job: number }
   | {
       type: 'block';
+      job: number;
       seq: number;
       firstLine: number;
       data: Uint8Array;
@@ -122,21 +126,43 @@ function startWorker(): Worker {
 /** A file being parsed: its batches, in order, and a way to stop early. */
 export interface ParseJob {
   batches: AsyncGenerator<PackedBatch>;
-  /** Stops reading the file and frees the worker (terminated, since it was left mid-file). */
+  /**
+   * Stops reading the file. A worker it was streamed to is terminated (it was left mid-file);
+   * workers given it in blocks are told to drop it, and go on with other files.
+   */
   cancel(): void;
 }
 
 /** Files handed to workers in blocks so far: each one's number tells its answers apart. */
 let blockJobs = 0;
 
-/** One worker, parsing one file at a time. */
+/**
+ * One worker: a file streamed to it alone, or blocks of one or more files shared with other
+ * workers.
+ */
 class ParseWorker {
   readonly #worker = startWorker();
-  #busy = false;
+  /** A file is streamed to it. */
+  #streaming = false;
+  /** Files it takes blocks of. */
+  #files = 0;
   #dead = false;
 
+  constructor() {
+    // A worker that stopped (out of memory, say) fails what it held and takes no more.
+    this.#worker.once('exit', () => {
+      this.#dead = true;
+    });
+  }
+
+  /** Free for a file of its own. */
   get available(): boolean {
-    return !this.#busy && !this.#dead;
+    return !this.#streaming && this.#files === 0 && !this.#dead;
+  }
+
+  /** Can take blocks of one more file. */
+  get sharable(): boolean {
+    return !this.#streaming && !this.#dead;
   }
 
   get dead(): boolean {
@@ -145,7 +171,7 @@ class ParseWorker {
 
   /** Parses `source` in the worker; the batches are read from the returned iterator. */
   parse(source: Readable, request: ParseRequest): ParseJob {
-    this.#busy = true;
+    this.#streaming = true;
     const worker = this.#worker;
     const queue: ToMain[] = [];
     let wake: (() => void) | undefined;
@@ -208,7 +234,7 @@ class ParseWorker {
         this.#dead = true;
         void worker.terminate();
       }
-      this.#busy = false;
+      this.#streaming = false;
     };
 
     const batches = (async function* () {
@@ -245,20 +271,21 @@ class ParseWorker {
   }
 
   /**
-   * Takes blocks of one file (see `ParserPool`): `send` hands one over, `onParsed` gets its
-   * rows. `release(finished)` frees the worker; a worker released mid-file is terminated.
+   * Takes blocks of one file (see `ParserPool`), its job `job`: `send` hands one over,
+   * `onParsed` gets its rows. `release()` tells the worker the file is done with: blocks of it
+   * still on their way are skipped, and their answers, if any, ignored.
    */
   blocks(
     request: ParseRequest,
+    job: number,
     onParsed: (message: ParsedBlock) => void,
     onError: (error: Error) => void,
   ): {
-    send(block: Extract<ToWorker, { type: 'block' }>): void;
-    release(done: boolean): void;
+    send(block: Omit<Extract<ToWorker, { type: 'block' }>, 'type' | 'job'>): void;
+    release(): void;
   } {
-    this.#busy = true;
+    this.#files++;
     const worker = this.#worker;
-    const job = ++blockJobs;
     const onMessage = (message: ToMain) => {
       // A block of an earlier file, dropped and parsed all the same, answers late: not ours.
       if (message.type === 'parsed') {
@@ -269,29 +296,30 @@ class ParseWorker {
         onError(error);
       }
     };
+    const onExit = () => onError(new Error('a parse worker stopped in the middle of a file'));
     worker.on('message', onMessage);
     worker.on('error', onError);
+    worker.on('exit', onExit);
     worker.postMessage({ type: 'blocks', request, job } satisfies ToWorker);
     let released = false;
     return {
       send(block) {
-        worker.postMessage(block, [block.data.buffer as ArrayBuffer]);
+        worker.postMessage({ type: 'block', job, ...block } satisfies ToWorker, [
+          block.data.buffer as ArrayBuffer,
+        ]);
       },
-      release: (done) => {
+      release: () => {
         if (released) return;
         released = true;
         worker.off('message', onMessage);
         worker.off('error', onError);
-        if (!done) {
-          this.#dead = true;
-          void worker.terminate();
-        }
-        this.#busy = false;
+        worker.off('exit', onExit);
+        if (!this.#dead) worker.postMessage({ type: 'drop', job } satisfies ToWorker);
+        this.#files--;
       },
     };
   }
 
-  /** A worker left mid-file (the load failed) cannot be reused: it is terminated instead. */
   async terminate(): Promise<void> {
     await this.#worker.terminate();
   }
@@ -304,38 +332,47 @@ class ParseWorker {
  * once: the main thread cuts it into blocks of whole records (NDJSON lines; CSV records end at
  * a newline outside quotes, which a count of quotes tells), hands them out in turn, and takes
  * their batches back in file order, never more than `maxBuffered` blocks per worker ahead. So
- * a file is parsed on as many cores as there are workers, and one file at a time still goes to
- * the database in one transaction, in order.
+ * a file is parsed on as many cores as there are workers, and each file still goes to the
+ * database in one transaction, its batches in order.
  *
  * A broken CSV record (an unbalanced quote) moves where the records after it end: the worker
  * that reads it says how much of its block it did not use, and the main thread cuts the file
  * again from there, dropping what was parsed of the blocks after it. So the rows and rejects are
  * those of one thread reading the file (test/unit/records/parallel.test.ts).
+ *
+ * Files parsed at once (`files` > 1: files loaded at once, each over its own connection) share
+ * the workers: each worker takes blocks of all of them, in the order they come, so each file
+ * goes on at the pace its writer takes its batches.
  */
 export class ParserPool {
   readonly #workers: ParseWorker[] = [];
 
-  constructor(readonly size: number) {}
+  constructor(
+    readonly size: number,
+    readonly files = 1,
+  ) {}
 
-  #free(count: number): ParseWorker[] {
+  /** The live workers, as many as the pool may have. */
+  #live(): ParseWorker[] {
     for (let i = this.#workers.length - 1; i >= 0; i--) {
       if (this.#workers[i]!.dead) this.#workers.splice(i, 1);
     }
-    const free = this.#workers.filter((w) => w.available).slice(0, count);
-    while (free.length < count && this.#workers.length < this.size) {
-      const worker = new ParseWorker();
-      this.#workers.push(worker);
-      free.push(worker);
-    }
-    if (free.length === 0) throw new Error('every parse worker is busy');
-    return free;
+    while (this.#workers.length < this.size) this.#workers.push(new ParseWorker());
+    return this.#workers;
   }
 
   parse(source: Readable, request: ParseRequest): ParseJob {
-    if (this.size > 1) {
-      return parseInBlocks(source, request, this.#free(this.size));
+    // One worker for one file at a time: the file is streamed to it. Otherwise in blocks.
+    if (this.size === 1 && this.files === 1) {
+      const free = this.#live().find((w) => w.available);
+      if (free === undefined) throw new Error('the parse worker is busy');
+      return free.parse(source, request);
     }
-    return this.#free(1)[0]!.parse(source, request);
+    return parseInBlocks(
+      source,
+      request,
+      this.#live().filter((w) => w.sharable),
+    );
   }
 
   async close(): Promise<void> {
@@ -373,9 +410,11 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
   let columns: string[] | undefined;
   let sent = 0;
   let taken = 0;
+  const job = ++blockJobs;
   const lanes = workers.map((w) =>
     w.blocks(
       request,
+      job,
       (message) => {
         if (message.seq < taken) return; // cut again after a broken record: not wanted
         if (message.columns !== undefined) columns ??= message.columns;
@@ -416,7 +455,6 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
         ? new Uint8Array(text.buffer, 0, text.byteLength)
         : Uint8Array.from(text);
     lanes[seq % lanes.length]!.send({
-      type: 'block',
       seq,
       firstLine,
       data,
@@ -516,13 +554,12 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
     }
   })();
 
-  let finished = false;
   const release = () => {
     if (stopped) return;
     stopped = true;
     source.destroy();
     signal();
-    for (const lane of lanes) lane.release(finished);
+    for (const lane of lanes) lane.release();
   };
 
   const batches = (async function* () {
@@ -557,7 +594,6 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
       }
       await pump;
       if (failed) throw failed;
-      finished = true;
     } finally {
       release();
     }

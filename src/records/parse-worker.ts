@@ -17,10 +17,16 @@ const port = parentPort;
 if (!port) throw new Error('parse-worker.ts runs in a worker thread');
 
 let input: PassThrough | undefined;
-/** The file whose blocks this worker is given (a file parsed by several workers at once). */
-let blocks:
-  | { request: ParseRequest; job: number; tables: JobTables; packer?: NdjsonPacker }
-  | undefined;
+/**
+ * The files whose blocks this worker is given (files parsed by several workers at once), by
+ * their job number: several files may be loaded at once, each over its own connection.
+ */
+const files = new Map<
+  number,
+  { request: ParseRequest; tables: JobTables; packer: NdjsonPacker | undefined }
+>();
+/** The latest file's job number: a block of a lower one not in `files` was dropped. */
+let latestJob = 0;
 /** Batches posted and not yet taken by the main thread; parsing pauses at the limit. */
 let unacked = 0;
 let resume: (() => void) | undefined;
@@ -44,13 +50,19 @@ port.on('message', (message: ToWorker) => {
       resume?.();
       break;
     case 'blocks': {
-      const tables = new JobTables(message.request.plan);
-      blocks = { request: message.request, job: message.job, tables };
-      if (tables.plainJson && message.request.format === 'json') {
-        blocks.packer = new NdjsonPacker(tables.plan.type, tables.hintsOf(tables.main));
-      }
+      const { request, job } = message;
+      const tables = new JobTables(request.plan);
+      const packer =
+        tables.plainJson && request.format === 'json'
+          ? new NdjsonPacker(tables.plan.type, tables.hintsOf(tables.main))
+          : undefined;
+      files.set(job, { request, tables, packer });
+      latestJob = Math.max(latestJob, job);
       break;
     }
+    case 'drop':
+      files.delete(message.job);
+      break;
     case 'block':
       parseBlock(message);
       break;
@@ -81,19 +93,22 @@ function postBatch(
 }
 
 function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
-  const { seq, firstLine, data } = message;
+  const { job, seq, firstLine, data } = message;
+  const file = files.get(job);
+  // A block of a file given up (its load failed or was stopped) is not wanted: its file's job
+  // is dropped, and the blocks already on their way are skipped unread.
+  if (file === undefined && job <= latestJob) return;
   try {
-    if (blocks === undefined) throw new Error('a block came before its file');
+    if (file === undefined) throw new Error('a block came before its file');
     const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
-    const { request } = blocks;
-    if (blocks.packer) {
-      const batch = ndjsonPackedBlock(text, firstLine, blocks.packer);
-      postBatch({ type: 'parsed', job: blocks.job, seq, batch }, request);
+    const { request, tables, packer } = file;
+    if (packer) {
+      const batch = ndjsonPackedBlock(text, firstLine, packer);
+      postBatch({ type: 'parsed', job, seq, batch }, request);
       return;
     }
     const { type } = request.plan;
-    const { shape } = blocks.tables;
-    const job = blocks.job;
+    const { shape } = tables;
     if (request.format === 'csv') {
       const { reader, usedLines } = csvBlock(text, firstLine, message, type, shape);
       const { rows, rejects, columns } = reader;
@@ -102,7 +117,7 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
           type: 'parsed',
           job,
           seq,
-          batch: packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables),
+          batch: packBatch({ rows, rejects, bytesRead: 0 }, tables),
           ...(usedLines === undefined ? {} : { usedLines }),
           // The header goes back only from the block that read it.
           ...(columns && message.columns === undefined ? { columns } : {}),
@@ -112,11 +127,11 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
       return;
     }
     const { rows, rejects } = ndjsonBlock(text, firstLine, type, shape);
-    const batch = packBatch({ rows, rejects, bytesRead: 0 }, blocks.tables);
+    const batch = packBatch({ rows, rejects, bytesRead: 0 }, tables);
     postBatch({ type: 'parsed', job, seq, batch }, request);
   } catch (error) {
     const { message: text, name } = error as Error;
-    post({ type: 'error', message: text, name, ...(blocks ? { job: blocks.job } : {}) });
+    post({ type: 'error', message: text, name, job });
   }
 }
 

@@ -315,6 +315,19 @@ export class JobTables {
   }
 
   /**
+   * Whether every row of the job is appended, none merged or replaced by a key (`write:
+   * append` or `replace`, with no autotrace): then no file's rows depend on another's having
+   * been loaded first, and files may be loaded at once.
+   */
+  get appendsOnly(): boolean {
+    if (this.merging) return false;
+    for (const table of this.#related.values()) {
+      if (table.key.length > 0 || this.replacesByParent(table)) return false;
+    }
+    return true;
+  }
+
+  /**
    * The columns of the job's rows that the writing thread reads, beside writing them: the
    * merge key, and the keys by which related rows are replaced.
    */

@@ -4,10 +4,13 @@
  * SQLite, `psql \copy` for PostgreSQL), and against the tools a user would pick instead (Debian
  * packages: `sqlite-utils`, csvkit's `csvsql`, `pgloader`; installed with apt-get when missing
  * and possible, else skipped with a line). Then where the time goes (each stage in one thread,
- * and the naive one-thread floor: stages.ts), and how a run scales with parse workers.
+ * and the naive one-thread floor: stages.ts), how a run scales with parse workers (`--scaling`,
+ * into SQLite) and with files loaded at once (`--files`, into PostgreSQL: NDJSON appends, each
+ * file over its own connection).
  *
  *   npx tsx test/bench/load.ts [--records 1000000] [--formats json,csv]
- *       [--destinations sqlite,postgres] [--peers] [--scaling 1,2,4] [--no-stages]
+ *       [--destinations sqlite,postgres] [--peers] [--scaling 1,2,4] [--files 1,2,3]
+ *       [--no-stages]
  *
  * PostgreSQL comes from SLUICE_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test);
  * each run there loads into a throwaway schema, dropped at the end.
@@ -37,6 +40,7 @@ const { values } = parseArgs({
     destinations: { type: 'string', default: 'sqlite' },
     peers: { type: 'boolean', default: false },
     scaling: { type: 'string', default: '' },
+    files: { type: 'string', default: '' },
     'no-stages': { type: 'boolean', default: false },
   },
 });
@@ -108,18 +112,21 @@ try {
     report(destination, results);
   }
   if (values.scaling) {
-    const format = FORMATS[0]!;
-    const results: Measure[] = [];
-    for (const workers of values.scaling.split(',').map(Number)) {
-      const m = await sluiceRun('sqlite', format, 'json', 'append', warmed.get(format)!.bytes, {
-        SLUICE_PARSE_WORKERS: String(workers),
-      });
-      results.push({
-        ...m,
-        label: `${workers} parse worker${workers === 1 ? '' : 's'} (${format}, sqlite)`,
-      });
-    }
-    report('scaling', results);
+    await scaling('scaling', 'sqlite', values.scaling, (workers, format) => ({
+      env: { SLUICE_PARSE_WORKERS: String(workers) },
+      label: `${workers} parse worker${workers === 1 ? '' : 's'} (${format}, sqlite)`,
+    }));
+  }
+  if (values.files && !DESTINATIONS.includes('postgres')) {
+    console.log(
+      '--files skipped: files are loaded at once into PostgreSQL only (--destinations postgres)',
+    );
+  }
+  if (values.files && DESTINATIONS.includes('postgres')) {
+    await scaling('files at once', 'postgres', values.files, (files, format) => ({
+      env: { SLUICE_FILES_AT_ONCE: String(files) },
+      label: `${files} file${files === 1 ? '' : 's'} at once (${format}, postgres, append)`,
+    }));
   }
   if (!values['no-stages']) {
     for (const format of FORMATS) {
@@ -131,6 +138,30 @@ try {
   await emulator.close();
   if (DESTINATIONS.includes('postgres')) await dropSchema(schema, PG_URL);
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
+}
+
+/** Runs of the first format's append (nested json), one for each of `counts`, in a table. */
+async function scaling(
+  title: string,
+  destination: 'sqlite' | 'postgres',
+  counts: string,
+  setting: (n: number, format: 'csv' | 'json') => { env: Record<string, string>; label: string },
+): Promise<void> {
+  const format = FORMATS[0]!;
+  const results: Measure[] = [];
+  for (const n of counts.split(',').map(Number)) {
+    const { env, label } = setting(n, format);
+    const m = await sluiceRun(
+      destination,
+      format,
+      'json',
+      'append',
+      warmed.get(format)!.bytes,
+      env,
+    );
+    results.push({ ...m, label });
+  }
+  report(title, results);
 }
 
 /** The tools a user would pick instead, on the first result file: installed, or skipped. */
@@ -240,10 +271,10 @@ async function peer(
 }
 
 function report(destination: string, results: Measure[]) {
-  const reference = results.find(
-    (r) => r.label.startsWith('sqlite3') || r.label.startsWith('psql'),
-  );
-  const name = reference?.label.split(' ')[0] ?? 'sqlite3';
+  const native = results.find((r) => r.label.startsWith('sqlite3') || r.label.startsWith('psql'));
+  // A table with no native loader in it (scaling) is read against its first row.
+  const reference = native ?? results[0];
+  const name = native ? native.label.split(' ')[0] : 'the first row';
   console.log('');
   console.log(
     `${`loader (${destination})`.padEnd(40)} ${'rows'.padStart(9)} ${'s'.padStart(7)} ${'rows/s'.padStart(9)} ${'MB/s'.padStart(6)} ${'peak RSS'.padStart(9)}  vs ${name}`,

@@ -816,6 +816,60 @@ for (const h of harnesses) {
         assert.equal(await dest.loadFile(async () => 'done'), 'done');
       }));
 
+    it('a file loaded beside others writes to its tables as they are, and refuses to change them', () =>
+      use(async (o) => {
+        const { dest } = o;
+        await dest.ensureState();
+        await write(dest, target('side'), rows({ id: 1, b: true }));
+        const beside = { besideOthers: true };
+        const conflict = (error: unknown) =>
+          (error as { code?: string }).code === 'SLUICE_DESTINATION_CONFLICT' &&
+          /files loaded beside/.test((error as Error).message);
+        // Rows the table takes as it is.
+        await dest.loadFile(async (tx) => {
+          await tx.write(target('side'), rows({ id: 2, b: false }));
+          await tx.recordFile(fileRow(0));
+        }, beside);
+        // A new column, a wider one, a new table: refused, and the whole file with them.
+        for (const [table, row] of [
+          ['side', { id: 3, extra: 'x' }],
+          ['side', { id: 3, b: 7 }],
+          ['fresh', { id: 1 }],
+        ] as const) {
+          await assert.rejects(
+            dest.loadFile(async (tx) => {
+              await tx.write(target('side'), rows({ id: 3, b: true }));
+              await tx.write(target(table), rows(row));
+              await tx.recordFile(fileRow(1));
+            }, beside),
+            conflict,
+          );
+        }
+        assert.deepEqual(typesOf(await dest.describeTable('side')), {
+          id: 'integer',
+          b: 'boolean',
+        });
+        assert.equal(await dest.describeTable('fresh'), undefined);
+        assert.deepEqual([...(await dest.state.loadedFiles('dl-1')).keys()], [0]);
+        // A change another process made already is looked at afresh, not refused.
+        const other = await o.reopen();
+        try {
+          await write(other, target('side'), rows({ id: 9, extra: 'made elsewhere' }));
+        } finally {
+          await other.close();
+        }
+        await dest.loadFile((tx) => tx.write(target('side'), rows({ id: 4, extra: 'y' })), beside);
+        // Alone, the same file changes the table.
+        await dest.loadFile((tx) => tx.write(target('side'), rows({ id: 5, b: 7 })));
+        assert.deepEqual(await readNormalized(o, 'side', ['id']), [
+          { id: 1, b: 1, extra: null },
+          { id: 2, b: 0, extra: null },
+          { id: 4, b: null, extra: 'y' },
+          { id: 5, b: 7, extra: null },
+          { id: 9, b: null, extra: 'made elsewhere' },
+        ]);
+      }));
+
     it('replace: staged tables are swapped in with their indexes; later merges still work', () =>
       use(async (o) => {
         const { dest } = o;

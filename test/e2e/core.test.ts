@@ -314,6 +314,53 @@ for (const kind of destinationKinds()) {
       assert.equal(await count(t, 'select count(*) as n from _sluice_rejects'), done.rejected);
     });
 
+    test('an append loads files at once where the destination has several writers, each with its own state row; a merge one at a time', async () => {
+      const t = await target('files-at-once');
+      /** The order the files committed in, and the file that came slowly. */
+      const order = async (write: string) => {
+        await harness.reset();
+        // The first file asked for comes slowly: a file loaded beside it commits first.
+        await harness.faults([{ match: 'GET /files/', action: 'slow', delay_ms: 1500, times: 1 }]);
+        const table = `homes_${write}`;
+        const file = pipeline(t, `files-at-once-${write}`, homes({ records: 600, write, table }));
+        // Parse workers too, shared by the files loaded at once.
+        const env = { ...emulatorEnv(harness), SLUICE_PARSE_WORKERS: '2' };
+        const result = await run(file, ['--log-level', 'info'], env);
+        assert.equal(result.code, 0, result.stderr);
+        assert.equal(result.summary.jobs[0].loaded, 600);
+        const slow = (await harness.requests()).find(
+          (r) => r.path.startsWith('/files/') && r.duration_ms >= 1500,
+        );
+        assert.ok(slow, 'a file came slowly');
+        const committed = [...result.stderr.matchAll(/loaded \w+_(\d)\.csv/g)].map((m) =>
+          Number(m[1]),
+        );
+        assert.deepEqual([...committed].sort(), [0, 1, 2]);
+        return { committed, slow: Number(/_(\d)\.csv/.exec(slow.path)![1]) };
+      };
+      const appended = await order('append');
+      if (t.kind === 'postgres') {
+        assert.ok(
+          appended.committed.indexOf(appended.slow) > 0,
+          `two files at once: another file committed before the slow one (${appended.committed})`,
+        );
+      } else assert.deepEqual(appended.committed, [0, 1, 2], 'one writer: one file at a time');
+      assert.equal(await count(t, 'select count(*) as n from homes_append'), 600);
+      const files = await t.all<{ file_index: number; rows_loaded: number }>(
+        'select file_index, rows_loaded from _sluice_files order by file_index',
+      );
+      assert.deepEqual(
+        files.map((f) => [Number(f.file_index), Number(f.rows_loaded)]),
+        [
+          [0, 200],
+          [1, 200],
+          [2, 200],
+        ],
+      );
+      // A later file's record wins a merge: its files are loaded in order, whatever the writers.
+      assert.deepEqual((await order('merge')).committed, [0, 1, 2]);
+    });
+
     test('merging keeps child tables indexed on their parent link, so each file costs the same', async () => {
       const t = await target('merge-index');
       const file = pipeline(t, 'merge-index', homes({ records: 400 }));

@@ -55,6 +55,9 @@ export function emulatorEnv(
     ...(process.env.SLUICE_PARSE_WORKERS === undefined
       ? {}
       : { SLUICE_PARSE_WORKERS: process.env.SLUICE_PARSE_WORKERS }),
+    // PostgreSQL appends load two files at once, as they do on four cores or more, whatever
+    // this machine's (SQLite, and jobs that merge, load one at a time whatever this says).
+    SLUICE_FILES_AT_ONCE: process.env.SLUICE_FILES_AT_ONCE ?? '2',
     ...extra,
   };
 }

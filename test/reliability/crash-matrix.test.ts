@@ -34,6 +34,8 @@ const POINTS = [
   'file-batch:shops@1',
   'job-finished:shops',
   'download-started:catalog',
+  // Into PostgreSQL the replace loads its two files at once: one commits, the other is in flight.
+  'file-committed:catalog@0',
   'swap:catalog',
 ];
 const SIGNALS: NodeJS.Signals[] = ['SIGKILL', 'SIGTERM', 'SIGINT'];

@@ -361,6 +361,47 @@ describe('parsing in worker threads', () => {
     }
   });
 
+  it('two files parsed at once share the workers, each getting its own batches; one given up half way leaves the other whole', async () => {
+    const tables = new JobTables(plan);
+    const texts = [csvFile(2500), csvFile(1800), csvFile(900)];
+    const here = await Promise.all(
+      texts.map(async (text) =>
+        flat(await collect(packedBatches(source(text), 'csv', tables, 500))),
+      ),
+    );
+    const pool = new ParserPool(2, 2);
+    try {
+      const request = {
+        format: 'csv' as const,
+        plan,
+        batchSize: 500,
+        maxBuffered: 2,
+        blockBytes: 8 << 10,
+      };
+      // Both files' batches are taken in turns, as two writers would take them.
+      const a = pool.parse(source(texts[0]!), request);
+      const b = pool.parse(source(texts[1]!), request);
+      const [fromA, fromB] = await Promise.all([collect(a.batches), collect(b.batches)]);
+      assert.ok(fromA.length > 5 && fromB.length > 5, 'each file in several blocks');
+      assert.deepEqual(flat(fromA), here[0]);
+      assert.deepEqual(flat(fromB), here[1]);
+      // A file given up after its first batch (its load failed) does not disturb the one beside
+      // it, and the workers stay for the next file: they are not stopped, only told to drop it.
+      const dropped = pool.parse(source(texts[0]!), request);
+      const kept = pool.parse(source(texts[1]!), request);
+      const iterator = dropped.batches[Symbol.asyncIterator]();
+      assert.equal((await iterator.next()).done, false);
+      const keptBatches = collect(kept.batches);
+      dropped.cancel();
+      assert.equal((await iterator.next()).done, true, 'a file given up yields no more');
+      assert.deepEqual(flat(await keptBatches), here[1]);
+      const next = await collect(pool.parse(source(texts[2]!), request).batches);
+      assert.deepEqual(flat(next), here[2]);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('a file given up half way frees its worker for the next one', async () => {
     const pool = new ParserPool(1);
     try {
