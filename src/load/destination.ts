@@ -94,14 +94,17 @@ export interface FileTransaction {
 
 export interface FileOptions {
   /**
-   * Other files of the job are loaded beside this one, each in its own transaction. A table
-   * this file would make, or whose columns it would add or widen, is then refused with
+   * Whether other files of the job are being loaded beside this one, each in its own
+   * transaction; asked when the file would make a table or add or widen a column. The table is
+   * first looked at again as committed (another file may have made the change already); if the
+   * change is still wanted and other files are still beside it, it is refused with
    * SLUICE_DESTINATION_CONFLICT, and the file is to be loaded again alone: a change made beside
-   * other files would wait for them to commit (or deadlock), and a file that described the
-   * table before it would write to it by the columns it had seen (a boolean widened to a number
-   * takes `1`, not `t`).
+   * other files would wait for their commits (or deadlock), and a file that had described the
+   * table before it would go on writing by the columns it had seen (a boolean widened to a
+   * number takes `1`, not `t`). Answering false, the caller lets no other file start until this
+   * one ends.
    */
-  besideOthers?: boolean;
+  besideOthers?: () => boolean;
 }
 
 /** Which rows `readPairs` reads, by the columns every loaded row carries. */

@@ -25,8 +25,12 @@ export interface LoaderInternals<C> {
 export class LoaderTransaction<C> implements FileTransaction {
   /** Tables this transaction described or changed (undefined: dropped), by physical name. */
   readonly tables = new Map<string, Map<string, ColumnType> | undefined>();
-  /** Tables this transaction made, changed, dropped or swapped (not only described). */
-  readonly changed = new Set<string>();
+  /**
+   * Tables whose columns this transaction knows as they will be when it commits: those it
+   * made, changed, dropped or swapped, and those it described holding their lock. A table it
+   * only described may have been changed by another transaction since.
+   */
+  readonly known = new Set<string>();
   /** Tables whose key index, and whose parent-link index, this transaction has seen to. */
   readonly #indexed = new Set<string>();
   readonly #parentIndexed = new Set<string>();
@@ -37,10 +41,10 @@ export class LoaderTransaction<C> implements FileTransaction {
     readonly conn: C,
     readonly db: Kysely<StateDatabase>,
     /**
-     * Other files are loaded beside this one (see `FileOptions`): a table it would make or
-     * change is refused with SLUICE_DESTINATION_CONFLICT instead.
+     * Whether other files are loaded beside this one (see `FileOptions`): then a table it would
+     * make or change is refused with SLUICE_DESTINATION_CONFLICT instead.
      */
-    readonly besideOthers = false,
+    readonly besideOthers: () => boolean = () => false,
   ) {}
 
   get #dialect(): Dialect<C> {
@@ -69,11 +73,11 @@ export class LoaderTransaction<C> implements FileTransaction {
     const bound = [...wanted].map((c) => ({ name: this.loader.bind(c.name), type: c.type }));
     let existing = await this.#columns(table);
     let changes = planChanges(existing && toColumns(existing), bound);
-    if (hasChanges(changes) && this.besideOthers) {
+    if (hasChanges(changes) && this.besideOthers()) {
       // Another file of the run may have made the change already: looked at again, as committed.
       existing = await this.#columns(table, true);
       changes = planChanges(existing && toColumns(existing), bound);
-      if (hasChanges(changes)) {
+      if (hasChanges(changes) && this.besideOthers()) {
         throw new DestinationError(
           `table ${table} needs ${changes.create ? 'making' : 'new or wider columns'}, which waits for the files loaded beside this one`,
           'SLUICE_DESTINATION_CONFLICT',
@@ -85,6 +89,7 @@ export class LoaderTransaction<C> implements FileTransaction {
       // Another transaction may have changed the table since it was described: wait for it.
       await this.#dialect.lockTable(this.conn, table);
       existing = await this.#columns(table, true);
+      this.known.add(table);
       changes = planChanges(existing && toColumns(existing), bound);
     }
     if (!hasChanges(changes)) {
@@ -115,7 +120,7 @@ export class LoaderTransaction<C> implements FileTransaction {
       }
     }
     this.tables.set(table, columns);
-    this.changed.add(table);
+    this.known.add(table);
     await this.#ensureIndexes(table, target);
     return columns;
   }
@@ -291,7 +296,7 @@ export class LoaderTransaction<C> implements FileTransaction {
   async drop(table: string): Promise<void> {
     await this.#dialect.drop(this.conn, table);
     this.tables.set(table, undefined);
-    this.changed.add(table);
+    this.known.add(table);
     this.#forgetIndexes(table);
   }
 
@@ -326,8 +331,8 @@ export class LoaderTransaction<C> implements FileTransaction {
     await this.#dialect.swap(this.conn, staging, target, renames);
     this.tables.set(target, columns);
     this.tables.set(staging, undefined);
-    this.changed.add(target);
-    this.changed.add(staging);
+    this.known.add(target);
+    this.known.add(staging);
     this.#forgetIndexes(target);
     this.#forgetIndexes(staging);
   }

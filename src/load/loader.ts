@@ -23,7 +23,8 @@ import { migrateStateTables, StateVersionError } from './state-tables.js';
  * batches arrive (inferred in `schema/`, run by the dialect), transactions, and the state.
  *
  * Column types are cached per table once described; a transaction works on its own copy and
- * hands it back only when it commits, so a rolled-back file leaves no column the table lacks.
+ * hands back, only when it commits, the tables it changed or described under their lock (and
+ * those the cache did not know), so a rolled-back file leaves no column the table lacks.
  */
 export class Loader<C> implements Destination, LoaderInternals<C> {
   readonly naming: Naming;
@@ -202,7 +203,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
 
   async #transaction<T>(
     work: (tx: LoaderTransaction<C>) => Promise<T>,
-    besideOthers = false,
+    besideOthers?: () => boolean,
   ): Promise<T> {
     return this.#guard(async () => {
       let done: LoaderTransaction<C> | undefined;
@@ -212,12 +213,12 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
         done = tx;
         return value;
       });
-      // Committed: the tables the transaction changed are now as it left them, for everyone. A
-      // table it only described is learnt if unknown, never overwritten: another transaction
-      // may have changed it and committed since.
+      // Committed: the tables the transaction changed, or described under their lock, are now
+      // as it saw them, for everyone. A table it only described is learnt if unknown, never
+      // overwritten: another transaction may have changed it and committed since.
       if (done) {
         for (const [table, columns] of done.tables) {
-          if (done.changed.has(table)) {
+          if (done.known.has(table)) {
             if (columns === undefined) this.#tables.delete(table);
             else this.#tables.set(table, columns);
           } else if (columns !== undefined && !this.#tables.has(table)) {

@@ -12,11 +12,11 @@ import type { RunContext } from './context.js';
  * - `polling`: after the first poll
  * - `file-batch`: inside a file's transaction, after its first batch is written (`@<index>`)
  * - `file-committed`: a file's transaction committed (`@<index>`)
+ * - `swap`: inside the job's last transaction, replace swap done, before it commits
+ * - `job-finished`: the job is loaded and recorded, before the next job
  *
  * While a run waits at `file-batch` or `file-committed`, the other files of an append loaded at
  * once (see `filesAtOnce` in load.ts) go on, and may commit.
- * - `swap`: inside the job's last transaction, replace swap done, before it commits
- * - `job-finished`: the job is loaded and recorded, before the next job
  */
 export type Checkpoint =
   | 'download-started'

@@ -29,8 +29,8 @@ export type { JobLoad } from './write-file.js';
  * workers shared between them: `SLUICE_FILES_AT_ONCE` (at most the destination's writers), else
  * one for every two cores, so one on two cores: there the parse workers and the server already
  * take both cores, and a second file loaded beside the first gained nothing (200,000 NDJSON
- * records into PostgreSQL: 13.4-14.5 s with two files at once, 13.4-14.8 with one) and cost 10
- * MB. With more cores, each file's COPY has a server process of its own. Always one for SQLite
+ * records into PostgreSQL: 13.4-14.5 s with two files at once, 13.4-14.8 with one; 1,000,000:
+ * 63.8-67.7 s against 65.7-74.8) and peaked 3-10 MB higher. With more cores, each file's COPY has a server process of its own. Always one for SQLite
  * (one writer), and for a job whose rows depend on the order of its files: a merge (a later
  * file's record wins), autotrace and owner lookups (people are merged).
  */
@@ -166,7 +166,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
  * Loads one file in one transaction, again if it loses a conflict; once it commits, its rows
  * and rejects count in the job's outcome. `shared`: other files are loaded beside it; one that
  * must change a table, or loses a conflict, is loaded again alone. Undefined when another file
- * failed before this one began.
+ * failed before this one began, or while it waited to be loaded again alone.
  */
 async function loadFile(
   load: JobLoad,
@@ -196,7 +196,7 @@ async function loadFile(
               throw error;
             }
           },
-          { besideOthers: shared && !alone },
+          { besideOthers: () => shared && !inFlight.claimAlone(counts) },
         ),
       );
       // Committed: counted in the outcome at the moment it leaves the files in flight.
@@ -220,6 +220,9 @@ async function loadFile(
         throw markStage(tooMany.error, 'load');
       }
       if (again) {
+        // A conflict beside other files (only ever the first try's) sends the file on alone,
+        // and does not use up the tries a conflict with another session gets.
+        if (shared && !counts.alone) attempt--;
         alone = shared;
         const how = alone ? ' alone, once the files beside it are loaded' : '';
         log.info(`${file.name}: ${(error as Error).message}; loading it again${how}`);

@@ -77,8 +77,10 @@ export interface FileCounts {
  * The files being written at once and what each has written so far, which the job's outcome
  * counts only once a file commits: the progress shown, and `max_rejects`, count them too.
  *
- * A file may also be loaded alone (one that must change a table's columns): it waits for the
- * files in flight to end, and no file starts until it has ended.
+ * A file may also be loaded alone (one that must make or change a table, or that lost a
+ * conflict, beside others): it waits for the files in flight to end (committed or rolled back),
+ * and no file starts until it has ended. A file that is already the only one in flight may
+ * become alone at once (`claimAlone`).
  */
 export class FilesInFlight {
   readonly #files = new Set<FileCounts>();
@@ -103,6 +105,18 @@ export class FilesInFlight {
     const counts = { rows: 0, rejects: 0, alone };
     this.#files.add(counts);
     return counts;
+  }
+
+  /**
+   * Makes `counts`' file alone if it is the only file in flight and none waits to be: then true,
+   * and no file starts until it ends.
+   */
+  claimAlone(counts: FileCounts): boolean {
+    if (counts.alone) return true;
+    if (this.#files.size !== 1 || !this.#files.has(counts) || this.#alone > 0) return false;
+    counts.alone = true;
+    this.#alone++;
+    return true;
   }
 
   close(counts: FileCounts): void {

@@ -821,7 +821,7 @@ for (const h of harnesses) {
         const { dest } = o;
         await dest.ensureState();
         await write(dest, target('side'), rows({ id: 1, b: true }));
-        const beside = { besideOthers: true };
+        const beside = { besideOthers: () => true };
         const conflict = (error: unknown) =>
           (error as { code?: string }).code === 'SLUICE_DESTINATION_CONFLICT' &&
           /files loaded beside/.test((error as Error).message);
@@ -859,14 +859,21 @@ for (const h of harnesses) {
           await other.close();
         }
         await dest.loadFile((tx) => tx.write(target('side'), rows({ id: 4, extra: 'y' })), beside);
-        // Alone, the same file changes the table.
+        // Alone, the same file changes the table; also when the files beside it ended while it
+        // looked at the table again.
         await dest.loadFile((tx) => tx.write(target('side'), rows({ id: 5, b: 7 })));
+        let asked = 0;
+        await dest.loadFile((tx) => tx.write(target('side'), rows({ id: 6, more: 'z' })), {
+          besideOthers: () => ++asked === 1,
+        });
+        assert.equal(asked, 2, 'asked before and after looking again');
         assert.deepEqual(await readNormalized(o, 'side', ['id']), [
-          { id: 1, b: 1, extra: null },
-          { id: 2, b: 0, extra: null },
-          { id: 4, b: null, extra: 'y' },
-          { id: 5, b: 7, extra: null },
-          { id: 9, b: null, extra: 'made elsewhere' },
+          { id: 1, b: 1, extra: null, more: null },
+          { id: 2, b: 0, extra: null, more: null },
+          { id: 4, b: null, extra: 'y', more: null },
+          { id: 5, b: 7, extra: null, more: null },
+          { id: 6, b: null, extra: null, more: 'z' },
+          { id: 9, b: null, extra: 'made elsewhere', more: null },
         ]);
       }));
 

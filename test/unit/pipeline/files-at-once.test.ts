@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { shapePlanOf } from '../../../src/pipeline/context.js';
 import { filesAtOnce } from '../../../src/pipeline/load.js';
 import { parsePipeline } from '../../../src/pipeline/spec.js';
+import { FilesInFlight } from '../../../src/pipeline/write-file.js';
 import { JobTables } from '../../../src/records/tables.js';
 
 /** The job tables of one properties job with these extra settings. */
@@ -56,5 +57,83 @@ describe('files loaded at once', () => {
     assert.equal(filesAtOnce({ SLUICE_FILES_AT_ONCE: '3' }, 4, { appendsOnly: false }, 2), 1);
     assert.equal(filesAtOnce({ SLUICE_FILES_AT_ONCE: 'lots' }, 4, append, 8), 1);
     assert.equal(filesAtOnce({ SLUICE_FILES_AT_ONCE: '' }, 4, append, 8), 4);
+  });
+});
+
+describe('files in flight', () => {
+  /** Lets every settled promise's callbacks run. */
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+  test('counts what files in flight wrote, and forgets a file once it ends', async () => {
+    const flight = new FilesInFlight();
+    const a = (await flight.open())!;
+    const b = (await flight.open())!;
+    a.rows = 10;
+    b.rows = 5;
+    b.rejects = 2;
+    assert.deepEqual([flight.rows, flight.rejects], [15, 2]);
+    flight.close(b);
+    flight.close(b);
+    assert.deepEqual([flight.rows, flight.rejects], [10, 0]);
+    flight.close(a);
+  });
+
+  test('a file alone waits for the files in flight, and none starts until it ends', async () => {
+    const flight = new FilesInFlight();
+    const a = (await flight.open())!;
+    const b = (await flight.open())!;
+    const events: string[] = [];
+    const alone = flight.open(true).then((c) => {
+      events.push('alone');
+      return c!;
+    });
+    const alone2 = flight.open(true).then((c) => {
+      events.push('alone2');
+      return c!;
+    });
+    const later = flight.open().then((c) => {
+      events.push('later');
+      return c!;
+    });
+    await settle();
+    assert.equal(events.join(), '', 'the files in flight go on');
+    assert.equal(flight.claimAlone(a), false, 'others are in flight');
+    flight.close(a);
+    await settle();
+    assert.equal(events.join(), '');
+    flight.close(b);
+    await settle();
+    assert.equal(events.join(), 'alone', 'one alone at a time');
+    flight.close(await alone);
+    await settle();
+    assert.equal(events.join(), 'alone,alone2');
+    flight.close(await alone2);
+    await settle();
+    assert.equal(events.join(), 'alone,alone2,later');
+    const c = await later;
+    assert.equal(flight.claimAlone(c), true, 'the only file in flight becomes alone');
+    const blocked = flight.open().then(() => events.push('blocked'));
+    await settle();
+    assert.equal(events.length, 3, 'no file starts beside a file alone');
+    flight.close(c);
+    await blocked;
+  });
+
+  test('after a failure, files waiting to start do not; one waiting alone gives up once the others end', async () => {
+    const flight = new FilesInFlight();
+    const a = (await flight.open())!;
+    const alone = flight.open(true);
+    const waiting = flight.open();
+    flight.stop();
+    assert.equal(await waiting, undefined);
+    let done = false;
+    void alone.then(() => {
+      done = true;
+    });
+    await settle();
+    assert.equal(done, false, 'a file alone never runs beside another');
+    flight.close(a);
+    assert.equal(await alone, undefined);
+    assert.equal(await flight.open(), undefined, 'nothing starts after a failure');
   });
 });
