@@ -41,6 +41,8 @@ interface Opened {
   indexes(table: string): Promise<string[]>;
   /** Opens the same destination again (another process's view of it). */
   reopen(options?: { readOnly?: boolean }): Promise<Destination>;
+  /** PostgreSQL: the same destination, with these session settings in the URL's `options`. */
+  withSettings?(settings: string): Promise<Destination>;
   lockHolder(name: string): string[];
 }
 
@@ -157,6 +159,11 @@ async function harness(kind: string): Promise<Harness> {
               )
             ).map((i) => i.indexname),
           reopen: (options = {}) => openDestination(url, { schema, ...options }),
+          withSettings: (settings) => {
+            const withOptions = new URL(url);
+            withOptions.searchParams.set('options', settings);
+            return openDestination(withOptions.toString(), { schema });
+          },
           lockHolder: (name) => [url, name, schema],
         };
         return {
@@ -874,6 +881,39 @@ for (const h of harnesses) {
           { id: 5, b: 7, extra: null, more: null },
           { id: 6, b: null, extra: null, more: 'z' },
           { id: 9, b: null, extra: 'made elsewhere', more: null },
+        ]);
+      }));
+
+    it('a table is looked at again as committed, whatever isolation the database defaults to', () =>
+      use(async (o) => {
+        // PostgreSQL only: SQLite has one writer, so no other one changes a table meanwhile.
+        if (o.withSettings === undefined) return;
+        const { dest } = o;
+        await dest.ensureState();
+        await write(dest, target('t'), rows({ id: 1 }));
+        const strict = await o.withSettings('-c default_transaction_isolation=repeatable\\ read');
+        const other = await o.reopen();
+        try {
+          await write(strict, target('u'), rows({ id: 1 }));
+          await write(strict, target('t'), rows({ id: 2 }));
+          await strict.loadFile(
+            async (tx) => {
+              await tx.write(target('u'), rows({ id: 2 })); // the transaction has begun
+              await write(other, target('t'), rows({ id: 3, extra: 'x' }));
+              // The column another session added since is seen: nothing to change, no refusal.
+              await tx.write(target('t'), rows({ id: 4, extra: 'y' }));
+            },
+            { besideOthers: () => true },
+          );
+        } finally {
+          await strict.close();
+          await other.close();
+        }
+        assert.deepEqual(await readNormalized(o, 't', ['id']), [
+          { id: 1, extra: null },
+          { id: 2, extra: null },
+          { id: 3, extra: 'x' },
+          { id: 4, extra: 'y' },
         ]);
       }));
 

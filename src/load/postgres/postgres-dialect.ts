@@ -164,7 +164,9 @@ class PostgresDialect implements Dialect<PgConn> {
     const client = await this.#connect();
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
+      // Read committed whatever the role's or database's default: a table is looked at again,
+      // after its lock or beside other files, as committed now, not as the transaction began.
+      await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
       const conn: PgConn = { client, stagings: new Map(), count: 0 };
       const db = new Kysely<StateDatabase>({
         dialect: new KyselyPostgresDialect({ pool: singleClientPool(client) }),
