@@ -30,9 +30,10 @@ export type { JobLoad } from './write-file.js';
  * one for every two cores, so one on two cores: there the parse workers and the server already
  * take both cores, and a second file loaded beside the first gained nothing (200,000 NDJSON
  * records into PostgreSQL: 13.4-14.5 s with two files at once, 13.4-14.8 with one; 1,000,000:
- * 63.8-67.7 s against 65.7-74.8) and peaked 3-10 MB higher. With more cores, each file's COPY has a server process of its own. Always one for SQLite
- * (one writer), and for a job whose rows depend on the order of its files: a merge (a later
- * file's record wins), autotrace and owner lookups (people are merged).
+ * 63.8-67.7 s against 65.7-74.8) and peaked 3-10 MB higher. With more cores, each file's COPY
+ * has a server process of its own. Always one for SQLite (one writer), and for a job whose rows
+ * depend on the order of its files: a merge (a later file's record wins), autotrace and owner
+ * lookups (people are merged).
  */
 export function filesAtOnce(
   env: NodeJS.ProcessEnv,
@@ -122,10 +123,9 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
   /** The first file to fail: no file starts after it, those under way finish. */
   let failure: { error: unknown } | undefined;
   const loadOne = async (file: ResultFileRef) => {
-    if (inFlight.stopped) return;
     try {
       const counts = await loadFile(load, reader, file, downloadId, inFlight, files > 1);
-      if (counts === undefined) return; // another file failed while this one waited
+      if (counts === undefined) return; // another file failed before this one began
       outcome.files_loaded += 1;
       await checkpoint(ctx, 'file-committed', job.name, file.index);
       log.info(

@@ -144,8 +144,6 @@ class ParseWorker {
   readonly #worker = startWorker();
   /** A file is streamed to it. */
   #streaming = false;
-  /** Files it takes blocks of. */
-  #files = 0;
   #dead = false;
 
   constructor() {
@@ -155,13 +153,8 @@ class ParseWorker {
     });
   }
 
-  /** Free for a file of its own. */
+  /** Free for a file streamed to it (a pool streams files or hands out blocks, never both). */
   get available(): boolean {
-    return !this.#streaming && this.#files === 0 && !this.#dead;
-  }
-
-  /** Can take blocks of one more file. */
-  get sharable(): boolean {
     return !this.#streaming && !this.#dead;
   }
 
@@ -284,7 +277,6 @@ class ParseWorker {
     send(block: Omit<Extract<ToWorker, { type: 'block' }>, 'type' | 'job'>): void;
     release(): void;
   } {
-    this.#files++;
     const worker = this.#worker;
     const onMessage = (message: ToMain) => {
       // A block of an earlier file, dropped and parsed all the same, answers late: not ours.
@@ -315,7 +307,6 @@ class ParseWorker {
         worker.off('error', onError);
         worker.off('exit', onExit);
         if (!this.#dead) worker.postMessage({ type: 'drop', job } satisfies ToWorker);
-        this.#files--;
       },
     };
   }
@@ -368,11 +359,7 @@ export class ParserPool {
       if (free === undefined) throw new Error('the parse worker is busy');
       return free.parse(source, request);
     }
-    return parseInBlocks(
-      source,
-      request,
-      this.#live().filter((w) => w.sharable),
-    );
+    return parseInBlocks(source, request, this.#live());
   }
 
   async close(): Promise<void> {
