@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Clock } from '../../src/pipeline/clock.js';
+import { shapePlanOf } from '../../src/pipeline/context.js';
+import { parsePipeline } from '../../src/pipeline/spec.js';
+import type { ShapePlan } from '../../src/records/tables.js';
 import type { EmulatorHarness } from './emulator.js';
 
 /** A Writable that keeps what was written, for reading a command's output in tests. */
@@ -98,3 +101,25 @@ export async function runCli(
 
 /** The installed command (`bin/sluice.js`, which runs the built CLI), for tests in a subprocess. */
 export const SLUICE_BIN = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
+
+/** How the records of one properties job (`query: '*'`, these settings besides) become rows. */
+export function propertiesPlan(settings: string): ShapePlan {
+  const job = settings
+    .split('\n')
+    .map((line) => `    ${line}`)
+    .join('\n');
+  const spec = parsePipeline(
+    `version: 1
+name: p
+source: { api: v4, url: 'http://x.test/v4', email: e, password: p }
+jobs:
+  homes:
+    type: properties
+    query: '*'
+${job}
+`,
+    'p.yaml',
+    {},
+  );
+  return shapePlanOf(spec.jobs[0]!, spec);
+}

@@ -1,30 +1,13 @@
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
-import { shapePlanOf } from '../../../src/pipeline/context.js';
 import { filesAtOnce } from '../../../src/pipeline/load.js';
-import { parsePipeline } from '../../../src/pipeline/spec.js';
 import { FilesInFlight } from '../../../src/pipeline/write-file.js';
 import { JobTables } from '../../../src/records/tables.js';
+import { propertiesPlan } from '../../helpers/pipeline.js';
 
-/** The job tables of one properties job with these extra settings. */
-function tablesOf(extra: string): JobTables {
-  const spec = parsePipeline(
-    `version: 1
-name: p
-source: { api: v4, url: 'http://x.test/v4', email: e, password: p }
-jobs:
-  homes:
-    type: properties
-    query: '*'
-${extra
-  .split('\n')
-  .map((line) => `    ${line}`)
-  .join('\n')}
-`,
-    'p.yaml',
-    {},
-  );
-  return new JobTables(shapePlanOf(spec.jobs[0]!, spec));
+/** The job tables of one properties job with these settings. */
+function tablesOf(settings: string): JobTables {
+  return new JobTables(propertiesPlan(settings));
 }
 
 describe('files loaded at once', () => {

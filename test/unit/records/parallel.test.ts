@@ -2,30 +2,17 @@ import { strict as assert } from 'node:assert';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { csvRow } from '../../../src/emulator/render.js';
-import { shapePlanOf } from '../../../src/pipeline/context.js';
-import { parsePipeline } from '../../../src/pipeline/spec.js';
 import { packBatch, packedBatches, recordBatches } from '../../../src/records/index.js';
 import { ParserPool } from '../../../src/records/parallel.js';
 import { JobTables } from '../../../src/records/tables.js';
 import type { PackedBatch, RecordBatch } from '../../../src/records/types.js';
 import { plainRows } from '../../../src/schema/copy-text.js';
 import { type Row, unpackRow } from '../../../src/schema/types.js';
+import { propertiesPlan } from '../../helpers/pipeline.js';
 
-const spec = parsePipeline(
-  `version: 1
-name: p
-source: { api: v4, url: 'http://x.test/v4', email: e, password: p }
-jobs:
-  homes:
-    type: properties
-    query: '*'
-    format: csv
-    auto_trace: true
-`,
-  'p.yaml',
-  {},
-);
-const plan = shapePlanOf(spec.jobs[0]!, spec);
+const plan = propertiesPlan('format: csv\nauto_trace: true');
+/** A CSV file of `plan` parsed into batches of 500 rows, at most two blocks ahead. */
+const CSV_REQUEST = { format: 'csv' as const, plan, batchSize: 500, maxBuffered: 2 };
 
 function csvFile(n: number): string {
   const columns = ['id', 'yearBuilt', 'prices', 'people'];
@@ -127,14 +114,7 @@ describe('parsing in worker threads', () => {
     for (const workers of [1, 2]) {
       const pool = new ParserPool(workers);
       try {
-        const request = {
-          format: 'csv' as const,
-          plan,
-          batchSize: 500,
-          maxBuffered: 2,
-          blockBytes: 16 << 10,
-          copyText: { keep: ['id'] },
-        };
+        const request = { ...CSV_REQUEST, blockBytes: 16 << 10, copyText: { keep: ['id'] } };
         const batches = await collect(pool.parse(source(text), request).batches);
         for (const batch of batches.filter((b) => b.rows.count > 0)) {
           const { rows } = batch;
@@ -163,7 +143,7 @@ describe('parsing in worker threads', () => {
     // One worker: the file streamed to it, batch for batch as here; then the next file.
     const pool = new ParserPool(1);
     try {
-      const request = { format: 'csv' as const, plan, batchSize: 500, maxBuffered: 2 };
+      const request = CSV_REQUEST;
       const a = await collect(pool.parse(source(text), request).batches);
       const b = await collect(pool.parse(source(text), request).batches);
       // Byte counts come at other chunk boundaries; everything else is the same.
@@ -285,14 +265,7 @@ describe('parsing in worker threads', () => {
           [5000, 20_000],
           [1 << 20, undefined],
         ]) {
-          const request = {
-            format: 'csv' as const,
-            plan,
-            batchSize: 500,
-            maxBuffered: 2,
-            blockBytes,
-            maxRecordBytes,
-          };
+          const request = { ...CSV_REQUEST, blockBytes, maxRecordBytes };
           const batches = await collect(pool.parse(sourceOf(text), request).batches);
           assert.deepEqual(flat(batches), flat(here), `${name}, blocks of ${blockBytes} bytes`);
           assert.equal(batches.at(-1)?.bytesRead, text.byteLength);
@@ -371,13 +344,7 @@ describe('parsing in worker threads', () => {
     );
     const pool = new ParserPool(2, 2);
     try {
-      const request = {
-        format: 'csv' as const,
-        plan,
-        batchSize: 500,
-        maxBuffered: 2,
-        blockBytes: 8 << 10,
-      };
+      const request = { ...CSV_REQUEST, blockBytes: 8 << 10 };
       // Both files' batches are taken in turns, as two writers would take them.
       const a = pool.parse(source(texts[0]!), request);
       const b = pool.parse(source(texts[1]!), request);
