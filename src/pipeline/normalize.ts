@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { ResultFileRef, ServiceClient } from '../client/types.js';
-import { type ParseJob, ParserPool, packedBatches } from '../records/index.js';
+import { BLOCK_BYTES, type ParseJob, ParserPool, packedBatches } from '../records/index.js';
 import { JobTables, type ShapePlan } from '../records/tables.js';
 import type { FileFormat } from '../records/types.js';
 
@@ -12,6 +12,19 @@ import type { FileFormat } from '../records/types.js';
 
 /** Rows per batch: a transaction's statements are written this many rows at a time. */
 export const BATCH_ROWS = 500;
+
+/**
+ * Blocks of a file the workers may run ahead of the batches taken (besides one each): about
+ * 640 KB of it, and at least three. With three of SQLite's 64 KB blocks, the main thread often
+ * waited for a block while a worker sat idle, the file's reader waiting for room. Ten made
+ * NDJSON about 3% faster (200,000 records into SQLite: 9.5 s against 9.8 on average, 13 and 16
+ * runs), at about the same peak memory; CSV and nested tables, bound elsewhere, did not change.
+ * PostgreSQL's 1 MB blocks stay three.
+ */
+function blocksAhead(blockBytes: number | undefined): number {
+  const bytes = blockBytes !== undefined && blockBytes > 0 ? blockBytes : BLOCK_BYTES;
+  return Math.max(3, Math.floor((640 << 10) / bytes));
+}
 
 /** Downloads smaller than this are parsed in the main thread: a worker's start costs more. */
 const PARSE_WORKERS_FROM = 5000;
@@ -70,7 +83,7 @@ export class FileReader {
         format,
         plan: this.plan,
         batchSize: BATCH_ROWS,
-        maxBuffered: 3,
+        maxBuffered: this.#pool.streams ? 3 : blocksAhead(this.parsing.blockBytes),
         ...(this.parsing.blockBytes ? { blockBytes: this.parsing.blockBytes } : {}),
         ...(this.parsing.copyText ? { copyText: this.parsing.copyText } : {}),
       });

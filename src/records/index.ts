@@ -6,7 +6,7 @@ import { jsonColumns, packBatch, type RecordShape } from './shape.js';
 import type { JobTables } from './tables.js';
 import type { FileFormat, PackedBatch, RecordBatch } from './types.js';
 
-export { type ParseJob, ParserPool } from './parallel.js';
+export { BLOCK_BYTES, type ParseJob, ParserPool } from './parallel.js';
 export type { RecordShape } from './shape.js';
 export { packBatch } from './shape.js';
 export type * from './types.js';

@@ -6,8 +6,8 @@ import type { FileFormat, PackedBatch } from './types.js';
 /**
  * Parsing in worker threads. Parsing and decoding cost several times what writing a row costs:
  * each result file is parsed in a worker while the main thread writes the previous batch.
- * Batches come back in file order; workers never run more than a few batches ahead, so memory
- * stays bounded whatever the file size.
+ * Batches come back in file order; workers never run more than a bounded number of batches
+ * ahead, so memory stays bounded whatever the file size.
  *
  * Protocol, a file streamed to one worker (a pool of one): main -> worker `start`, then `chunk`s
  * (bytes, transferred, not copied) and `end`; worker -> main `consumed` per chunk (flow control
@@ -25,6 +25,10 @@ export interface ParseRequest {
   /** How records become rows: plain data, cloned into the worker. */
   plan: ShapePlan;
   batchSize: number;
+  /**
+   * How far a worker may run ahead of the batches taken: batches of `batchSize` rows for a file
+   * streamed to it; blocks for a file cut into blocks, besides one per worker.
+   */
   maxBuffered: number;
   /**
    * A file parsed by several workers: bytes a block holds at least, and CSV bytes with no
@@ -91,7 +95,7 @@ export type ToMain =
  * cheaply: into SQLite on two cores, 64 KB blocks (30 to 40 property records) loaded CSV in 12 s
  * and NDJSON in 6.3 s (100,000 records), where 1 MB blocks took 14 s and 8.3 s and 30 MB more.
  */
-const BLOCK_BYTES = 64 << 10;
+export const BLOCK_BYTES = 64 << 10;
 
 /** CSV text this long with no record end in it is an unclosed quote (as in csv.ts). */
 const MAX_RECORD_BYTES = 4 << 20;
@@ -322,9 +326,9 @@ class ParseWorker {
  * With one worker, a file is streamed to it. With several, a file is parsed by all of them at
  * once: the main thread cuts it into blocks of whole records (NDJSON lines; CSV records end at
  * a newline outside quotes, which a count of quotes tells), hands them out in turn, and takes
- * their batches back in file order, never more than `maxBuffered` blocks per worker ahead. So
- * a file is parsed on as many cores as there are workers, and each file still goes to the
- * database in one transaction, its batches in order.
+ * their batches back in file order, never more than `maxBuffered` blocks, and one per worker,
+ * sent and not taken. So a file is parsed on as many cores as there are workers, and each file
+ * still goes to the database in one transaction, its batches in order.
  *
  * A broken CSV record (an unbalanced quote) moves where the records after it end: the worker
  * that reads it says how much of its block it did not use, and the main thread cuts the file
@@ -352,9 +356,13 @@ export class ParserPool {
     return this.#workers;
   }
 
+  /** One worker for one file at a time: the file is streamed to it. Otherwise in blocks. */
+  get streams(): boolean {
+    return this.size === 1 && this.files === 1;
+  }
+
   parse(source: Readable, request: ParseRequest): ParseJob {
-    // One worker for one file at a time: the file is streamed to it. Otherwise in blocks.
-    if (this.size === 1 && this.files === 1) {
+    if (this.streams) {
       const free = this.#live().find((w) => w.available);
       if (free === undefined) throw new Error('the parse worker is busy');
       return free.parse(source, request);
