@@ -88,7 +88,7 @@ export class FilesInFlight {
   #alone = 0;
   #waiting: (() => void)[] = [];
   /** Set when a file failed: no file starts after it. */
-  stopped = false;
+  #stopped = false;
 
   /** A file's entry, once it may start; undefined when the job stopped meanwhile. */
   async open(alone = false): Promise<FileCounts | undefined> {
@@ -96,9 +96,9 @@ export class FilesInFlight {
       this.#alone++;
       while (this.#files.size > 0) await this.#change();
     } else {
-      while (this.#alone > 0 && !this.stopped) await this.#change();
+      while (this.#alone > 0 && !this.#stopped) await this.#change();
     }
-    if (this.stopped) {
+    if (this.#stopped) {
       if (alone) this.#settle(alone);
       return undefined;
     }
@@ -125,7 +125,7 @@ export class FilesInFlight {
 
   /** A file failed: the files waiting to start do not. */
   stop(): void {
-    this.stopped = true;
+    this.#stopped = true;
     this.#settle(false);
   }
 
