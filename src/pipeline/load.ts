@@ -113,7 +113,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
     {
       workers,
       files,
-      blockBytes: destination.capabilities.batchBytes,
+      blockBytes: destination.capabilities.batchBytes[tables.appendsOnly ? 'appends' : 'merges'],
       ...(destination.capabilities.copyText ? { copyText: { keep: tables.keysRead() } } : {}),
     },
     ctx.signal,

@@ -19,7 +19,7 @@ export const BATCH_ROWS = 500;
  * waited for a block while a worker sat idle, the file's reader waiting for room. Ten made
  * NDJSON about 3% faster (200,000 records into SQLite: 9.5 s against 9.8 on average, 13 and 16
  * runs), at about the same peak memory; CSV and nested tables, bound elsewhere, did not change.
- * PostgreSQL's 1 MB blocks stay three.
+ * PostgreSQL's blocks of 512 KB or more stay three.
  */
 function blocksAhead(blockBytes: number | undefined): number {
   const bytes = blockBytes !== undefined && blockBytes > 0 ? blockBytes : BLOCK_BYTES;

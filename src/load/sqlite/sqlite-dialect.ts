@@ -84,7 +84,7 @@ const CAPABILITIES: DestinationCapabilities = {
   concurrentWriters: 1,
   bulkLoad: false,
   copyText: false,
-  batchBytes: 64 << 10,
+  batchBytes: { appends: 64 << 10, merges: 64 << 10 },
 };
 
 /**
