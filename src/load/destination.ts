@@ -43,7 +43,7 @@ export interface DestinationCapabilities {
   /**
    * Bytes of a result file in one written batch, where several parse workers share a file (with
    * one or none, a batch is 500 rows): for a job whose rows are only appended, and for one that
-   * merges or replaces rows by a key (which writes each batch through a staging table). A
+   * merges or replaces rows by a key (a merge writes each batch through a staging table). A
    * SQLite write costs little, and small batches keep the parsers' garbage young; a PostgreSQL
    * write is round trips to the server, which larger batches spread over more rows.
    */
