@@ -33,8 +33,6 @@ export interface DestinationCapabilities {
   alterColumnType: 'in-place' | 'rebuild';
   /** Write transactions that can run at once (SQLite has one writer). */
   concurrentWriters: number;
-  /** A bulk path faster than batched INSERTs (PostgreSQL COPY). */
-  bulkLoad: boolean;
   /**
    * Rows are best handed over as COPY text, written by the parse workers (PostgreSQL; see
    * `schema/copy-text.ts`); any destination takes such rows.
@@ -42,12 +40,13 @@ export interface DestinationCapabilities {
   copyText: boolean;
   /**
    * Bytes of a result file in one written batch, where several parse workers share a file (with
-   * one or none, a batch is 500 rows): for a job whose rows are only appended, and for one that
-   * merges or replaces rows by a key (a merge writes each batch through a staging table). A
-   * SQLite write costs little, and small batches keep the parsers' garbage young; a PostgreSQL
-   * write is round trips to the server, which larger batches spread over more rows.
+   * one or none, a batch is 500 rows): for a job whose rows are only appended, and, by the
+   * file's format, for one that merges or replaces rows by a key (a merge writes each batch
+   * through a staging table). A SQLite write costs little, and small batches keep the parsers'
+   * garbage young; a PostgreSQL write is round trips to the server, which larger batches spread
+   * over more rows, at the cost of more held in the parse workers at once.
    */
-  batchBytes: { appends: number; merges: number };
+  batchBytes: { appends: number; merges: { csv: number; json: number } };
 }
 
 /** Where rows go: a table of the job, written directly or built aside for a replace. */

@@ -105,6 +105,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
     filesAtOnce(ctx.env, destination.capabilities.concurrentWriters, tables),
     Math.max(1, pending.length),
   );
+  const { batchBytes } = destination.capabilities;
   const reader = new FileReader(
     ctx.client,
     downloadId,
@@ -113,7 +114,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
     {
       workers,
       files,
-      blockBytes: destination.capabilities.batchBytes[tables.appendsOnly ? 'appends' : 'merges'],
+      blockBytes: tables.appendsOnly ? batchBytes.appends : batchBytes.merges[job.format],
       ...(destination.capabilities.copyText ? { copyText: { keep: tables.keysRead() } } : {}),
     },
     ctx.signal,

@@ -80,17 +80,20 @@ const CAPABILITIES: DestinationCapabilities = {
   maxColumns: 1600,
   alterColumnType: 'in-place',
   concurrentWriters: 4,
-  bulkLoad: true,
   copyText: true,
   // Against 64 KB, 1 MB blocks appended 100,000 records in 9.2 s instead of 12.5 and merged them in
   // 10.6 instead of 19. Blocks smaller than 1 MB hold less in the parse workers at once (how many
   // may wait ahead mattered little): at 200,000 records, runs taken in turn, appends of 512 KB were
   // as fast or faster (CSV 20.9 s against 20.4-21.6, NDJSON 13.3-13.7 against 13.5-15.6) and peaked
   // 9-15 MB lower run for run (CSV 187-192 MB against 199-205). A merge pays a staging table's
-  // statements for each batch: NDJSON merges took 5% longer with 768 KB blocks and 13% with 512 KB,
-  // CSV merges about 1% and 2-7%. CSV merges peaked at 193-195 MB with 768 KB and at 199-204 MB
-  // with 1 MB (231 once in nine runs).
-  batchBytes: { appends: 512 << 10, merges: 768 << 10 },
+  // statements for each batch: against 1 MB, NDJSON merges took 5% longer with 768 KB blocks and
+  // 13% with 512 KB (measured again, four runs of each in turn at 200,000 records: 30.2 s on
+  // average with 512 KB against 28.9 with 768, 175-179 MB against 186-193). A CSV merge is bound
+  // by its parse workers (csv-parse), which hide those statements: four runs of each in turn at
+  // 200,000 records took 35.8 s on average with 512 KB and 35.6 with 768 KB, and peaked at
+  // 182-186 MB against 197-200; at 1,000,000 records, two runs of each in turn, 163-196 s and
+  // 187-189 MB with 512 KB against 181-202 s and 201-203 MB.
+  batchBytes: { appends: 512 << 10, merges: { csv: 512 << 10, json: 768 << 10 } },
 };
 
 class PostgresDialect implements Dialect<PgConn> {

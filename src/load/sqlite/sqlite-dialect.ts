@@ -82,9 +82,8 @@ const CAPABILITIES: DestinationCapabilities = {
   maxColumns: 2000,
   alterColumnType: 'rebuild',
   concurrentWriters: 1,
-  bulkLoad: false,
   copyText: false,
-  batchBytes: { appends: 64 << 10, merges: 64 << 10 },
+  batchBytes: { appends: 64 << 10, merges: { csv: 64 << 10, json: 64 << 10 } },
 };
 
 /**
