@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import type { ShapePlan } from './tables.js';
 import type { FileFormat, PackedBatch } from './types.js';
+import { fromWire, type WireBatch } from './wire.js';
 
 /**
  * Parsing in worker threads. Parsing and decoding cost several times what writing a row costs:
@@ -69,7 +70,7 @@ export interface ParsedBlock {
   type: 'parsed';
   job: number;
   seq: number;
-  batch: PackedBatch;
+  batch: WireBatch;
   /**
    * Set when the block's end was not used: a broken CSV record moved where the records after it
    * end, so they are cut again, with the blocks that follow, from just past this many newlines
@@ -82,7 +83,7 @@ export interface ParsedBlock {
 
 export type ToMain =
   | { type: 'consumed' }
-  | { type: 'batch'; batch: PackedBatch }
+  | { type: 'batch'; batch: WireBatch }
   | ParsedBlock
   | { type: 'done' }
   | { type: 'error'; message: string; name: string; job?: number };
@@ -255,7 +256,7 @@ class ParseWorker {
           }
           if (message.type === 'batch') {
             worker.postMessage({ type: 'ack' } satisfies ToWorker);
-            yield message.batch;
+            yield fromWire(message.batch);
           }
         }
         await pump;
@@ -566,7 +567,8 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
         if (message !== undefined) {
           const seq = taken++;
           parsed.delete(seq);
-          const { batch, usedLines } = message;
+          const { usedLines } = message;
+          const batch = fromWire(message.batch);
           const block = inFlight.get(seq)!;
           if (usedLines === undefined) batch.bytesRead = block.endsAt;
           else {

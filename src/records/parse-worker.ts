@@ -12,6 +12,8 @@ import { NdjsonPacker, ndjsonBlock, ndjsonPackedBlock } from './ndjson.js';
 import type { ParseRequest, ToMain, ToWorker } from './parallel.js';
 import { packBatch } from './shape.js';
 import { JobTables } from './tables.js';
+import type { PackedBatch } from './types.js';
+import { toWire, type WireBatch } from './wire.js';
 
 const port = parentPort;
 if (!port) throw new Error('parse-worker.ts runs in a worker thread');
@@ -73,23 +75,20 @@ function post(message: ToMain): void {
   port!.postMessage(message);
 }
 
+/** A message that carries a batch, before the batch is made ready to post. */
+type Unposted<M> = M extends { batch: WireBatch }
+  ? Omit<M, 'batch'> & { batch: PackedBatch }
+  : never;
+
 /**
- * Posts a batch, its rows as COPY text where the request asks for it: the text's bytes are
- * transferred, not copied.
+ * Posts a batch (see wire.ts), its rows as COPY text where the request asks for it: the buffers
+ * of its values and of its COPY text are moved to the main thread, not copied.
  */
-function postBatch(
-  message: Extract<ToMain, { type: 'batch' } | { type: 'parsed' }>,
-  request: ParseRequest,
-): void {
+function postBatch(message: Unposted<ToMain>, request: ParseRequest): void {
   const { batch } = message;
   const rows = request.copyText && encodeCopyText(batch.rows, batch.columns, request.copyText.keep);
-  if (!rows?.text) {
-    port!.postMessage(message);
-    return;
-  }
-  port!.postMessage({ ...message, batch: { ...batch, rows } }, [
-    rows.text.bytes.buffer as ArrayBuffer,
-  ]);
+  const wire = toWire(rows?.text ? { ...batch, rows } : batch);
+  port!.postMessage({ ...message, batch: wire.batch } satisfies ToMain, wire.transfer);
 }
 
 function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {

@@ -27,10 +27,10 @@ export function newRow(): Row {
 
 /**
  * Rows packed for writing: the column names once, then each row's values in that order, row
- * after row. This is how rows cross from a parse worker to the writing thread (a structured
- * clone of one flat array costs a fraction of one of keyed objects, and no object is made per
- * row on either side) and what the destinations bind from. For PostgreSQL, parse workers send
- * the job's rows as COPY text instead (`text`), which the writing thread passes on to COPY.
+ * after row. This is how rows cross from a parse worker to the writing thread (with their values
+ * in one string and one buffer: records/wire.ts; no object is made per row on either side) and
+ * what the destinations bind from. For PostgreSQL, parse workers send the job's rows as COPY
+ * text instead (`text`), which the writing thread passes on to COPY.
  */
 export interface PackedRows {
   readonly names: readonly string[];

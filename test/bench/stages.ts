@@ -3,8 +3,9 @@
  * disk: read (the bytes), parse (JSON.parse of each line, or csv-parse), decode, shape and pack
  * (sluice's records stage: catalogue decoding, nested values to JSON text or child rows, the
  * job's rows packed in column order), transfer (what moving a packed batch between threads
- * costs: V8's serializer, which postMessage uses, in the parsing thread, and its deserializer
- * in the writing one, timed apart), and write (prepared inserts of the packed rows into a
+ * costs: its values put in one string and one buffer and V8's serializer, which postMessage
+ * uses, in the parsing thread; V8's deserializer and the values taken back in the writing one;
+ * timed apart), and write (prepared inserts of the packed rows into a
  * SQLite file of sluice's page size, in one transaction). And the floor: a naive
  * loop doing the same work, JSON.parse of each line, nested values stringified again and a
  * prepared insert, with no batches, no workers and no checks. Used by load.ts; also runs alone:
@@ -19,9 +20,10 @@ import { deserialize, serialize } from 'node:v8';
 import Database from 'better-sqlite3';
 import { parse } from 'csv-parse/sync';
 import { PAGE_SIZE } from '../../src/load/sqlite/sqlite-dialect.js';
-import { packedBatches } from '../../src/records/index.js';
+import { BLOCK_BYTES, packedBatches } from '../../src/records/index.js';
 import { JobTables } from '../../src/records/tables.js';
 import type { PackedBatch } from '../../src/records/types.js';
+import { fromWire, toWire, type WireBatch } from '../../src/records/wire.js';
 import type { PackedRows } from '../../src/schema/types.js';
 
 export interface StageFigures {
@@ -83,21 +85,30 @@ export async function stageProfile(
       // The records stage as a run has it (parse, decode, shape, pack), less the parse above.
       t = performance.now();
       const batches: PackedBatch[] = [];
-      for await (const batch of packedBatches(Readable.from([buffer]), format, tables, 500)) {
+      // In blocks of 64 KB, as a file arrives: a batch is the records of whole blocks, 500 or
+      // more (CSV: 500).
+      const blocks: Buffer[] = [];
+      for (let at = 0; at < buffer.byteLength; at += BLOCK_BYTES) {
+        blocks.push(buffer.subarray(at, at + BLOCK_BYTES));
+      }
+      for await (const batch of packedBatches(Readable.from(blocks), format, tables, 500)) {
         batches.push(batch);
       }
       figures.decodeShape += Math.max(0, seconds(t) - parsed);
 
+      // As a parse worker posts a batch and the writing thread takes it (wire.ts). Serializing
+      // also copies the buffer a run moves between threads (9 bytes a value at most).
       t = performance.now();
-      const serialized = batches.map((batch) => serialize(batch));
+      const serialized = batches.map((batch) => serialize(toWire(batch).batch));
       figures.transferOut += seconds(t);
       t = performance.now();
-      for (const bytes of serialized) deserialize(bytes);
+      const taken = serialized.map((bytes) => fromWire(deserialize(bytes) as WireBatch));
       figures.transferIn += seconds(t);
 
+      // The rows the writing thread binds: text values are slices of one string per batch.
       figures.write += insertAll(
         db,
-        batches.map((b) => b.rows),
+        taken.map((b) => b.rows),
       );
     }
     db.close();
