@@ -14,7 +14,7 @@
  * pipeline, the destinations or the CLI.
  */
 const layer = (name, path) => ({ name, path });
-const BASE = '^src/(errors|catalog|log)\\.ts$|^src/(util|query)/';
+const BASE = '^src/(errors|error-codes|catalog|log)\\.ts$|^src/(util|query)/';
 const layers = [
   layer('base', BASE),
   layer('schema', '^src/schema/'),

@@ -1,26 +1,31 @@
+import { type ErrorCode, isRetryable } from './error-codes.js';
+
+export type { ErrorCode } from './error-codes.js';
+
 /**
- * Every error sluice raises on purpose is a SluiceError: a stable `code` for programs, a message
- * for people, and `retryable` saying whether trying the same thing again can help. The CLI maps
- * these to exit codes in one place (src/cli/exit-codes.ts) and prints them without a stack trace.
+ * Every error sluice raises on purpose is a SluiceError: a stable `code` for programs and a
+ * message for people. What the code means (the exit code, and `retryable`: whether trying the
+ * same thing again can help) comes from the one table in error-codes.ts. The CLI prints these
+ * without a stack trace.
  */
 export class SluiceError extends Error {
-  readonly code: string;
-  readonly retryable: boolean;
+  readonly code: ErrorCode;
 
-  constructor(
-    message: string,
-    options: { code?: string; retryable?: boolean; cause?: unknown } = {},
-  ) {
+  constructor(message: string, options: { code: ErrorCode; cause?: unknown }) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SluiceError';
-    this.code = options.code ?? 'SLUICE_ERROR';
-    this.retryable = options.retryable ?? false;
+    this.code = options.code;
+  }
+
+  /** Whether running again, unchanged, can help (error-codes.ts: exactly when exit 1). */
+  get retryable(): boolean {
+    return isRetryable(this.code);
   }
 }
 
 /** A user mistake in arguments or settings (missing credentials, bad flag values). */
 export class UsageError extends SluiceError {
-  constructor(message: string, code = 'SLUICE_USAGE') {
+  constructor(message: string, code: ErrorCode = 'SLUICE_USAGE') {
     super(message, { code });
     this.name = 'UsageError';
   }
@@ -33,7 +38,13 @@ export class QueryError extends SluiceError {
   readonly start: number;
   readonly end: number;
 
-  constructor(message: string, query: string, start: number, end: number, code = 'SLUICE_QUERY') {
+  constructor(
+    message: string,
+    query: string,
+    start: number,
+    end: number,
+    code: ErrorCode = 'SLUICE_QUERY',
+  ) {
     super(message, { code });
     this.name = 'QueryError';
     this.query = query;
@@ -63,13 +74,10 @@ export class ApiError extends SluiceError {
     path: string;
     body: unknown;
     details: string[];
-    retryable: boolean;
-    code?: string;
   }) {
     const said = init.details.length > 0 ? init.details.join('; ') : `HTTP ${init.status}`;
     super(`${init.method} ${init.path} failed with ${init.status}: ${said}`, {
-      code: init.code ?? `SLUICE_API_${init.status}`,
-      retryable: init.retryable,
+      code: `SLUICE_API_${init.status}`,
     });
     this.name = 'ApiError';
     this.status = init.status;
@@ -83,7 +91,7 @@ export class ApiError extends SluiceError {
 /** The service could not be reached or the connection broke before an answer. */
 export class NetworkError extends SluiceError {
   constructor(message: string, cause?: unknown) {
-    super(message, { code: 'SLUICE_NETWORK', retryable: true, cause });
+    super(message, { code: 'SLUICE_NETWORK', cause });
     this.name = 'NetworkError';
   }
 }

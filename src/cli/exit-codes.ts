@@ -1,63 +1,12 @@
-import { CreditGuardError, QueryError, SluiceError } from '../errors.js';
+import { EXIT, exitCodeOf } from '../error-codes.js';
+import { QueryError, SluiceError } from '../errors.js';
 import type { ErrorInfo, RunSummary } from '../pipeline/outcome.js';
 
-/** Exit codes of the CLI, as the README documents them. */
-export const EXIT = {
-  ok: 0,
-  /** Failed, and worth a retry (the service or the database failed, a timeout, a lock). */
-  failed: 1,
-  /** A mistake to fix: running again unchanged fails the same way. */
-  invalidInput: 2,
-  creditGuard: 3,
-  interrupted: 130,
-} as const;
-
-/**
- * The one table that says what an error code means to a shell or an orchestrator. Codes not
- * listed are failures worth a retry (exit 1).
- */
-const EXIT_OF_CODE: Record<string, number> = {
-  SLUICE_SPEC: EXIT.invalidInput,
-  SLUICE_USAGE: EXIT.invalidInput,
-  SLUICE_USAGE_ARGUMENTS: EXIT.invalidInput,
-  SLUICE_UNKNOWN_JOB: EXIT.invalidInput,
-  SLUICE_QUERY: EXIT.invalidInput,
-  SLUICE_QUERY_FIELD: EXIT.invalidInput,
-  SLUICE_QUERY_SYNTAX: EXIT.invalidInput,
-  SLUICE_QUERY_TOO_LONG: EXIT.invalidInput,
-  SLUICE_CREDENTIALS: EXIT.invalidInput,
-  SLUICE_UNSUPPORTED: EXIT.invalidInput,
-  SLUICE_VIEW_FIELD: EXIT.invalidInput,
-  SLUICE_TOO_MANY_REJECTS: EXIT.invalidInput,
-  SLUICE_ALL_REJECTED: EXIT.invalidInput,
-  SLUICE_JOB_CHANGED: EXIT.invalidInput,
-  SLUICE_READ_ONLY: EXIT.invalidInput,
-  SLUICE_STATE_VERSION: EXIT.invalidInput,
-  SLUICE_DESTINATION_AUTH: EXIT.invalidInput,
-  SLUICE_DESTINATION_MISSING: EXIT.invalidInput,
-  SLUICE_DESTINATION_UNUSABLE: EXIT.invalidInput,
-  SLUICE_DESTINATION_LIMIT: EXIT.invalidInput,
-  SLUICE_DESTINATION_DATA: EXIT.invalidInput,
-  SLUICE_DESTINATION_DEPENDENT: EXIT.invalidInput,
-  // The service refused the request as it stands: wrong credentials, no such thing, not allowed.
-  SLUICE_API_400: EXIT.invalidInput,
-  SLUICE_API_401: EXIT.invalidInput,
-  SLUICE_API_403: EXIT.invalidInput,
-  SLUICE_API_404: EXIT.invalidInput,
-  SLUICE_API_409: EXIT.invalidInput,
-  SLUICE_API_422: EXIT.invalidInput,
-  SLUICE_CREDIT_GUARD: EXIT.creditGuard,
-  SLUICE_INTERNAL: EXIT.failed,
-};
-
-export function exitCodeOfCode(code: string): number {
-  return EXIT_OF_CODE[code] ?? EXIT.failed;
-}
+export { EXIT } from '../error-codes.js';
 
 /** The exit code for an error that stopped a command. */
 export function exitCodeFor(error: unknown): number {
-  if (error instanceof CreditGuardError) return EXIT.creditGuard;
-  if (error instanceof SluiceError) return exitCodeOfCode(error.code);
+  if (error instanceof SluiceError) return exitCodeOf(error.code);
   return EXIT.failed;
 }
 
@@ -98,7 +47,7 @@ export function exitCodeOfRun(summary: Pick<RunSummary, 'status' | 'error' | 'jo
         ...(summary.error ? [summary.error] : []),
         ...summary.jobs.flatMap((j) => (j.error && j.status !== 'refused' ? [j.error] : [])),
       ];
-      return errors.some((e) => exitCodeOfCode(e.code) === EXIT.invalidInput)
+      return errors.some((e) => exitCodeOf(e.code) === EXIT.invalidInput)
         ? EXIT.invalidInput
         : EXIT.failed;
     }

@@ -190,7 +190,6 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
     const error = interrupted
       ? new SluiceError('interrupted; run again to pick up where it stopped', {
           code: 'SLUICE_INTERRUPTED',
-          retryable: true,
         })
       : caught;
     report(ctx, flags, error);

@@ -36,7 +36,7 @@ export class ConnectionError extends NetworkError {
  */
 export class DownloadUncertainError extends SluiceError {
   constructor(message: string, cause?: unknown) {
-    super(message, { code: 'SLUICE_DOWNLOAD_UNCERTAIN', retryable: false, cause });
+    super(message, { code: 'SLUICE_DOWNLOAD_UNCERTAIN', cause });
     this.name = 'DownloadUncertainError';
   }
 }

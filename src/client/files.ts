@@ -64,7 +64,7 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
           // Fresh URLs expired too before they were used: worth a retry later, not a mistake.
           throw new SluiceError(
             `result file ${file.name}: its URL expired ${refreshes + 1} times in a row (${error.message}); run again to fetch it anew`,
-            { code: 'SLUICE_FILE_EXPIRED', retryable: true, cause: error },
+            { code: 'SLUICE_FILE_EXPIRED', cause: error },
           );
         }
         if (!expired) throw error;
@@ -139,7 +139,6 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
               `result file ${file.name} ended after ${received} of ${total} bytes`,
               {
                 code: 'SLUICE_FILE_SHORT',
-                retryable: true,
               },
             );
           }
@@ -150,7 +149,7 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
           if (resumes >= maxResumes) {
             throw new SluiceError(
               `result file ${file.name}: the connection broke ${resumes + 1} times; gave up after ${received} bytes`,
-              { code: 'SLUICE_NETWORK', retryable: true, cause: error },
+              { code: 'SLUICE_NETWORK', cause: error },
             );
           }
           resumes += 1;

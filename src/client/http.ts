@@ -355,7 +355,6 @@ async function toApiError(req: HttpRequest, res: Dispatcher.ResponseData): Promi
     path: pathOf(req.url),
     body,
     details: errorMessages(body, text),
-    retryable: RETRY_STATUSES.has(status),
   });
 }
 
@@ -371,9 +370,6 @@ function askedToWait(failure: ApiError, retryAfterMs: number, budgetMs: number):
       ...failure.details,
       `the service asked to wait ${seconds(retryAfterMs)} seconds (Retry-After), past the ${seconds(budgetMs)} s this call may wait`,
     ],
-    // Later, the same request can work: the service said when.
-    retryable: true,
-    code: failure.code,
   });
 }
 
@@ -388,8 +384,7 @@ function parseBody(req: HttpRequest, res: Dispatcher.ResponseData, text: string)
     throw new SluiceError(
       `${req.method} ${pathOf(req.url)}: the service sent a body that is not valid JSON`,
       {
-        code: 'SLUICE_API_BAD_RESPONSE',
-        retryable: true,
+        code: 'SLUICE_API_BAD_JSON',
         cause: error,
       },
     );

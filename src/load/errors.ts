@@ -1,4 +1,4 @@
-import { SluiceError } from '../errors.js';
+import { type ErrorCode, SluiceError } from '../errors.js';
 
 /**
  * What went wrong in a destination, in terms a user can act on. The codes:
@@ -17,8 +17,8 @@ import { SluiceError } from '../errors.js';
  * - `SLUICE_DESTINATION`: anything else the database refused
  */
 export class DestinationError extends SluiceError {
-  constructor(message: string, code: string, retryable: boolean, cause?: unknown) {
-    super(message, { code, retryable, cause });
+  constructor(message: string, code: ErrorCode, cause?: unknown) {
+    super(message, { code, cause });
     this.name = 'DestinationError';
   }
 }

@@ -81,7 +81,6 @@ export class LoaderTransaction<C> implements FileTransaction {
         throw new DestinationError(
           `table ${table} needs ${changes.create ? 'making' : 'new or wider columns'}, which waits for the files loaded beside this one`,
           'SLUICE_DESTINATION_CONFLICT',
-          true,
         );
       }
     }
@@ -102,7 +101,6 @@ export class LoaderTransaction<C> implements FileTransaction {
       throw new DestinationError(
         `table ${table} would need ${count} columns, more than the ${limit} ${this.loader.kind === 'postgres' ? 'PostgreSQL' : 'SQLite'} allows: use a view with fewer fields, or nested: tables`,
         'SLUICE_DESTINATION_LIMIT',
-        false,
       );
     }
     const columns = new Map(existing);
@@ -154,7 +152,6 @@ export class LoaderTransaction<C> implements FileTransaction {
           throw new DestinationError(
             `cannot merge into ${table} on ${target.key.join(', ')}: the table already holds rows with the same ${target.key.join(', ')} (it was appended to before); remove the duplicates or use write: append`,
             'SLUICE_DESTINATION_DATA',
-            false,
             error,
           );
         }

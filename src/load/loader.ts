@@ -64,7 +64,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
         );
       } catch (error) {
         if (error instanceof StateVersionError) {
-          throw new DestinationError(error.message, 'SLUICE_STATE_VERSION', false);
+          throw new DestinationError(error.message, 'SLUICE_STATE_VERSION');
         }
         throw error;
       }

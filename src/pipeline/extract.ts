@@ -320,7 +320,7 @@ export async function waitForDownload(
       }
       throw new SluiceError(
         `download ${id} did not finish within the poll timeout; left it running, a later run will re-attach to it`,
-        { code: 'SLUICE_TIMEOUT', retryable: true },
+        { code: 'SLUICE_TIMEOUT' },
       );
     }
     await clock.sleep(Math.min(interval, Math.max(0, deadline - clock.now())), signal);
@@ -335,7 +335,6 @@ async function waitForCancelled(ctx: RunContext, id: string): Promise<DownloadIn
     if (i > 20) {
       throw new SluiceError(`download ${id} did not stop after it was cancelled`, {
         code: 'SLUICE_TIMEOUT',
-        retryable: true,
       });
     }
     await ctx.clock.sleep(500, ctx.signal);

@@ -1,5 +1,6 @@
 import type { CreditType } from '../catalog.js';
-import { SluiceError } from '../errors.js';
+import { isRetryable } from '../error-codes.js';
+import { type ErrorCode, SluiceError } from '../errors.js';
 
 /**
  * What a run reports: a typed outcome per job, and the run's status derived from them. Every
@@ -31,7 +32,7 @@ export type JobStatus =
 export type RunStatus = 'succeeded' | 'failed' | 'refused' | 'interrupted';
 
 export interface ErrorInfo {
-  code: string;
+  code: ErrorCode;
   message: string;
   /** Whether running again, unchanged, can help. */
   retryable: boolean;
@@ -141,7 +142,7 @@ export function errorInfo(error: unknown, stage?: Stage): ErrorInfo {
   return {
     code: 'SLUICE_INTERNAL',
     message: `internal error: ${message} (this is a bug in sluice; please report it with the log)`,
-    retryable: false,
+    retryable: isRetryable('SLUICE_INTERNAL'),
     ...where,
   };
 }

@@ -120,7 +120,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
         if ((error as { code?: unknown }).code !== 'SLUICE_LOCKED') throw markStage(error, 'lock');
         throw new SluiceError(
           `another run of pipeline '${spec.name}' is in progress on ${destination!.description} (${(error as Error).message}); wait for it, or run with --wait`,
-          { code: 'SLUICE_LOCKED', retryable: true },
+          { code: 'SLUICE_LOCKED' },
         );
       })
       .catch((error: unknown) => {

@@ -11,6 +11,7 @@
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { exitCodeTable } from '../../src/error-codes.js';
 import { EmulatorHarness } from './emulator.js';
 import { runCli } from './pipeline.js';
 
@@ -118,9 +119,23 @@ export async function runReadmeExamples(): Promise<ExampleResult> {
   }
 }
 
-// `npm run readme`: writes the README with the outputs sluice prints now.
+const EXIT_CODES = /<!-- exit-codes -->\n[\s\S]*?\n<!-- \/exit-codes -->/;
+
+/** The README's exit-code table, between its markers, as `src/error-codes.ts` writes it. */
+export function readmeExitCodes(readme: string): string | undefined {
+  return EXIT_CODES.exec(readme)?.[0];
+}
+
+export function withExitCodes(readme: string): string {
+  return readme.replace(
+    EXIT_CODES,
+    `<!-- exit-codes -->\n${exitCodeTable()}\n<!-- /exit-codes -->`,
+  );
+}
+
+// `npm run readme`: writes the README with the outputs sluice prints now, and the exit codes.
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const { text, stale } = await runReadmeExamples();
-  writeFileSync(README, text);
+  writeFileSync(README, withExitCodes(text));
   console.log(`README.md: ${stale.length} example output(s) updated`);
 }

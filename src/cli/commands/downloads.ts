@@ -183,7 +183,7 @@ export async function downloadsFetchCommand(
   if (info.state === 'queued' || info.state === 'running') {
     throw new SluiceError(
       `download ${info.id} is ${info.state} (${num(info.numRecords)} records so far): fetch it when it is completed, or add --wait`,
-      { code: 'SLUICE_DOWNLOAD_NOT_READY', retryable: true },
+      { code: 'SLUICE_DOWNLOAD_NOT_READY' },
     );
   }
   if (info.state === 'failed') {

@@ -482,7 +482,6 @@ class PostgresDialect implements Dialect<PgConn> {
         if (!options.wait) {
           throw new SluiceError(`the ${where} is held by another run`, {
             code: 'SLUICE_LOCKED',
-            retryable: true,
           });
         }
         if (!announced) {

@@ -1,4 +1,4 @@
-import { SluiceError } from '../../errors.js';
+import { type ErrorCode, SluiceError } from '../../errors.js';
 import { DestinationError } from '../errors.js';
 
 /** How long a statement may wait for a lock another session holds before it fails clearly. */
@@ -22,14 +22,10 @@ export function translatePostgresError(error: unknown, where: string): unknown {
   if (error instanceof SluiceError || !(error instanceof Error)) return error;
   const code = String((error as { code?: unknown }).code ?? '');
   const said = error.message;
-  const fail = (message: string, sluiceCode: string, retryable = false) =>
-    new DestinationError(message, sluiceCode, retryable, error);
+  const fail = (message: string, sluiceCode: ErrorCode) =>
+    new DestinationError(message, sluiceCode, error);
   if (NETWORK.test(code)) {
-    return fail(
-      `cannot reach PostgreSQL at ${where}: ${said}`,
-      'SLUICE_DESTINATION_UNREACHABLE',
-      true,
-    );
+    return fail(`cannot reach PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_UNREACHABLE');
   }
   if (code === '28P01' || code === '28000') {
     return fail(`PostgreSQL refused the login at ${where}: ${said}`, 'SLUICE_DESTINATION_AUTH');
@@ -44,7 +40,7 @@ export function translatePostgresError(error: unknown, where: string): unknown {
     return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_MISSING');
   }
   if (code === '40P01' || code === '40001' || code === '42P07' || code === '42701') {
-    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_CONFLICT', true);
+    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_CONFLICT');
   }
   if (
     code === '23505' &&
@@ -52,20 +48,18 @@ export function translatePostgresError(error: unknown, where: string): unknown {
       said + String((error as { constraint?: unknown }).constraint),
     )
   ) {
-    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_CONFLICT', true);
+    return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_CONFLICT');
   }
   if (code === '55P03') {
     return fail(
       `PostgreSQL at ${where}: waited ${LOCK_TIMEOUT} for a lock another session holds (${said}); try again when it is released`,
       'SLUICE_DESTINATION_BUSY',
-      true,
     );
   }
   if (code === '57014') {
     return fail(
       `PostgreSQL at ${where} cancelled a statement (${said}): a statement_timeout set for sluice's role or database is too short for this load; raise it`,
       'SLUICE_DESTINATION_BUSY',
-      true,
     );
   }
   if (
@@ -77,10 +71,18 @@ export function translatePostgresError(error: unknown, where: string): unknown {
     return fail(
       `the connection to PostgreSQL at ${where} broke: ${said}`,
       'SLUICE_DESTINATION_CONNECTION',
-      true,
     );
   }
-  if (code === '54011' || code === '54000' || code === '53100' || code === '53200') {
+  if (code === '53100') {
+    return fail(
+      `PostgreSQL at ${where}: its disk is full (${said}); free some space and run again`,
+      'SLUICE_DISK_FULL',
+    );
+  }
+  if (code === '53200' || code === '53300' || code === '53400') {
+    return fail(`PostgreSQL at ${where} is short of resources: ${said}`, 'SLUICE_DESTINATION_BUSY');
+  }
+  if (code === '54011' || code === '54000') {
     return fail(`PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_LIMIT');
   }
   if (code.startsWith('22')) {

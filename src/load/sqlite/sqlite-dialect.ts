@@ -384,7 +384,6 @@ export async function openSqliteDestination(
         throw new DestinationError(
           `no state found at ${path}: the database does not exist`,
           'SLUICE_NO_STATE',
-          false,
         );
       }
       handle = new Database(path, { readonly: true, fileMustExist: true, timeout });

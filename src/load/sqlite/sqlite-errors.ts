@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { SluiceError } from '../../errors.js';
+import { type ErrorCode, SluiceError } from '../../errors.js';
 import { DestinationError } from '../errors.js';
 
 /** A better-sqlite3 or file-system error as a DestinationError saying what to do. */
@@ -11,13 +11,12 @@ export function translateSqliteError(
 ): unknown {
   if (error instanceof SluiceError || !(error instanceof Error)) return error;
   const code = (error as { code?: string }).code ?? '';
-  const fail = (message: string, sluiceCode: string, retryable = false) =>
-    new DestinationError(message, sluiceCode, retryable, error);
+  const fail = (message: string, sluiceCode: ErrorCode) =>
+    new DestinationError(message, sluiceCode, error);
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return fail(
       `the SQLite database ${path} is locked by another program (it kept it busy past the ${busyTimeoutMs / 1000} s timeout); try again when that program is done`,
       'SLUICE_DESTINATION_BUSY',
-      true,
     );
   }
   if (code.startsWith('SQLITE_READONLY')) {
@@ -42,7 +41,10 @@ export function translateSqliteError(
     );
   }
   if (code === 'SQLITE_FULL') {
-    return fail(`the disk holding ${path} is full`, 'SLUICE_DESTINATION_LIMIT', true);
+    return fail(
+      `the disk holding the SQLite database ${path} is full: free some space and run again`,
+      'SLUICE_DISK_FULL',
+    );
   }
   if (code.startsWith('SQLITE_CONSTRAINT')) {
     return fail(`${path}: ${error.message}`, 'SLUICE_DESTINATION_DATA');

@@ -32,7 +32,6 @@ export async function lockFile(path: string, options: LockOptions): Promise<Lock
     if (!options.wait) {
       throw new SluiceError(`the lock ${path} is held by another run`, {
         code: 'SLUICE_LOCKED',
-        retryable: true,
       });
     }
     if (!announced) {

@@ -17,7 +17,6 @@ const apiError = (status: number) =>
     path: '/v4/x',
     body: undefined,
     details: [],
-    retryable: false,
   });
 
 describe('parseRetryAfter', () => {
