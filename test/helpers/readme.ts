@@ -9,7 +9,9 @@
  * README is http://127.0.0.1:8787 and stands for the test emulator's. Ids, run ids, times and
  * durations are compared as placeholders, and runs of spaces as one.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { exitCodeTable } from '../../src/error-codes.js';
 import { EmulatorHarness } from './emulator.js';
@@ -18,6 +20,7 @@ import { runCli } from './pipeline.js';
 const README = fileURLToPath(new URL('../../README.md', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADDRESS = 'http://127.0.0.1:8787';
+const FOLDER = '/tmp/sluice-readme';
 
 export interface ExampleResult {
   /** The README as it should be, every example output as sluice prints it now. */
@@ -68,11 +71,13 @@ export function normalise(text: string): string {
 export async function runReadmeExamples(): Promise<ExampleResult> {
   const original = readFileSync(README, 'utf8');
   const harness = await EmulatorHarness.start({ queueMs: 0, rate: 1_000_000 });
-  // The examples name this folder: it starts empty each time.
-  rmSync('/tmp/sluice-readme', { recursive: true, force: true });
+  // The examples name FOLDER; each run of them works in a new temporary folder of its own, so
+  // that two test runs on one machine never share it.
+  const folder = mkdtempSync(join(tmpdir(), 'sluice-readme-'));
   const stale: ExampleResult['stale'] = [];
-  const local = (text: string) => text.replaceAll(ADDRESS, harness.url);
-  const shown = (text: string) => text.replaceAll(harness.url, ADDRESS).replaceAll(ROOT, '');
+  const local = (text: string) => text.replaceAll(ADDRESS, harness.url).replaceAll(FOLDER, folder);
+  const shown = (text: string) =>
+    text.replaceAll(harness.url, ADDRESS).replaceAll(folder, FOLDER).replaceAll(ROOT, '');
   try {
     const blocks = /<!-- example -->\n```console\n([\s\S]*?)```/g;
     let text = '';
@@ -116,6 +121,7 @@ export async function runReadmeExamples(): Promise<ExampleResult> {
     return { text, stale };
   } finally {
     await harness.close();
+    rmSync(folder, { recursive: true, force: true });
   }
 }
 
