@@ -32,7 +32,8 @@ function indent(text: string): string {
 /**
  * The exit code of a pipeline run: 0 when it succeeded, 130 when interrupted; a failure is 2
  * when any error in it is a mistake to fix (a retry alone cannot make the run succeed), else 1;
- * 3 when the credit guard refused a job and nothing else failed.
+ * 3 when the credit guard refused a job and nothing else failed; 4 when every job ended but a
+ * download was cancelled on the service (what it held is loaded).
  */
 export function exitCodeOfRun(summary: Pick<RunSummary, 'status' | 'error' | 'jobs'>): number {
   switch (summary.status) {
@@ -40,6 +41,8 @@ export function exitCodeOfRun(summary: Pick<RunSummary, 'status' | 'error' | 'jo
       return EXIT.ok;
     case 'refused':
       return EXIT.creditGuard;
+    case 'incomplete':
+      return EXIT.incomplete;
     case 'interrupted':
       return EXIT.interrupted;
     default: {

@@ -22,6 +22,7 @@ export type JobRow = StateDatabase['_sluice_jobs'];
 export type FileRow = StateDatabase['_sluice_files'];
 export type RejectRow = StateDatabase['_sluice_rejects'];
 export type CursorRow = StateDatabase['_sluice_cursors'];
+export type LeaseRow = StateDatabase['_sluice_leases'];
 
 export type AttemptStatus =
   | 'requested'
@@ -183,8 +184,8 @@ export class StateStore {
     return new Set(rows.map((r) => r.download_id!));
   }
 
-  async insertAttempt(attempt: Attempt): Promise<void> {
-    await this.db.insertInto('_sluice_downloads').values(attempt).execute();
+  async insertAttempt(attempt: Attempt, db: Db = this.db): Promise<void> {
+    await db.insertInto('_sluice_downloads').values(attempt).execute();
   }
 
   async updateAttempt(
@@ -266,6 +267,27 @@ export class StateStore {
       .where('pipeline', '=', pipeline)
       .where('job', '=', job)
       .execute();
+  }
+
+  // --- leases -----------------------------------------------------------------------------
+
+  /** Makes `lease` the holder of its name, whoever held it before. */
+  async takeLease(lease: LeaseRow, db: Db = this.db): Promise<void> {
+    const { name, ...rest } = lease;
+    await db
+      .insertInto('_sluice_leases')
+      .values(lease)
+      .onConflict((oc) => oc.column('name').doUpdateSet(rest))
+      .execute();
+  }
+
+  /**
+   * The holder of a lease. `share`: the row is locked against a takeover until the transaction
+   * ends (destinations with row locks; SQLite's one writer needs none).
+   */
+  async lease(name: string, db: Db, share: boolean): Promise<LeaseRow | undefined> {
+    const query = db.selectFrom('_sluice_leases').selectAll().where('name', '=', name);
+    return (share ? query.forShare() : query).executeTakeFirst();
   }
 
   // --- status -----------------------------------------------------------------------------

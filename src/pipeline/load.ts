@@ -244,6 +244,8 @@ export async function finishJob(
   load: JobLoad,
   attempt: Attempt | undefined,
   info: DownloadInfo | undefined,
+  /** How the job ended, when not loaded (or empty, without a download). */
+  ended?: 'timed_out' | 'cancelled',
 ): Promise<void> {
   const { ctx, job, tables, outcome } = load;
   const swap =
@@ -257,7 +259,7 @@ export async function finishJob(
         }
       : undefined;
   const now = isoAt(ctx.clock);
-  const status = info === undefined ? 'empty' : info.state === 'cancelled' ? 'timed_out' : 'loaded';
+  const status = info === undefined ? 'empty' : (ended ?? 'loaded');
   const startedAt = attempt?.requested_at ?? now;
   const cursor = await cursorChange(load, attempt, info);
   await ctx.destination.finishJob({

@@ -107,9 +107,11 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
         }),
       ));
     await inStage('destination', () => destination!.ensureState());
+    const runId = randomUUID();
     const lock: Lock = await destination
       .lock(`pipeline:${spec.name}`, {
         wait: options.wait === true,
+        holder: runId,
         ...(options.signal ? { signal: options.signal } : {}),
         onWait: (where) =>
           log.info(
@@ -127,7 +129,6 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
         throw markStage(error, 'lock');
       });
     try {
-      const runId = randomUUID();
       return await runLocked(spec, selected, {
         spec,
         runId,
@@ -218,6 +219,8 @@ async function runLocked(
       if (loadedBefore) log.info({ job: job.name }, outcome.message);
       summary.jobs.push(outcome);
       addCredits(summary.credits, outcome.credits);
+      // A run that lost its lock records nothing more: the run that took it over goes on.
+      if (outcome.error?.code === 'SLUICE_LOCK_LOST') break;
       await state.saveJob(jobRow(ctx, job, outcome, jobStarted));
       if (outcome.status === 'interrupted') break;
       try {

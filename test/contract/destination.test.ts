@@ -24,6 +24,7 @@ import { openDestination } from '../../src/load/index.js';
 import { STATE_VERSION } from '../../src/load/state-tables.js';
 import { encodeCopyText } from '../../src/schema/copy-text.js';
 import { META_COLUMNS, packRows, type TableDef } from '../../src/schema/plan.js';
+import { breakLock } from '../helpers/locks.js';
 import {
   dropSchema,
   postgresSkipReason,
@@ -40,7 +41,7 @@ interface Opened {
   declared(table: string): Promise<Record<string, string>>;
   indexes(table: string): Promise<string[]>;
   /** Opens the same destination again (another process's view of it). */
-  reopen(options?: { readOnly?: boolean }): Promise<Destination>;
+  reopen(options?: { readOnly?: boolean; busyTimeoutMs?: number }): Promise<Destination>;
   /** PostgreSQL: the same destination, with these session settings in the URL's `options`. */
   withSettings?(settings: string): Promise<Destination>;
   lockHolder(name: string): string[];
@@ -1254,6 +1255,79 @@ for (const h of harnesses) {
         await cleanup();
       }
     });
+
+    it('lock lost: once another handle takes it over, the old holder writes nothing more (SLUICE_LOCK_LOST)', () =>
+      use(async (o) => {
+        const [url, , schema] = o.lockHolder('');
+        const first = await o.dest.lock('pipeline:lost', { wait: false, holder: 'run-1' });
+        await o.dest.state.insertAttempt({ ...attempt });
+        await breakLock(
+          { kind: h.kind, url: url!, ...(schema ? { schema } : {}) },
+          'pipeline:lost',
+        );
+        const other = await o.reopen();
+        try {
+          const second = await other.lock('pipeline:lost', { wait: false, holder: 'run-2' });
+          const lost = (e: Error & { code?: string }) => {
+            assert.equal(e.code, 'SLUICE_LOCK_LOST');
+            assert.match(e.message, /no longer holds pipeline 'lost'.*run run-2/);
+            return true;
+          };
+          await assert.rejects(
+            o.dest.state.updateAttempt(attempt.attempt_id, { status: 'x' }),
+            lost,
+          );
+          await assert.rejects(o.dest.state.insertAttempt({ ...attempt, attempt_id: 'a2' }), lost);
+          await assert.rejects(o.dest.prepareTables([def('lost_t', [['a', 'text']])]), lost);
+          await assert.rejects(
+            o.dest.loadFile(async () => {}),
+            lost,
+          );
+          assert.equal(await o.dest.describeTable('lost_t'), undefined, 'nothing was made');
+          // The holder now writes as before.
+          await other.state.updateAttempt(attempt.attempt_id, { status: 'loading' });
+          await other.prepareTables([def('lost_t', [['a', 'text']])]);
+          assert.ok(await other.describeTable('lost_t'));
+          await second.release();
+          await first.release();
+        } finally {
+          await other.close();
+        }
+      }));
+
+    it('lock lost while the holder commits: no takeover until it ends (SLUICE_LOCKED)', () =>
+      use(async (o) => {
+        const [url, , schema] = o.lockHolder('');
+        const first = await o.dest.lock('pipeline:busy', { wait: false });
+        const other = await o.reopen({ busyTimeoutMs: 300 });
+        try {
+          await other.ensureState();
+          let finish: () => void = () => {};
+          const committing = o.dest.loadFile(async (tx) => {
+            await tx.recordFile({ ...fileRow(0), download_id: 'busy' });
+            await new Promise<void>((resolve) => (finish = resolve));
+          });
+          await new Promise((r) => setTimeout(r, 100));
+          await breakLock(
+            { kind: h.kind, url: url!, ...(schema ? { schema } : {}) },
+            'pipeline:busy',
+          );
+          await assert.rejects(
+            other.lock('pipeline:busy', { wait: false }),
+            (e: Error & { code?: string }) => {
+              assert.equal(e.code, 'SLUICE_LOCKED');
+              assert.match(e.message, /still committing/);
+              return true;
+            },
+          );
+          finish();
+          await committing;
+          assert.equal((await o.dest.state.loadedFiles('busy')).size, 1, 'the holder committed');
+          await first.release();
+        } finally {
+          await other.close();
+        }
+      }));
 
     it('read-only: creates nothing and writes nothing', () =>
       use(async (o) => {

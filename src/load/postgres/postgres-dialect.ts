@@ -99,6 +99,7 @@ const CAPABILITIES: DestinationCapabilities = {
 class PostgresDialect implements Dialect<PgConn> {
   readonly kind = 'postgres' as const;
   readonly capabilities = CAPABILITIES;
+  readonly rowLocks = true;
   readonly db: Kysely<StateDatabase>;
 
   /** Clients checked out now: a signal ends their statements; the watch looks at their waits. */
@@ -509,6 +510,10 @@ class PostgresDialect implements Dialect<PgConn> {
         }
       },
     };
+  }
+
+  async waitAtMost(conn: PgConn, ms: number): Promise<void> {
+    await conn.client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(ms))}`);
   }
 
   translate(error: unknown): unknown {
