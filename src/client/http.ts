@@ -64,12 +64,17 @@ export interface HttpRequest {
   signal?: AbortSignal;
   /** This request's time bound for retries and their waits, in place of `maxRetryTimeMs`. */
   maxWaitMs?: number | undefined;
+  /**
+   * For `json()`: a redirect (3xx) is this request's answer, as the v3 download start's 303 to
+   * its request is. Any other JSON call refuses a 3xx: the service's API never redirects one.
+   */
+  redirectIsAnswer?: boolean;
 }
 
 export interface JsonResponse {
   status: number;
   headers: IncomingHttpHeaders;
-  /** The parsed JSON body; undefined for an empty or non-JSON body. */
+  /** The parsed JSON body; undefined for an empty body (and for a redirect's non-JSON body). */
   body: unknown;
 }
 
@@ -140,12 +145,25 @@ export class HttpTransport {
     });
   }
 
-  /** A JSON exchange. Statuses below 400 (303 included) are answers; the rest throw ApiError. */
+  /**
+   * A JSON exchange. A status of 400 or more throws ApiError; a redirect throws
+   * SLUICE_API_NOT_JSON, naming where it points, unless the request takes it as its answer
+   * (`redirectIsAnswer`); a body that is not JSON throws SLUICE_API_NOT_JSON saying what came
+   * instead, and JSON that does not parse SLUICE_API_BAD_JSON. An empty body is an answer (a
+   * DELETE's, say): `body` is undefined.
+   */
   async json(req: HttpRequest): Promise<JsonResponse> {
     const res = await this.#send(req);
     if (res.statusCode >= 400) throw await toApiError(req, res);
+    const redirect = res.statusCode >= 300 && res.statusCode < 400;
+    if (redirect && !req.redirectIsAnswer) {
+      await discard(res);
+      throw unexpectedRedirect(req, res);
+    }
     const text = await res.body.text();
-    return { status: res.statusCode, headers: res.headers, body: parseBody(req, res, text) };
+    // A redirect's body is a note for browsers (HTML or nothing); its Location is the answer.
+    const body = redirect ? lenientBody(text) : parseBody(req, res, text);
+    return { status: res.statusCode, headers: res.headers, body };
   }
 
   /**
@@ -335,6 +353,47 @@ export function pathOf(url: string): string {
   }
 }
 
+/** A URL for messages: no user, password, query or fragment (a signature, a token). */
+function bareUrl(url: URL): string {
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
+function locationOf(res: Dispatcher.ResponseData): string | undefined {
+  const value = res.headers.location;
+  const location = (Array.isArray(value) ? value[0] : value)?.trim();
+  return location ? location : undefined;
+}
+
+/** Where a redirect points, for messages; undefined when it points nowhere usable. */
+function redirectTarget(req: HttpRequest, res: Dispatcher.ResponseData): URL | undefined {
+  const location = locationOf(res);
+  if (location === undefined) return undefined;
+  try {
+    return new URL(location, req.url);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A redirect where the service's API never sends one: a login page, a proxy, http for https. */
+function unexpectedRedirect(req: HttpRequest, res: Dispatcher.ResponseData): SluiceError {
+  const target = redirectTarget(req, res);
+  const to = target ? `a redirect to ${bareUrl(target)}` : 'a redirect without a Location';
+  return new SluiceError(
+    `${req.method} ${pathOf(req.url)}: expected JSON from the service, got ${res.statusCode}, ${to}; check that the service URL points at the service's API`,
+    { code: 'SLUICE_API_NOT_JSON' },
+  );
+}
+
+/** Reads what is left of a body that is not wanted, so its connection can be used again. */
+async function discard(res: Dispatcher.ResponseData): Promise<void> {
+  try {
+    await res.body.dump();
+  } catch {
+    // The status is what matters; a body cut short adds nothing.
+  }
+}
+
 async function toApiError(req: HttpRequest, res: Dispatcher.ResponseData): Promise<ApiError> {
   let text = '';
   try {
@@ -373,22 +432,48 @@ function askedToWait(failure: ApiError, retryAfterMs: number, budgetMs: number):
   });
 }
 
+/**
+ * The JSON of an answer. Text that begins as JSON does (`{` or `[`) and does not parse was cut
+ * short or broken on the way: SLUICE_API_BAD_JSON, worth a retry. Any other text that does not
+ * parse (an HTML page, a proxy's note) is not the service speaking: SLUICE_API_NOT_JSON, which
+ * says what came instead.
+ */
 function parseBody(req: HttpRequest, res: Dispatcher.ResponseData, text: string): unknown {
   if (text.trim() === '') return undefined;
-  const type = String(res.headers['content-type'] ?? '');
-  const looksJson = /json/i.test(type) || /^\s*[[{]/.test(text);
-  if (!looksJson) return undefined;
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new SluiceError(
-      `${req.method} ${pathOf(req.url)}: the service sent a body that is not valid JSON`,
-      {
+    const where = `${req.method} ${pathOf(req.url)}`;
+    if (/^\s*[[{]/.test(text)) {
+      throw new SluiceError(`${where}: the service sent a body that is not valid JSON`, {
         code: 'SLUICE_API_BAD_JSON',
         cause: error,
-      },
+      });
+    }
+    const type = String(res.headers['content-type'] ?? '') || 'no content type';
+    throw new SluiceError(
+      `${where}: expected JSON from the service, got ${res.statusCode} (${type}): ${visiblePrefix(text)}; check that the service URL points at the service's API`,
+      { code: 'SLUICE_API_NOT_JSON' },
     );
   }
+}
+
+/** A redirect's body: its JSON when it has some, else nothing. */
+function lenientBody(text: string): unknown {
+  try {
+    return text.trim() === '' ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The first characters of a body, quoted, with control characters shown as escapes. */
+function visiblePrefix(text: string, length = 200): string {
+  const head = text.slice(0, length).replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+    const named: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+    return named[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+  });
+  return `"${head}"${text.length > length ? '...' : ''}`;
 }
 
 function errorCode(error: unknown): string | undefined {
