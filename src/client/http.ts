@@ -104,6 +104,12 @@ export const DEFAULT_TRANSPORT_OPTIONS = {
 const RETRY_STATUSES = new Set([429, 500, 502, 503, 504]);
 /** Statuses that say the service refused before doing any work. */
 const REFUSED_STATUSES = new Set([429, 503]);
+/** Redirects a result file's GET follows; a storage service may send any of them. */
+const FOLLOWED_REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Redirects followed per result-file GET: more is a loop, not a storage service's answer. */
+const MAX_REDIRECTS = 5;
+/** Headers that carry credentials: never sent on to another host than the one they were for. */
+const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 /** Network error codes raised before any byte of the request left this machine. */
 const NOT_SENT_CODES = new Set([
   'ECONNREFUSED',
@@ -168,12 +174,22 @@ export class HttpTransport {
 
   /**
    * A streamed exchange, for result files. The body is the caller's to consume or destroy; a
-   * status of 400 or more throws ApiError with the body read.
+   * status of 400 or more throws ApiError with the body read. Redirects are followed (storage
+   * services send them), at most MAX_REDIRECTS, with the request's headers (a Range stays a
+   * Range) less any credentials when the host changes; a redirect that cannot be followed
+   * throws SLUICE_API_BAD_RESPONSE, so a 3xx is never taken for the file.
    */
   async stream(req: HttpRequest): Promise<StreamResponse> {
-    const res = await this.#send(req);
-    if (res.statusCode >= 400) throw await toApiError(req, res);
-    return { status: res.statusCode, headers: res.headers, body: res.body };
+    let hop = req;
+    for (let redirects = 0; ; redirects++) {
+      const res = await this.#send(hop);
+      if (res.statusCode >= 400) throw await toApiError(hop, res);
+      if (res.statusCode < 300 || res.statusCode >= 400) {
+        return { status: res.statusCode, headers: res.headers, body: res.body };
+      }
+      await discard(res);
+      hop = redirectedRequest(req, hop, res, redirects);
+    }
   }
 
   /** The transport's clock (the `now` option), in milliseconds. */
@@ -373,6 +389,45 @@ function redirectTarget(req: HttpRequest, res: Dispatcher.ResponseData): URL | u
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The request to send after redirect `res` to `hop` (the `redirects`th followed for `first`),
+ * or the error that ends the exchange: no usable Location, not HTTP, or one redirect too many.
+ */
+function redirectedRequest(
+  first: HttpRequest,
+  hop: HttpRequest,
+  res: Dispatcher.ResponseData,
+  redirects: number,
+): HttpRequest {
+  const where = `${first.method} ${pathOf(first.url)}`;
+  const status = res.statusCode;
+  const target = redirectTarget(hop, res);
+  const fail = (problem: string) =>
+    new SluiceError(`${where}: ${problem}`, { code: 'SLUICE_API_BAD_RESPONSE' });
+  if (!FOLLOWED_REDIRECTS.has(status)) {
+    const to = target ? ` to ${bareUrl(target)}` : '';
+    throw fail(`the server answered ${status}${to}, a redirect that is not followed`);
+  }
+  if (target === undefined) {
+    throw fail(`the server answered ${status} without a usable Location to go to`);
+  }
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+    throw fail(`the server redirected to ${target.protocol} URL, which is not HTTP`);
+  }
+  if (redirects >= MAX_REDIRECTS) {
+    throw fail(
+      `the server redirected more than ${MAX_REDIRECTS} times (last to ${bareUrl(target)}); a redirect loop`,
+    );
+  }
+  const headers = { ...hop.headers };
+  if (target.origin !== new URL(hop.url).origin) {
+    for (const name of Object.keys(headers)) {
+      if (CREDENTIAL_HEADERS.includes(name.toLowerCase())) delete headers[name];
+    }
+  }
+  return { ...hop, url: target.href, headers };
 }
 
 /** A redirect where the service's API never sends one: a login page, a proxy, http for https. */
