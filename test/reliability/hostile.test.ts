@@ -252,6 +252,101 @@ for (const kind of destinationKinds()) {
       assert.deepEqual(downloadsByType(harness), { properties: 1 });
     });
 
+    /** NDJSON property records `<prefix>0`, `<prefix>1`, ... with an address each. */
+    const homes = (n: number, prefix: string) =>
+      Array.from({ length: n }, (_, i) =>
+        JSON.stringify({ id: `${prefix}${i}`, address: `${i} Main St` }),
+      );
+    const homesJob = (write = 'merge') =>
+      `  homes:\n    type: properties\n    query: '*'\n    write: ${write}\n    ${POLL}\n`;
+    const count = async (t: TestTarget, sql: string) => Number((await t.one<{ n: number }>(sql)).n);
+    const filesOf = async (t: TestTarget, id: string) =>
+      (
+        await t.all<{ file_index: number }>(
+          `select file_index from _sluice_files where download_id = '${id}' order by file_index`,
+        )
+      ).map((f) => Number(f.file_index));
+
+    test('a result file answered with a 302 to where it is: every row loads', async () => {
+      hostile.serve(homes(6, 'moved'), {
+        files: 2,
+        answer: (n) => (n === 1 ? 'redirect' : undefined),
+      });
+      const t = await target('redirect');
+      const run = await runJson(pipeline(t, 'redirect', homesJob()), hostileEnv());
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      assert.equal(run.summary.jobs[0].loaded, 6);
+      assert.equal(await count(t, 'select count(*) as n from homes'), 6);
+      assert.deepEqual(await filesOf(t, run.summary.jobs[0].download_id), [0, 1]);
+    });
+
+    for (const [answer, what] of [
+      ['empty', 'an empty 200'],
+      ['short', 'fewer records than the download says'],
+    ] as const) {
+      test(`a result file that is ${what} was recorded as loaded: now exit 1, SLUICE_FILE_INCOMPLETE, nothing recorded for it, and a rerun that gets it whole loads every row, bought once`, async () => {
+        const lines = homes(6, answer);
+        hostile.serve(lines, { files: 2, answer: (n) => (n === 1 ? answer : undefined) });
+        const bought = hostile.downloads();
+        const t = await target(`incomplete-${answer}`);
+        const file = pipeline(t, `incomplete-${answer}`, homesJob());
+        const run = await runJson(file, hostileEnv());
+        assert.equal(run.code, 1, run.stdout + run.stderr);
+        const job = run.summary.jobs[0];
+        const id = job.download_id as string;
+        assert.equal(job.error.code, 'SLUICE_FILE_INCOMPLETE');
+        assert.match(
+          job.error.message,
+          answer === 'empty'
+            ? new RegExp(
+                `${id}_1\\.txt held no records each of the 3 times .* download ${id} holds 6; .* run again later`,
+              )
+            : new RegExp(
+                `download ${id} holds 6 records .* ${id}_0\\.txt 3 \\(loaded\\), ${id}_1\\.txt 2 \\(fetched 3 times, not loaded\\); .*run again later`,
+              ),
+        );
+        assert.equal(hostile.fileGets(`${id}_1.txt`), 3, 'fetched again twice');
+        assert.deepEqual(await filesOf(t, id), [0], 'the short file is not recorded');
+        assert.equal(await count(t, 'select count(*) as n from homes'), 3);
+
+        hostile.serve(lines, { files: 2 });
+        const rerun = await runJson(file, hostileEnv());
+        assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
+        assert.equal(rerun.summary.jobs[0].download_id, id, 'the same download, re-attached');
+        assert.equal(await count(t, 'select count(*) as n from homes'), 6);
+        assert.deepEqual(await filesOf(t, id), [0, 1]);
+        assert.equal(hostile.downloads() - bought, 1, 'one purchase');
+      });
+    }
+
+    test('a damaged gzip result file (corrupt, cut short, text sent as gzip) was an internal error: now fetched again, then SLUICE_FILE_DAMAGED naming it; a rerun loads it', async () => {
+      for (const answer of ['gzip-corrupt', 'gzip-cut', 'gzip-text'] as const) {
+        const lines = homes(4, answer);
+        hostile.serve(lines, { answer: () => answer });
+        const bought = hostile.downloads();
+        const t = await target(answer);
+        const file = pipeline(t, answer, homesJob());
+        const run = await runJson(file, hostileEnv());
+        assert.equal(run.code, 1, run.stdout + run.stderr);
+        const job = run.summary.jobs[0];
+        const id = job.download_id as string;
+        assert.equal(job.error.code, 'SLUICE_FILE_DAMAGED', answer);
+        assert.match(
+          job.error.message,
+          new RegExp(`^result file ${id}_0\\.txt is damaged: .*\\(zlib: [^)]+\\); fetched 3 times`),
+        );
+        assert.doesNotMatch(run.stderr, /internal error|\n\s+at /);
+        assert.equal(hostile.fileGets(`${id}_0.txt`), 3, 'fetched again twice');
+        assert.deepEqual(await filesOf(t, id), []);
+
+        hostile.serve(lines);
+        const rerun = await runJson(file, hostileEnv());
+        assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
+        assert.equal(await count(t, 'select count(*) as n from homes'), 4);
+        assert.equal(hostile.downloads() - bought, 1, 'one purchase');
+      }
+    });
+
     if (kind === 'postgres') {
       const sql = async (schema: string, text: string) => {
         const client = new pg.Client({ connectionString: postgresUrl() });
@@ -293,6 +388,32 @@ for (const kind of destinationKinds()) {
         assert.match(
           swapped.summary.jobs[0].error.message,
           /a replace swaps the table.*views depend on it/,
+        );
+      });
+
+      test('files loaded at once (SLUICE_FILES_AT_ONCE=2), one short: the download is never recorded as whole', async () => {
+        // Each file's first answer waits for the other's request: both are written together,
+        // and whichever ends its writing second checks the records of both.
+        hostile.serve(homes(40, 'together'), {
+          files: 2,
+          answer: (n) => (n === 1 ? 'short' : undefined),
+          together: true,
+        });
+        const t = await target('at-once');
+        const file = pipeline(t, 'at-once', homesJob('append'));
+        const run = await runJson(file, hostileEnv({ SLUICE_FILES_AT_ONCE: '2' }));
+        assert.ok(hostile.servedTogether(), 'both files were in flight at once');
+        assert.equal(run.code, 1, run.stdout + run.stderr);
+        const job = run.summary.jobs[0];
+        assert.equal(job.error.code, 'SLUICE_FILE_INCOMPLETE');
+        const recorded = await t.all<{ rows_loaded: number }>(
+          `select rows_loaded from _sluice_files where download_id = '${job.download_id}'`,
+        );
+        assert.equal(recorded.length, 1, 'one file of two is recorded, never both');
+        assert.equal(
+          await count(t, 'select count(*) as n from homes'),
+          Number(recorded[0]!.rows_loaded),
+          'the file not recorded left no rows',
         );
       });
 
