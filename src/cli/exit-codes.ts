@@ -1,6 +1,6 @@
 import { EXIT, exitCodeOf } from '../error-codes.js';
-import { QueryError, SluiceError } from '../errors.js';
-import type { ErrorInfo, RunSummary } from '../pipeline/outcome.js';
+import { PipelineSpecError, QueryError, SluiceError, UsageError } from '../errors.js';
+import { type ErrorInfo, errorInfo, type RunSummary } from '../pipeline/outcome.js';
 
 export { EXIT } from '../error-codes.js';
 
@@ -55,4 +55,58 @@ export function exitCodeOfRun(summary: Pick<RunSummary, 'status' | 'error' | 'jo
         : EXIT.failed;
     }
   }
+}
+
+/** The code of the UsageError for what yargs itself rejects (unknown command, missing argument). */
+export const ARGUMENTS_CODE = 'SLUICE_USAGE_ARGUMENTS';
+
+/** An error as the machine contract's error document carries it. */
+export function errorDocument(error: unknown): {
+  status: 'error';
+  error: {
+    code: string;
+    message: string;
+    retryable: boolean;
+    step?: string;
+    file?: string;
+    line?: number;
+  };
+} {
+  const info = errorInfo(error);
+  const doc: ReturnType<typeof errorDocument>['error'] = {
+    code: info.code,
+    message: info.code === 'SLUICE_INTERNAL' ? info.message : describeError(error),
+    retryable: info.retryable,
+  };
+  if (error instanceof PipelineSpecError) {
+    doc.step = 'pipeline-file';
+    doc.file = error.file;
+    if (error.line !== undefined) doc.line = error.line;
+  } else if (error instanceof UsageError && error.code === ARGUMENTS_CODE) {
+    doc.step = 'arguments';
+  } else if (info.stage !== undefined) {
+    doc.step = info.stage;
+  }
+  return { status: 'error', error: doc };
+}
+
+/** Exit codes from the worst: a run interrupted, a mistake to fix, a failure, refused, incomplete. */
+const SEVERITY: readonly number[] = [
+  EXIT.interrupted,
+  EXIT.invalidInput,
+  EXIT.failed,
+  EXIT.creditGuard,
+  EXIT.incomplete,
+  EXIT.ok,
+];
+
+/** The exit code of several runs: the worst of theirs (see SEVERITY). */
+export function worstExitCode(codes: readonly number[]): number {
+  const rank = (code: number) => {
+    const at = SEVERITY.indexOf(code);
+    return at < 0 ? SEVERITY.indexOf(EXIT.failed) : at;
+  };
+  let worst: number = EXIT.ok;
+  for (const code of codes) if (rank(code) < rank(worst)) worst = code;
+  return worst;
 }

@@ -1,7 +1,6 @@
 import yargs, { type Argv } from 'yargs';
-import { contextOf, PipelineSpecError, SluiceError, UsageError } from '../errors.js';
+import { contextOf, SluiceError, UsageError } from '../errors.js';
 import type { LogFormat } from '../log.js';
-import { errorInfo } from '../pipeline/outcome.js';
 import { registerAccount } from './commands/account.js';
 import { registerDownloads } from './commands/downloads.js';
 import { type EmulatorArgs, emulatorOptions, runEmulator } from './commands/emulator.js';
@@ -12,14 +11,11 @@ import { registerRealTime } from './commands/realtime.js';
 import { registerSearch } from './commands/search.js';
 import { registerViews } from './commands/views.js';
 import type { CliContext } from './context.js';
-import { describeError, EXIT, exitCodeFor } from './exit-codes.js';
+import { ARGUMENTS_CODE, describeError, EXIT, errorDocument, exitCodeFor } from './exit-codes.js';
 import { processIo, writeJson, writeLine, wroteJson } from './output.js';
 import { Terminal } from './terminal.js';
 
 export type { CliContext } from './context.js';
-
-/** The code of the UsageError for what yargs itself rejects (unknown command, missing argument). */
-const ARGUMENTS_CODE = 'SLUICE_USAGE_ARGUMENTS';
 
 /** Declares the commands; each handler is a thin call into a library function. */
 export function buildCli(argv: string[], ctx: CliContext): Argv {
@@ -127,36 +123,6 @@ export function reportFlags(argv: readonly string[], env: NodeJS.ProcessEnv): Re
     logFormat: format === 'json' ? 'json' : 'pretty',
     logLevel: level !== undefined && LEVELS.includes(level) ? level : 'info',
   };
-}
-
-/** An error as the machine contract's error document carries it. */
-export function errorDocument(error: unknown): {
-  status: 'error';
-  error: {
-    code: string;
-    message: string;
-    retryable: boolean;
-    step?: string;
-    file?: string;
-    line?: number;
-  };
-} {
-  const info = errorInfo(error);
-  const doc: ReturnType<typeof errorDocument>['error'] = {
-    code: info.code,
-    message: info.code === 'SLUICE_INTERNAL' ? info.message : describeError(error),
-    retryable: info.retryable,
-  };
-  if (error instanceof PipelineSpecError) {
-    doc.step = 'pipeline-file';
-    doc.file = error.file;
-    if (error.line !== undefined) doc.line = error.line;
-  } else if (error instanceof UsageError && error.code === ARGUMENTS_CODE) {
-    doc.step = 'arguments';
-  } else if (info.stage !== undefined) {
-    doc.step = info.stage;
-  }
-  return { status: 'error', error: doc };
 }
 
 /** Runs the CLI and returns its exit code; never throws. */

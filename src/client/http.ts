@@ -129,6 +129,8 @@ const NOT_SENT_CODES = new Set([
  */
 export class HttpTransport {
   readonly #agent: Agent;
+  /** Per origin: no request before this time, as the service asked (see `#send`). */
+  readonly #pausedUntil = new Map<string, number>();
   readonly #options: Required<Omit<TransportOptions, 'onRetry'>> &
     Pick<TransportOptions, 'onRetry'>;
 
@@ -216,10 +218,22 @@ export class HttpTransport {
       body = JSON.stringify(req.json);
       headers['content-type'] = 'application/json';
     }
+    const origin = originOf(req.url);
+    /** Until when this request has already waited (its own backoff, a pause). */
+    let waited = 0;
     for (let attempt = 1; ; attempt++) {
       let failure: SluiceError;
       let retryAfterMs: number | undefined;
       let reason: string;
+      // The service asked a request to wait (429 or 503 with Retry-After): every request to it
+      // waits as long (within its own time bound), not only the one it answered. Jobs run at
+      // once poll together; one told to slow down slows them all.
+      const paused = (this.#pausedUntil.get(origin) ?? 0) - Math.max(o.now(), waited);
+      if (paused > 0) {
+        const wait = Math.min(paused, Math.max(0, deadline - o.now()));
+        waited = o.now() + wait;
+        await o.sleep(wait, req.signal);
+      }
       try {
         const res = await request(req.url, {
           method: req.method,
@@ -233,6 +247,10 @@ export class HttpTransport {
           (idempotent || REFUSED_STATUSES.has(res.statusCode));
         if (!retryable) return res;
         retryAfterMs = parseRetryAfter(res.headers['retry-after'], o.now());
+        if (retryAfterMs !== undefined && REFUSED_STATUSES.has(res.statusCode)) {
+          const until = o.now() + retryAfterMs;
+          if (until > (this.#pausedUntil.get(origin) ?? 0)) this.#pausedUntil.set(origin, until);
+        }
         failure = await toApiError(req, res);
         reason = `HTTP ${res.statusCode}`;
       } catch (error) {
@@ -252,6 +270,7 @@ export class HttpTransport {
         throw failure;
       }
       o.onRetry?.({ method: req.method, path: pathOf(req.url), attempt, delayMs, reason });
+      waited = o.now() + delayMs;
       await o.sleep(delayMs, req.signal);
     }
   }
@@ -366,6 +385,14 @@ export function pathOf(url: string): string {
     return new URL(url).pathname;
   } catch {
     return url.split('?')[0] ?? '';
+  }
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
   }
 }
 

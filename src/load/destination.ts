@@ -162,6 +162,7 @@ export interface State {
     pipeline: string;
     startedAt: string;
     resumes: string | null;
+    runKey?: string | null;
   }): Promise<void>;
   finishRun(
     runId: string,
@@ -172,6 +173,7 @@ export interface State {
   ): Promise<void>;
   runsLeftRunning(pipeline: string): Promise<RunRow[]>;
   latestRun(pipeline: string, before?: string): Promise<RunRow | undefined>;
+  runByKey(pipeline: string, key: string): Promise<RunRow | undefined>;
   run(runId: string): Promise<RunRow | undefined>;
   runChain(root: string): Promise<RunRow[]>;
   saveJob(row: JobRow): Promise<void>;

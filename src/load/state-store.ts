@@ -58,6 +58,7 @@ export class StateStore {
     pipeline: string;
     startedAt: string;
     resumes: string | null;
+    runKey?: string | null;
   }): Promise<void> {
     await this.db
       .insertInto('_sluice_runs')
@@ -73,8 +74,21 @@ export class StateStore {
         error_message: null,
         resumes: run.resumes,
         credits: null,
+        run_key: run.runKey ?? null,
       })
       .execute();
+  }
+
+  /** The latest run of a pipeline with this key (`--run-key`). */
+  async runByKey(pipeline: string, key: string): Promise<RunRow | undefined> {
+    return this.db
+      .selectFrom('_sluice_runs')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .where('run_key', '=', key)
+      .orderBy('started_at', 'desc')
+      .orderBy('run_id', 'desc')
+      .executeTakeFirst();
   }
 
   async finishRun(

@@ -9,7 +9,8 @@ import type { Kysely } from 'kysely';
  * of the DDL (SQLite and PostgreSQL differed in keys, indexes and integer types). Version 2 adds
  * `_sluice_meta`, per-job outcomes (`_sluice_jobs`), cursors (`_sluice_cursors`) and columns for
  * stages, errors, credits and what a download was asked for. Version 3 adds `_sluice_leases`:
- * which run holds each pipeline, checked inside every transaction (see `Loader.lock`).
+ * which run holds each pipeline, checked inside every transaction (see `Loader.lock`), and runs'
+ * keys (`run --run-key`).
  */
 export const STATE_VERSION = 3;
 
@@ -53,6 +54,8 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('error_message'),
       text('resumes'),
       text('credits'),
+      // v3
+      text('run_key'),
     ],
     primaryKey: ['run_id'],
     indexes: [{ name: '_sluice_runs_by_pipeline', columns: ['pipeline', 'started_at'] }],
@@ -181,6 +184,8 @@ export interface StateDatabase {
     error_message: string | null;
     resumes: string | null;
     credits: string | null;
+    /** The orchestrator's key for the run (`--run-key`): its retries finish it, never redo it. */
+    run_key: string | null;
   };
   _sluice_jobs: {
     run_id: string;

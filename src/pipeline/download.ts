@@ -56,15 +56,20 @@ export async function runDownloadJob(
   outcome.stage = 'extract';
   const polled = await inStage('extract', () => waitForDownload(ctx, job, download.attempt, log));
   countCredits(ctx, job, download.attempt, polled.info, outcome);
-  outcome.stage = 'load';
-  await loadFiles(load, download.attempt, polled.info);
-  outcome.stage = 'finish';
-  const cancelled =
-    polled.info.state === 'cancelled' && !polled.timedOut
-      ? cancelledOnService(job, download.attempt, polled.info, outcome)
-      : undefined;
-  const ended = polled.timedOut ? 'timed_out' : cancelled ? 'cancelled' : undefined;
-  await inStage('finish', () => finishJob(load, download.attempt, polled.info, ended));
+  // The download is ready: the job waits for its turn at the destination's writers.
+  ctx.progress.phase(job.name, 'queued', undefined);
+  const cancelled = await ctx.loads(async () => {
+    outcome.stage = 'load';
+    await loadFiles(load, download.attempt, polled.info);
+    outcome.stage = 'finish';
+    const cancelled =
+      polled.info.state === 'cancelled' && !polled.timedOut
+        ? cancelledOnService(job, download.attempt, polled.info, outcome)
+        : undefined;
+    const ended = polled.timedOut ? 'timed_out' : cancelled ? 'cancelled' : undefined;
+    await inStage('finish', () => finishJob(load, download.attempt, polled.info, ended));
+    return cancelled;
+  });
   markCommitted(outcome);
   if (polled.timedOut) {
     outcome.status = 'timed_out';

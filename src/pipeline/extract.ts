@@ -7,7 +7,7 @@ import { verifyDownload } from './adopt.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
-import { estimateJob, searchRequestOf } from './estimate.js';
+import { searchRequestOf } from './estimate.js';
 import { describeRange, rangeOf, rangeQuery, reattachedRange } from './incremental.js';
 import { inStage, type JobOutcome } from './outcome.js';
 import type { JobSpec } from './spec.js';
@@ -34,6 +34,22 @@ export async function ensureDownload(
   outcome: JobOutcome,
   log: Logger,
   /** Runs once the guard has passed, before a new download is asked for (or none is needed). */
+  beforeNew: () => Promise<void>,
+): Promise<DownloadToLoad | undefined> {
+  // The jobs of a run start their downloads in the file's order, one after another (RunGuard).
+  await ctx.guard.turn(job.name);
+  try {
+    return await ensureDownloadInTurn(ctx, job, outcome, log, beforeNew);
+  } finally {
+    ctx.guard.end(job.name);
+  }
+}
+
+async function ensureDownloadInTurn(
+  ctx: RunContext,
+  job: JobSpec,
+  outcome: JobOutcome,
+  log: Logger,
   beforeNew: () => Promise<void>,
 ): Promise<DownloadToLoad | undefined> {
   const { destination, client, signal } = ctx;
@@ -105,7 +121,7 @@ export async function ensureDownload(
   if (range) log.info(describeRange(range));
   outcome.stage = 'guard';
   const request = searchRequestOf(job, rangeQuery(job.query, range));
-  const estimate = await inStage('guard', () => estimateJob(client, job, { signal, request }));
+  const estimate = await inStage('guard', () => ctx.guard.check(job, request, signal));
   outcome.found = estimate.found;
   const refusal = estimate.refusals[0];
   if (refusal) throw new CreditGuardError(refusal.message, refusal);
@@ -281,7 +297,7 @@ export async function waitForDownload(
       maxWaitMs: Math.max(0, deadline - clock.now()),
     });
     if (polls === 1) await checkpoint(ctx, 'polling', job.name);
-    progress.update(info.numRecords, target);
+    progress.update(job.name, info.numRecords, target);
     if (info.numRecords !== attempt.num_records) {
       attempt.num_records = info.numRecords;
       await state.updateAttempt(attempt.attempt_id, {

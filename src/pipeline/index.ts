@@ -18,6 +18,7 @@ export {
   type RunOptions,
   runPipeline,
 } from './run.js';
+export { jobMatcher, selectJobs, unmatchedPatterns } from './select.js';
 export {
   type JobSpec,
   loadPipeline,

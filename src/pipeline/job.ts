@@ -22,7 +22,7 @@ export async function runJob(ctx: RunContext, job: JobSpec): Promise<JobOutcome>
   } catch (error) {
     settle(ctx, outcome, error, log);
   } finally {
-    ctx.progress.done();
+    ctx.progress.done(job.name, outcome.status);
     outcome.seconds = Math.round((ctx.clock.now() - started) / 10) / 100;
   }
   return outcome;

@@ -106,7 +106,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
   }
   outcome.files_loaded = loaded.size;
   progress.phase(job.name, 'load', info.numRecords);
-  progress.update(outcome.loaded + outcome.rejected);
+  progress.update(job.name, outcome.loaded + outcome.rejected);
   const pending = info.files.filter((file) => !loaded.has(file.index));
   const workers = parseWorkers(ctx.env, info.numRecords);
   const files = Math.min(

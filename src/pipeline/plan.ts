@@ -11,6 +11,7 @@ import {
 } from './estimate.js';
 import { rangeOf, rangeQuery } from './incremental.js';
 import { openPipelineDestination } from './run.js';
+import { selectJobs } from './select.js';
 import type { PipelineSpec } from './spec.js';
 
 /**
@@ -47,6 +48,8 @@ export interface PlanOptions {
   cursors?: ReadonlyMap<string, CursorRow>;
   /** Plan a `run --full-refresh`. */
   fullRefresh?: boolean;
+  /** Plan only the jobs these names or globs name (`--job`). */
+  jobs?: string[];
 }
 
 export async function planPipeline(
@@ -69,7 +72,7 @@ export async function planPipeline(
   const notThere = new Set([...views.create, ...views.update]);
   const left: Remaining = await creditsLeft(client, signal);
   const jobs: PlannedJob[] = [];
-  for (const job of spec.jobs) {
+  for (const job of selectJobs(spec, options.jobs)) {
     let estimate: PlannedJob;
     const from = job.people_keys_from;
     if (from !== undefined) {

@@ -29,6 +29,12 @@ const duration = z
   })
   .transform((v) => parseDuration(v)!);
 
+/**
+ * Jobs in flight at once by default. A job in flight mostly waits for the service to prepare its
+ * download, polled every few seconds; loads take turns (SQLite) or are bounded on their own.
+ */
+export const DEFAULT_PARALLEL_JOBS = 8;
+
 const identifier = z
   .string()
   .regex(
@@ -142,6 +148,9 @@ export const pipelineSchema = z.strictObject({
   resume_window: duration
     .default(6 * 3_600_000)
     .describe('a run this soon after an interrupted or failed one resumes it (0: never)'),
+  max_parallel_jobs: numeric(z.number().int().min(1).max(64))
+    .default(DEFAULT_PARALLEL_JOBS)
+    .describe('jobs whose downloads the service prepares at once (1: one after another)'),
   views: z
     .record(z.string().min(1), z.strictObject({ fields: z.array(z.string().min(1)).min(1) }))
     .default({}),
@@ -179,6 +188,8 @@ export interface PipelineSpec {
   destination: { url: string; schema?: string };
   /** A run this soon (ms) after an interrupted or failed one finishes it instead of starting anew. */
   resumeWindow: number;
+  /** Jobs in flight at once (`max_parallel_jobs`). */
+  maxParallelJobs: number;
   /** What a lenient load noted instead of failing (e.g. credentials not set). */
   warnings: string[];
   views: Record<string, { fields: string[] }>;

@@ -322,6 +322,7 @@ function resolve(
     views: raw.views,
     jobs,
     resumeWindow: raw.resume_window,
+    maxParallelJobs: raw.max_parallel_jobs,
     warnings: options.warnings,
   };
 }

@@ -244,7 +244,10 @@ export async function writeFile(
         rejectRows(job.name, downloadId, file.name, kept, ctx),
       );
     }
-    ctx.progress.update(outcome.loaded + outcome.rejected + inFlight.rows + inFlight.rejects);
+    ctx.progress.update(
+      job.name,
+      outcome.loaded + outcome.rejected + inFlight.rows + inFlight.rejects,
+    );
     if (++written === 1) await checkpoint(ctx, 'file-batch', job.name, file.index);
   }
   const downloadRecords = download.written(file, records);

@@ -1,14 +1,19 @@
 import type { Argv } from 'yargs';
+import { attachContext, UsageError } from '../../errors.js';
 import {
   clientFor,
+  jobMatcher,
+  loadPipeline,
+  type PipelineSpec,
   pipelineJsonSchema,
   planPipeline,
   type RunSummary,
   runPipeline,
   savedCursors,
+  unmatchedPatterns,
 } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
-import { EXIT, exitCodeOfRun } from '../exit-codes.js';
+import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '../exit-codes.js';
 import { creditsText, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
@@ -68,7 +73,7 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
 }
 
 export function planCommand(
-  args: PipelineArgs & { 'full-refresh'?: boolean },
+  args: PipelineArgs & { 'full-refresh'?: boolean; job?: string[] },
   ctx: CliContext,
 ): Promise<number> {
   return withPipeline(args, ctx, 'required', async (spec) => {
@@ -79,6 +84,7 @@ export function planCommand(
       const plan = await planPipeline(spec, client, {
         signal: ctx.signal,
         fullRefresh,
+        ...(args.job ? { jobs: args.job } : {}),
         ...(cursors ? { cursors } : {}),
       });
       const refused = plan.guard === 'refuse';
@@ -125,31 +131,86 @@ export function planCommand(
   });
 }
 
-export interface RunArgs extends PipelineArgs {
+export interface RunArgs {
+  files: string[];
+  json?: boolean;
   job?: string[];
   fresh?: boolean;
   'full-refresh'?: boolean;
   wait?: boolean;
   progress?: boolean;
+  parallel?: number;
+  'run-key'?: string;
 }
 
-export function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
-  return withPipeline(args, ctx, 'required', async (spec) => {
-    const summary = await runPipeline(spec, {
+/**
+ * `sluice run FILE...`: each pipeline with its own lock and summary, one after another (two
+ * pipelines may share a destination, whose writer they would only take turns at); a failure of
+ * one does not stop the next. With one file, its summary is the JSON document; with several, one
+ * document holds them all. The exit code is the worst of theirs.
+ */
+export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
+  const files = args.files;
+  if (files.length === 1) {
+    const summary = await runOne(args, files[0]!, ctx, false);
+    if (args.json) writeJson(ctx.io.stdout, summary);
+    else printSummary(summary, ctx);
+    return exitCodeOfRun(summary);
+  }
+  const specs: PipelineSpec[] = [];
+  for (const file of files) specs.push(await loadPipeline(file, ctx.env, { source: 'required' }));
+  const missing = unmatchedPatterns(specs, args.job ?? []);
+  if (missing.length > 0) {
+    throw new UsageError(
+      `no job ${missing.map((m) => `'${m}'`).join(', ')} in ${files.join(', ')}`,
+      'SLUICE_UNKNOWN_JOB',
+    );
+  }
+  const runs: (RunSummary | (ReturnType<typeof errorDocument> & { file: string }))[] = [];
+  const codes: number[] = [];
+  for (const [i, spec] of specs.entries()) {
+    if (args.job?.length && !spec.jobs.some((j) => jobMatcher(args.job!)(j.name))) continue;
+    try {
+      const summary = await runOne(args, files[i]!, ctx, true);
+      runs.push(summary);
+      codes.push(exitCodeOfRun(summary));
+      if (!args.json) printSummary(summary, ctx);
+    } catch (error) {
+      // This pipeline could not run (its lock, its destination): the others still do.
+      const doc = errorDocument(attachContext(error, { pipeline: spec.name }));
+      runs.push({ file: files[i]!, ...doc });
+      codes.push(exitCodeFor(error));
+      ctx.logger.error({ pipeline: spec.name, code: doc.error.code }, doc.error.message);
+    }
+    if (ctx.signal.aborted) break;
+  }
+  const code = worstExitCode(codes);
+  if (args.json) writeJson(ctx.io.stdout, { exit_code: code, runs });
+  return code;
+}
+
+function runOne(
+  args: RunArgs,
+  file: string,
+  ctx: CliContext,
+  lenientJobs: boolean,
+): Promise<RunSummary> {
+  return withPipeline({ file }, ctx, 'required', (spec) =>
+    runPipeline(spec, {
       env: ctx.env,
       jobs: args.job,
+      lenientJobs,
       fresh: args.fresh,
       fullRefresh: args['full-refresh'],
       wait: args.wait,
+      ...(args.parallel === undefined ? {} : { parallel: args.parallel }),
+      ...(args['run-key'] === undefined ? {} : { runKey: args['run-key'] }),
       signal: ctx.signal,
       logger: ctx.logger,
       progress: ctx.terminal.progress(args.progress !== false),
       ...(ctx.clock ? { clock: ctx.clock } : {}),
-    });
-    if (args.json) writeJson(ctx.io.stdout, summary);
-    else printSummary(summary, ctx);
-    return exitCodeOfRun(summary);
-  });
+    }),
+  );
 }
 
 export function printSummary(summary: RunSummary, ctx: CliContext): void {
@@ -225,18 +286,44 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             default: false,
             describe: 'Plan a run --full-refresh: incremental jobs download everything',
           })
+          .option('job', {
+            type: 'string',
+            array: true,
+            describe: 'Plan only these jobs: names or globs (repeatable)',
+          })
           .example('$0 plan pipelines/demo.yaml --json', 'as JSON'),
       async (args) => done(await planCommand(args, ctx)),
     )
     .command(
-      'run <file>',
-      'Run a pipeline: sync views, start or re-attach downloads, load the files',
+      'run <files..>',
+      'Run pipelines: sync views, start or re-attach downloads, load the files',
       (c) =>
-        pipelineFileArg(c)
+        c
+          .positional('files', {
+            type: 'string',
+            array: true,
+            demandOption: true,
+            describe: 'Pipeline files (YAML), run one after another',
+          })
+          .option('json', {
+            type: 'boolean',
+            default: false,
+            describe: 'Print one JSON document on stdout',
+          })
           .option('job', {
             type: 'string',
             array: true,
-            describe: 'Run only this job (repeatable)',
+            describe: 'Run only these jobs: names or globs such as "homes_*" (repeatable)',
+          })
+          .option('parallel', {
+            type: 'number',
+            describe:
+              "Jobs in flight at once, in place of the file's max_parallel_jobs (default 8)",
+          })
+          .option('run-key', {
+            type: 'string',
+            describe:
+              "An orchestrator's key for the run (a logical date): a key that ended is not run again, one that failed is resumed",
           })
           .option('fresh', {
             type: 'boolean',
@@ -261,6 +348,11 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
           })
           .example('$0 run pipelines/demo.yaml', 'run every job')
           .example('$0 run pipelines/demo.yaml --job texas_homes', 'one job')
+          .example('$0 run pipelines/a.yaml pipelines/b.yaml', 'two pipelines, one after the other')
+          .example(
+            '$0 run pipelines/nightly.yaml --run-key 2026-11-26',
+            "from an orchestrator: its retries never buy the day's jobs again",
+          )
           .example(
             '$0 run pipelines/nightly.yaml --job homes --full-refresh',
             'one incremental job from scratch',
@@ -275,11 +367,17 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
       'status <file>',
       'Recent runs, downloads and loaded files of a pipeline, from its state tables (read-only)',
       (c) =>
-        pipelineFileArg(c).option('limit', {
-          type: 'number',
-          default: 10,
-          describe: 'How many runs',
-        }),
+        pipelineFileArg(c)
+          .option('limit', {
+            type: 'number',
+            default: 10,
+            describe: 'How many runs',
+          })
+          .option('job', {
+            type: 'string',
+            array: true,
+            describe: 'Only these jobs: names or globs (repeatable)',
+          }),
       async (args) => done(await statusCommand(args, ctx)),
     )
     .command(

@@ -1,4 +1,4 @@
-import { openPipelineDestination, type PipelineSpec } from '../../pipeline/index.js';
+import { openPipelineDestination, type PipelineSpec, selectJobs } from '../../pipeline/index.js';
 import { findResumable, skippable } from '../../pipeline/resume.js';
 import type { CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
@@ -12,7 +12,7 @@ import { type PipelineArgs, withPipeline } from './pipeline-args.js';
  * service credentials.
  */
 export function statusCommand(
-  args: PipelineArgs & { limit?: number },
+  args: PipelineArgs & { limit?: number; job?: string[] },
   ctx: CliContext,
 ): Promise<number> {
   return withPipeline(args, ctx, 'optional', (spec) => status(spec, args, ctx.io, ctx.env));
@@ -20,10 +20,13 @@ export function statusCommand(
 
 async function status(
   spec: PipelineSpec,
-  args: PipelineArgs & { limit?: number },
+  args: PipelineArgs & { limit?: number; job?: string[] },
   io: Io,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
+  // The jobs asked for (`--job`): an owner lookup's parts (`owners#2`) go with their job.
+  const jobs = new Set(selectJobs(spec, args.job).map((j) => j.name));
+  const shown = (job: string) => jobs.has(job.replace(/#\d+$/, ''));
   // Read-only: a monitoring role can use it, and a mistyped path creates nothing.
   const destination = await openPipelineDestination(spec, env, { readOnly: true }).catch(
     (error: unknown) => {
@@ -44,7 +47,17 @@ async function status(
       }
       return EXIT.ok;
     }
-    const recent = await destination.state.recent(spec.name, args.limit ?? 10);
+    const all = await destination.state.recent(spec.name, args.limit ?? 10);
+    const downloads = all.downloads.filter((d) => shown(d.job));
+    const ids = new Set(downloads.map((d) => d.download_id));
+    const recent = {
+      ...all,
+      jobs: all.jobs.filter((j) => shown(j.job)),
+      downloads,
+      files: all.files.filter((f) => ids.has(f.download_id)),
+      rejects: all.rejects.filter((r) => ids.has(r.download_id)),
+      cursors: all.cursors.filter((c) => shown(c.job)),
+    };
     const resumable = await findResumable(destination.state, spec, Date.now());
     const resume = resumable && {
       run_id: resumable.run.run_id,
