@@ -2,11 +2,11 @@ import type { CreditType } from '../catalog.js';
 import type { ServiceClient } from '../client/types.js';
 import type { CursorRow } from '../load/destination.js';
 import {
+  type AccountCredits,
+  accountCredits,
   type CreditEstimate,
   checkCredits,
   creditsFor,
-  creditsLeft,
-  type Remaining,
   searchRequestOf,
 } from './estimate.js';
 import { rangeOf, rangeQuery } from './incremental.js';
@@ -22,7 +22,14 @@ import type { PipelineSpec } from './spec.js';
  */
 export interface PlanReport {
   pipeline: string;
-  guard: 'pass' | 'refuse';
+  /**
+   * `refuse` when the guard refuses a job; `unknown` when it refuses none but the account
+   * cannot say what is left (a legacy plan: the service refuses what it cannot pay, with a 402);
+   * else `pass`.
+   */
+  guard: 'pass' | 'refuse' | 'unknown';
+  /** How the account is billed: per-type allotments, a legacy total, or unknown (v3). */
+  account: { plan: 'per-type' | 'legacy' | 'none'; total_used?: number };
   views: { create: string[]; update: string[]; unchanged: string[] };
   jobs: PlannedJob[];
 }
@@ -67,7 +74,7 @@ export async function planPipeline(
     }
   }
   const notThere = new Set([...views.create, ...views.update]);
-  const left: Remaining = await creditsLeft(client, signal);
+  const account = await accountCredits(client, signal);
   const jobs: PlannedJob[] = [];
   for (const job of spec.jobs) {
     let estimate: PlannedJob;
@@ -75,7 +82,7 @@ export async function planPipeline(
     if (from !== undefined) {
       // At most one person per property the other job loads, one people credit each.
       const properties = jobs.find((e) => e.job === from)?.records ?? 0;
-      estimate = checkCredits(job, properties, properties, { people: properties }, left);
+      estimate = checkCredits(job, properties, properties, { people: properties }, account);
     } else {
       const range = rangeOf(job, options.cursors?.get(job.name), options.fullRefresh === true);
       const count = async (query: string) => {
@@ -85,7 +92,7 @@ export async function planPipeline(
         return { numFound, records: Math.min(job.records ?? numFound, numFound) };
       };
       const { numFound, records } = await count(rangeQuery(job.query, range));
-      estimate = checkCredits(job, numFound, records, creditsFor(job, records), left);
+      estimate = checkCredits(job, numFound, records, creditsFor(job, records), account);
       if (range) {
         const full = range.from === null ? records : (await count(job.query)).records;
         const total = (n: number) =>
@@ -100,14 +107,30 @@ export async function planPipeline(
       }
     }
     jobs.push(estimate);
-    if (estimate.refusals.length === 0 && left !== undefined) {
-      for (const [type, n] of Object.entries(estimate.needed) as [CreditType, number][]) {
-        left[type] = (left[type] ?? 0) - n;
-      }
-    }
+    if (estimate.refusals.length === 0) spend(estimate.needed, account);
   }
-  const guard = jobs.some((e) => e.refusals.length > 0) ? 'refuse' : 'pass';
-  return { pipeline: spec.name, guard, views, jobs };
+  const guard = jobs.some((e) => e.verdict === 'refuse')
+    ? 'refuse'
+    : account.plan === 'legacy'
+      ? 'unknown'
+      : 'pass';
+  return {
+    pipeline: spec.name,
+    guard,
+    account:
+      account.plan === 'legacy'
+        ? { plan: 'legacy', total_used: account.totalUsed }
+        : { plan: account.plan },
+    views,
+    jobs,
+  };
+}
+
+/** A job the guard lets through lowers what is left for the jobs after it. */
+function spend(needed: Partial<Record<CreditType, number>>, account: AccountCredits): void {
+  for (const [type, n] of Object.entries(needed) as [CreditType, number][]) {
+    if (account.plan === 'per-type') account.left[type] = (account.left[type] ?? 0) - n;
+  }
 }
 
 /**

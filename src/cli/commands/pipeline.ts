@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
 import {
   clientFor,
+  type PlanReport,
   pipelineJsonSchema,
   planPipeline,
   type RunSummary,
@@ -100,12 +101,22 @@ export function planCommand(
             e.found,
             e.records,
             creditsText(e.needed),
-            e.remaining ? creditsText(e.remaining) : 'unknown (v3)',
-            e.refusals.length ? 'REFUSE' : 'pass',
+            creditsLeftText(e, plan),
+            e.verdict === 'refuse'
+              ? 'REFUSE'
+              : e.verdict === 'unknown'
+                ? 'unknown: legacy plan'
+                : 'pass',
           ]),
         ),
       );
       for (const e of plan.jobs) for (const r of e.refusals) writeLine(stdout, `  ${r.message}`);
+      if (plan.account.plan === 'legacy') {
+        writeLine(
+          stdout,
+          `  the account is on a legacy plan (${(plan.account.total_used ?? 0).toLocaleString('en-US')} credits used in all): the service does not say what is left, so run checks max_credits only, and the service refuses (402) what the account cannot pay for`,
+        );
+      }
       for (const e of plan.jobs) {
         const inc = e.incremental;
         if (!inc) continue;
@@ -123,6 +134,15 @@ export function planCommand(
       await client.close();
     }
   });
+}
+
+/** What the account has left for a job: per type, or why the service does not say. */
+function creditsLeftText(e: PlanReport['jobs'][number], plan: PlanReport): string {
+  if (e.remaining) return creditsText(e.remaining);
+  if (plan.account.plan === 'legacy') {
+    return `unknown (legacy plan, ${(plan.account.total_used ?? 0).toLocaleString('en-US')} used)`;
+  }
+  return 'unknown (v3)';
 }
 
 export interface RunArgs extends PipelineArgs {
