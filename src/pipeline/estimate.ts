@@ -1,5 +1,6 @@
 import { CREDIT_TYPE_OF, type CreditType } from '../catalog.js';
 import type { SearchRequest, ServiceClient } from '../client/types.js';
+import { type BudgetStanding, budgetText } from './budget.js';
 import type { JobSpec } from './spec.js';
 
 /**
@@ -29,8 +30,9 @@ export interface Refusal {
   message: string;
   needed: number;
   remaining: number;
-  /** A credit type, or `max_credits`. */
+  /** A credit type, `max_credits`, or a budget (`budget:property/month`). */
   type: string;
+  code: 'SLUICE_CREDIT_GUARD' | 'SLUICE_BUDGET';
 }
 
 /** The search a job's download (and its count) sends. */
@@ -85,9 +87,15 @@ export async function accountCredits(
   return { plan: 'per-type', left };
 }
 
+/** A budget as the guard checks it: `planned` is what jobs before this one (in a plan) take. */
+export interface BudgetLeft extends BudgetStanding {
+  planned: number;
+}
+
 /**
  * The guard's verdict for a job that would download `records` of `found` records: its
- * max_credits, and the credits the account has left of each type it needs.
+ * max_credits, the credits the account has left of each type it needs, and what is left of
+ * each of the pipeline's budgets of those types.
  */
 export function checkCredits(
   job: JobSpec,
@@ -95,6 +103,7 @@ export function checkCredits(
   records: number,
   needed: Partial<Record<CreditType, number>>,
   account: AccountCredits,
+  budgets: readonly BudgetLeft[] = [],
 ): CreditEstimate {
   const refusals: Refusal[] = [];
   const total = Object.values(needed).reduce((a, b) => a + (b ?? 0), 0);
@@ -107,6 +116,7 @@ export function checkCredits(
       needed: total,
       remaining: job.max_credits,
       type: 'max_credits',
+      code: 'SLUICE_CREDIT_GUARD',
     });
   }
   let remaining: CreditEstimate['remaining'];
@@ -121,9 +131,25 @@ export function checkCredits(
           needed: n,
           remaining: have,
           type,
+          code: 'SLUICE_CREDIT_GUARD',
         });
       }
     }
+  }
+  for (const budget of budgets) {
+    const n = needed[budget.type];
+    if (n === undefined) continue;
+    const left = budget.limit - budget.spent - budget.planned;
+    if (n <= left) continue;
+    const before =
+      budget.planned > 0 ? `, ${budget.planned} taken by the jobs planned before it` : '';
+    refusals.push({
+      message: `job '${job.name}' ${needs} ${n} ${budget.type} credits, more than is left of the budget of ${budgetText(budget)}: ${budget.spent} spent since ${budget.from}${before}, ${Math.max(0, left)} left until ${budget.until}`,
+      needed: n,
+      remaining: Math.max(0, left),
+      type: `budget:${budget.type}/${budget.period}`,
+      code: 'SLUICE_BUDGET',
+    });
   }
   const verdict = refusals.length > 0 ? 'refuse' : account.plan === 'legacy' ? 'unknown' : 'pass';
   return {
@@ -138,15 +164,23 @@ export function checkCredits(
   };
 }
 
-/** The guard's verdict for a job, from a free count and the account's credits left. */
+/**
+ * The guard's verdict for a job, from a free count, the account's credits left and the
+ * pipeline's budgets as they stand (`budgets`, from its state tables).
+ */
 export async function estimateJob(
   client: ServiceClient,
   job: JobSpec,
-  options: { signal?: AbortSignal; request?: SearchRequest } = {},
+  options: {
+    signal?: AbortSignal;
+    request?: SearchRequest;
+    budgets?: readonly BudgetStanding[];
+  } = {},
 ): Promise<CreditEstimate> {
   const request = options.request ?? searchRequestOf(job);
   const { numFound } = await client.count(request, { signal: options.signal });
   const records = Math.min(job.records ?? numFound, numFound);
   const account = await accountCredits(client, options.signal);
-  return checkCredits(job, numFound, records, creditsFor(job, records), account);
+  const budgets = (options.budgets ?? []).map((b) => ({ ...b, planned: 0 }));
+  return checkCredits(job, numFound, records, creditsFor(job, records), account, budgets);
 }

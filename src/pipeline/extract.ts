@@ -4,6 +4,7 @@ import { ApiError, CreditGuardError, SluiceError } from '../errors.js';
 import type { Attempt } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import { verifyDownload } from './adopt.js';
+import { budgetStandings } from './budget.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
@@ -105,13 +106,17 @@ export async function ensureDownload(
   if (range) log.info(describeRange(range));
   outcome.stage = 'guard';
   const request = searchRequestOf(job, rangeQuery(job.query, range));
-  const estimate = await inStage('guard', () => estimateJob(client, job, { signal, request }));
+  // What the jobs before this one bought is in the state tables already: it counts.
+  const budgets = await inStage('guard', () => budgetStandings(ctx.spec, state, ctx.clock.now()));
+  const estimate = await inStage('guard', () =>
+    estimateJob(client, job, { signal, request, budgets }),
+  );
   outcome.found = estimate.found;
   const refusal = estimate.refusals[0];
   if (refusal) throw new CreditGuardError(refusal.message, refusal);
   if (estimate.legacy) {
     log.info(
-      `the account is on a legacy plan (${estimate.legacy.total_used} credits used in all): the service does not say what is left, so the guard checked max_credits only; the service refuses (402) a download the account cannot pay for`,
+      `the account is on a legacy plan (${estimate.legacy.total_used} credits used in all): the service does not say what is left, so the guard checked max_credits${ctx.spec.budgets.length > 0 ? ' and the budgets' : ''} only; the service refuses (402) a download the account cannot pay for`,
     );
   }
   outcome.stage = 'extract';
@@ -170,7 +175,8 @@ export async function ensureDownload(
     )
     .catch(async (error: unknown) => {
       // The service answered that it will not pay for it (402): no download was started, so
-      // the request is closed here rather than left for the next run to look for.
+      // the request is closed here rather than left for the next run to look for (and for the
+      // budgets to count as maybe bought).
       if (error instanceof ApiError && error.status === 402) {
         await state.updateAttempt(fresh.attempt_id, {
           status: 'abandoned',

@@ -6,7 +6,7 @@ import {
   planPipeline,
   type RunSummary,
   runPipeline,
-  savedCursors,
+  savedState,
 } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
 import { EXIT, exitCodeOfRun } from '../exit-codes.js';
@@ -74,13 +74,16 @@ export function planCommand(
 ): Promise<number> {
   return withPipeline(args, ctx, 'required', async (spec) => {
     const fullRefresh = args['full-refresh'] === true;
-    const cursors = fullRefresh ? undefined : await savedCursors(spec, ctx.env);
+    const now = ctx.clock?.now() ?? Date.now();
+    const saved = await savedState(spec, ctx.env, { now, fullRefresh });
     const client = clientFor(spec, ctx.logger);
     try {
       const plan = await planPipeline(spec, client, {
         signal: ctx.signal,
         fullRefresh,
-        ...(cursors ? { cursors } : {}),
+        cursors: saved.cursors,
+        budgets: saved.budgets,
+        open: saved.open,
       });
       const refused = plan.guard === 'refuse';
       const { stdout } = ctx.io;
@@ -111,11 +114,23 @@ export function planCommand(
         ),
       );
       for (const e of plan.jobs) for (const r of e.refusals) writeLine(stdout, `  ${r.message}`);
+      for (const e of plan.jobs) {
+        if (e.reattaches) {
+          writeLine(
+            stdout,
+            `  ${e.job}: run re-attaches to download ${e.reattaches}, started by an earlier run: nothing more to pay`,
+          );
+        }
+      }
       if (plan.account.plan === 'legacy') {
         writeLine(
           stdout,
-          `  the account is on a legacy plan (${(plan.account.total_used ?? 0).toLocaleString('en-US')} credits used in all): the service does not say what is left, so run checks max_credits only, and the service refuses (402) what the account cannot pay for`,
+          `  the account is on a legacy plan (${(plan.account.total_used ?? 0).toLocaleString('en-US')} credits used in all): the service does not say what is left, so run checks max_credits${plan.budgets.length > 0 ? ' and the budgets' : ''} only, and the service refuses (402) what the account cannot pay for`,
         );
+      }
+      if (plan.budgets.length > 0) {
+        writeLine(stdout, 'budgets (calendar periods in UTC):');
+        writeLine(stdout, budgetsTable(plan.budgets));
       }
       for (const e of plan.jobs) {
         const inc = e.incremental;
@@ -143,6 +158,21 @@ function creditsLeftText(e: PlanReport['jobs'][number], plan: PlanReport): strin
     return `unknown (legacy plan, ${(plan.account.total_used ?? 0).toLocaleString('en-US')} used)`;
   }
   return 'unknown (v3)';
+}
+
+/** Each budget in its period: spent, what the planned jobs take, and what is left after them. */
+function budgetsTable(budgets: PlanReport['budgets']): string {
+  return formatTable(
+    ['credits', 'budget', 'period', 'spent', 'planned', 'left after'],
+    budgets.map((b) => [
+      b.type,
+      `${b.limit.toLocaleString('en-US')}/${b.period}`,
+      `${b.from} to ${b.until}`,
+      b.spent,
+      b.planned,
+      b.left,
+    ]),
+  );
 }
 
 export interface RunArgs extends PipelineArgs {
