@@ -16,6 +16,7 @@ import { EmulatorState } from './state.js';
 import { World } from './world.js';
 
 export {
+  type AccountPlan,
   DEFAULT_CREDENTIALS,
   DEFAULT_OPTIONS,
   type EmulatorOptions,
@@ -47,6 +48,8 @@ export function createEmulator(partial: Partial<EmulatorOptions> = {}): {
       email: options.email,
       password: options.password,
       credits: options.credits,
+      plan: options.plan,
+      totalCredits: options.totalCredits,
       queueMs: options.queueMs,
       rate: options.rate,
     }),

@@ -2,6 +2,13 @@ import type { CreditType } from '../catalog.js';
 
 export type WireMode = 'contract' | 'real';
 
+/**
+ * How the account is billed: an allotment per data type, or a legacy plan with one total for
+ * every type (its per-type fields answer 0, `num_credits_used` counts the total).
+ */
+export type AccountPlan = 'per-type' | 'legacy';
+export const ACCOUNT_PLANS: readonly AccountPlan[] = ['per-type', 'legacy'];
+
 export interface EmulatorOptions {
   host: string;
   /** 0 picks a free port. */
@@ -33,6 +40,10 @@ export interface EmulatorOptions {
   churn: number;
   /** Credits allotted per data type when the emulator starts or is reset. */
   credits: Record<CreditType, number>;
+  /** The account's plan when the emulator starts or is reset. */
+  plan: AccountPlan;
+  /** A legacy plan's total for every data type: past it, a search is refused with 402. */
+  totalCredits: number;
   /** Serve result files gzip-encoded to clients that accept it (the live service does not). */
   gzipFiles: boolean;
   /** Where result files are written before they are served; a fresh temp dir by default. */
@@ -74,6 +85,8 @@ export const DEFAULT_OPTIONS: EmulatorOptions = {
   churn: DEFAULT_CHURN,
   gzipFiles: false,
   credits: { business: 1_000_000, people: 1_000_000, product: 1_000_000, property: 1_000_000 },
+  plan: 'per-type',
+  totalCredits: 100_000_000,
 };
 
 export function resolveOptions(partial: Partial<EmulatorOptions> = {}): EmulatorOptions {
@@ -94,6 +107,16 @@ export function resolveOptions(partial: Partial<EmulatorOptions> = {}): Emulator
   if (typeof options.churn !== 'number' || !(options.churn >= 0 && options.churn <= MAX_CHURN)) {
     throw new RangeError(
       `emulator option churn must be a fraction per day from 0 to ${MAX_CHURN}, got ${String(options.churn)}`,
+    );
+  }
+  if (!ACCOUNT_PLANS.includes(options.plan)) {
+    throw new RangeError(
+      `emulator option plan must be ${ACCOUNT_PLANS.join(' or ')}, got ${String(options.plan)}`,
+    );
+  }
+  if (!Number.isSafeInteger(options.totalCredits) || options.totalCredits < 0) {
+    throw new RangeError(
+      `emulator option totalCredits must be a whole number of credits, got ${String(options.totalCredits)}`,
     );
   }
   if (options.wire !== 'contract' && options.wire !== 'real') {

@@ -71,8 +71,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
   const now = ctx.clock.now();
   const fields = viewFields(ctx, req.view);
   if (req.autoTrace) {
-    const plans = state.account.allotted;
-    if (!(plans.property > 0 && plans.people > 0)) {
+    if (!(state.hasPlan('property') && state.hasPlan('people'))) {
       throw new HttpProblem(
         403,
         'auto_trace requires both a people data plan and a property data plan',

@@ -180,6 +180,7 @@ export interface State {
   jobsOfRuns(runIds: readonly string[]): Promise<JobRow[]>;
   openAttempt(pipeline: string, job: string): Promise<Attempt | undefined>;
   attemptsOfRuns(runIds: readonly string[]): Promise<Attempt[]>;
+  attemptsSince(pipeline: string, since: string): Promise<Attempt[]>;
   knownDownloadIds(): Promise<Set<string>>;
   insertAttempt(attempt: Attempt): Promise<void>;
   updateAttempt(

@@ -188,6 +188,17 @@ export class StateStore {
       .execute();
   }
 
+  /** A pipeline's attempts asked for at or after `since` (ISO), for its credit budgets. */
+  async attemptsSince(pipeline: string, since: string): Promise<Attempt[]> {
+    return this.db
+      .selectFrom('_sluice_downloads')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .where('requested_at', '>=', since)
+      .orderBy('requested_at')
+      .execute();
+  }
+
   /** Every download id any pipeline of this destination knows, so none is adopted twice. */
   async knownDownloadIds(): Promise<Set<string>> {
     const rows = await this.db

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { DownloadInfo } from '../client/types.js';
-import { CreditGuardError, SluiceError } from '../errors.js';
+import { ApiError, CreditGuardError, SluiceError } from '../errors.js';
 import type { Attempt } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import { verifyDownload } from './adopt.js';
+import { budgetStandings } from './budget.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
@@ -121,10 +122,17 @@ async function ensureDownloadInTurn(
   if (range) log.info(describeRange(range));
   outcome.stage = 'guard';
   const request = searchRequestOf(job, rangeQuery(job.query, range));
-  const estimate = await inStage('guard', () => ctx.guard.check(job, request, signal));
+  // What the jobs before this one bought is in the state tables already: it counts.
+  const budgets = await inStage('guard', () => budgetStandings(ctx.spec, state, ctx.clock.now()));
+  const estimate = await inStage('guard', () => ctx.guard.check(job, request, signal, budgets));
   outcome.found = estimate.found;
   const refusal = estimate.refusals[0];
   if (refusal) throw new CreditGuardError(refusal.message, refusal);
+  if (estimate.legacy) {
+    log.info(
+      `the account is on a legacy plan (${estimate.legacy.total_used} credits used in all): the service does not say what is left, so the guard checked max_credits${ctx.spec.budgets.length > 0 ? ' and the budgets' : ''} only; the service refuses (402) a download the account cannot pay for`,
+    );
+  }
   outcome.stage = 'extract';
   await beforeNew();
   if (estimate.found === 0) {
@@ -162,22 +170,36 @@ async function ensureDownloadInTurn(
   };
   // Written BEFORE the request that pays: a crash from here on is found by the next run.
   await state.insertAttempt(fresh);
-  const start = await client.startDownload(
-    { ...request, ...(job.records === undefined ? {} : { numRecords: job.records }) },
-    {
-      ...(signal ? { signal } : {}),
-      // After an ambiguous failure, a download that appeared is adopted only if it is ours.
-      verify: async (candidate) =>
-        (
-          await verifyDownload(
-            ctx,
-            job,
-            { query: request.query, requestedAt: now, records: estimate.records },
-            candidate,
-          )
-        ).ours,
-    },
-  );
+  const start = await client
+    .startDownload(
+      { ...request, ...(job.records === undefined ? {} : { numRecords: job.records }) },
+      {
+        ...(signal ? { signal } : {}),
+        // After an ambiguous failure, a download that appeared is adopted only if it is ours.
+        verify: async (candidate) =>
+          (
+            await verifyDownload(
+              ctx,
+              job,
+              { query: request.query, requestedAt: now, records: estimate.records },
+              candidate,
+            )
+          ).ours,
+      },
+    )
+    .catch(async (error: unknown) => {
+      // The service answered that it will not pay for it (402): no download was started, so
+      // the request is closed here rather than left for the next run to look for (and for the
+      // budgets to count as maybe bought).
+      if (error instanceof ApiError && error.status === 402) {
+        await state.updateAttempt(fresh.attempt_id, {
+          status: 'abandoned',
+          message: `the service refused to start it: ${error.message}`,
+          updated_at: isoAt(ctx.clock),
+        });
+      }
+      throw error;
+    });
   fresh.download_id = start.id;
   fresh.status = 'started';
   fresh.started_at = isoAt(ctx.clock);

@@ -1,11 +1,12 @@
 import type { CreditType } from '../catalog.js';
 import type { SearchRequest, ServiceClient } from '../client/types.js';
+import type { BudgetStanding } from './budget.js';
 import {
+  type AccountCredits,
+  accountCredits,
   type CreditEstimate,
   checkCredits,
   creditsFor,
-  creditsLeft,
-  type Remaining,
 } from './estimate.js';
 import type { JobSpec } from './spec.js';
 
@@ -26,7 +27,7 @@ export class RunGuard {
   /** Each job's turn ends when this resolves; jobs outside the order have none to wait for. */
   readonly #turns = new Map<string, { ended: Promise<void>; end: () => void }>();
   readonly #order: string[];
-  #left: Promise<Remaining> | undefined;
+  #account: Promise<AccountCredits> | undefined;
 
   /** `order`: the jobs that take turns, in the file's order (owner lookups wait for others). */
   constructor(client: ServiceClient, order: readonly string[]) {
@@ -52,29 +53,33 @@ export class RunGuard {
   }
 
   /**
-   * The guard's verdict for a job that would download `records` of `found` records; when it
-   * passes, what it needs is reserved for it.
+   * The guard's verdict for a job, from a free count: its max_credits, what the account has
+   * left less what the jobs before it reserved, and the pipeline's `budgets` as they stand (in
+   * the state tables, where the jobs before it recorded their downloads before their turns
+   * ended). When it passes, what it needs is reserved for it.
    */
   async check(
     job: JobSpec,
     request: SearchRequest,
     signal: AbortSignal | undefined,
+    budgets: readonly BudgetStanding[] = [],
   ): Promise<CreditEstimate> {
     const { numFound } = await this.#client.count(request, { signal });
     const records = Math.min(job.records ?? numFound, numFound);
     const needed = creditsFor(job, records);
-    this.#left ??= creditsLeft(this.#client, signal);
-    let left: Remaining;
+    this.#account ??= accountCredits(this.#client, signal);
+    let account: AccountCredits;
     try {
-      left = await this.#left;
+      account = await this.#account;
     } catch (error) {
-      this.#left = undefined; // asked again by the next job
+      this.#account = undefined; // asked again by the next job
       throw error;
     }
-    const estimate = checkCredits(job, numFound, records, needed, left);
-    if (estimate.refusals.length === 0 && left !== undefined) {
+    const standing = budgets.map((b) => ({ ...b, planned: 0 }));
+    const estimate = checkCredits(job, numFound, records, needed, account, standing);
+    if (estimate.refusals.length === 0 && account.plan === 'per-type') {
       for (const [type, n] of Object.entries(needed) as [CreditType, number][]) {
-        left[type] = (left[type] ?? 0) - n;
+        account.left[type] = (account.left[type] ?? 0) - n;
       }
     }
     return estimate;

@@ -2,10 +2,13 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
-import { closest, FIELDS, resolveField } from '../catalog.js';
+import { CREDIT_TYPES, closest, FIELDS, resolveField } from '../catalog.js';
 import { PipelineSpecError, QueryError } from '../errors.js';
 import { checkQuery } from '../query/index.js';
 import {
+  BUDGET_AMOUNT,
+  type Budget,
+  type BudgetPeriod,
   type JobSpec,
   knownKeys,
   type PipelineSpec,
@@ -13,7 +16,7 @@ import {
   type RawPipeline,
 } from './spec-format.js';
 
-export type { JobSpec, PipelineSpec } from './spec-format.js';
+export type { Budget, BudgetPeriod, JobSpec, PipelineSpec } from './spec-format.js';
 export { parseDuration, pipelineJsonSchema } from './spec-format.js';
 
 /**
@@ -313,6 +316,7 @@ function resolve(
       }),
     };
   });
+  const budgets = budgetsOf(raw, fail);
   return {
     file,
     baseDir: dirname(resolvePath(file)),
@@ -324,7 +328,32 @@ function resolve(
     resumeWindow: raw.resume_window,
     maxParallelJobs: raw.max_parallel_jobs,
     warnings: options.warnings,
+    budgets,
   };
+}
+
+/**
+ * The `budget:` key as a list, one entry per credit type and period. Two budgets of one type
+ * and period would each be checked and one of them never matter: the file says one thing twice.
+ */
+function budgetsOf(raw: RawPipeline, fail: (message: string, path: string[]) => never): Budget[] {
+  const budgets: Budget[] = [];
+  for (const type of CREDIT_TYPES) {
+    const value = raw.budget?.[type];
+    if (value === undefined) continue;
+    const amounts = typeof value === 'string' ? [value] : value;
+    amounts.forEach((amount, i) => {
+      const path = typeof value === 'string' ? ['budget', type] : ['budget', type, String(i)];
+      // The schema checked the form: credits, a slash, a period.
+      const [, limit, period] = BUDGET_AMOUNT.exec(amount)!;
+      const same = budgets.find((b) => b.type === type && b.period === period);
+      if (same) {
+        fail(`two ${type} budgets per ${period} (${same.limit} and ${limit}): keep one`, path);
+      }
+      budgets.push({ type, limit: Number(limit), period: period as BudgetPeriod });
+    });
+  }
+  return budgets;
 }
 
 function hash(value: unknown): string {

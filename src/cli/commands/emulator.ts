@@ -23,6 +23,8 @@ export interface EmulatorArgs {
   'queue-ms': number;
   churn: string;
   credits?: number;
+  plan: string;
+  'total-credits': number;
   gzip: boolean;
   quiet: boolean;
   json?: boolean;
@@ -92,6 +94,18 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
       type: 'number',
       describe: 'Credits allotted to each data type (default 1,000,000)',
     })
+    .option('plan', {
+      type: 'string',
+      choices: ['per-type', 'legacy'],
+      default: d.plan,
+      describe:
+        "The account's plan: an allotment per data type, or a legacy plan with one total for every type (its per-type fields answer 0)",
+    })
+    .option('total-credits', {
+      type: 'number',
+      default: d.totalCredits,
+      describe: "A legacy plan's total credits: past it, searches are refused with 402",
+    })
     .option('gzip', {
       type: 'boolean',
       default: false,
@@ -125,6 +139,8 @@ export function toEmulatorOptions(
     queueMs: args['queue-ms'],
     churn: parseChurn(args.churn),
     gzipFiles: args.gzip,
+    plan: args.plan as EmulatorOptions['plan'],
+    totalCredits: args['total-credits'],
   };
   if (args.credits !== undefined) {
     const n = args.credits;
@@ -175,6 +191,8 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
       token: options.token,
       seed: options.seed,
       wire: options.wire,
+      plan: options.plan,
+      ...(options.plan === 'legacy' ? { total_credits: options.totalCredits } : {}),
       churn_per_day: options.churn,
       data: Object.fromEntries(
         (['properties', 'businesses', 'products', 'people'] as const).map((t) => [
@@ -198,9 +216,15 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
   writeLine(out, `  v3       ${emulator.v3Url}   API token ${options.token}`);
   writeLine(
     out,
-    `  control  ${emulator.url}/_emulator/   (reset, credits, clock, records, expire-files, faults, requests, outbox)`,
+    `  control  ${emulator.url}/_emulator/   (reset, credits, plan, clock, records, expire-files, faults, requests, outbox)`,
   );
   writeLine(out, `  data     ${counts}`);
+  if (options.plan === 'legacy') {
+    writeLine(
+      out,
+      `  account  legacy plan: one total of ${options.totalCredits.toLocaleString('en-US')} credits for every data type`,
+    );
+  }
   if (options.churn > 0) {
     writeLine(
       out,

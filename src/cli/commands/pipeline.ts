@@ -5,11 +5,12 @@ import {
   jobMatcher,
   loadPipeline,
   type PipelineSpec,
+  type PlanReport,
   pipelineJsonSchema,
   planPipeline,
   type RunSummary,
   runPipeline,
-  savedCursors,
+  savedState,
   unmatchedPatterns,
 } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
@@ -78,14 +79,17 @@ export function planCommand(
 ): Promise<number> {
   return withPipeline(args, ctx, 'required', async (spec) => {
     const fullRefresh = args['full-refresh'] === true;
-    const cursors = fullRefresh ? undefined : await savedCursors(spec, ctx.env);
+    const now = ctx.clock?.now() ?? Date.now();
+    const saved = await savedState(spec, ctx.env, { now, fullRefresh });
     const client = clientFor(spec, ctx.logger);
     try {
       const plan = await planPipeline(spec, client, {
         signal: ctx.signal,
         fullRefresh,
         ...(args.job ? { jobs: args.job } : {}),
-        ...(cursors ? { cursors } : {}),
+        cursors: saved.cursors,
+        budgets: saved.budgets,
+        open: saved.open,
       });
       const refused = plan.guard === 'refuse';
       const { stdout } = ctx.io;
@@ -106,12 +110,34 @@ export function planCommand(
             e.found,
             e.records,
             creditsText(e.needed),
-            e.remaining ? creditsText(e.remaining) : 'unknown (v3)',
-            e.refusals.length ? 'REFUSE' : 'pass',
+            creditsLeftText(e, plan),
+            e.verdict === 'refuse'
+              ? 'REFUSE'
+              : e.verdict === 'unknown'
+                ? 'unknown: legacy plan'
+                : 'pass',
           ]),
         ),
       );
       for (const e of plan.jobs) for (const r of e.refusals) writeLine(stdout, `  ${r.message}`);
+      for (const e of plan.jobs) {
+        if (e.reattaches) {
+          writeLine(
+            stdout,
+            `  ${e.job}: run re-attaches to download ${e.reattaches}, started by an earlier run: nothing more to pay`,
+          );
+        }
+      }
+      if (plan.account.plan === 'legacy') {
+        writeLine(
+          stdout,
+          `  the account is on a legacy plan (${(plan.account.total_used ?? 0).toLocaleString('en-US')} credits used in all): the service does not say what is left, so run checks max_credits${plan.budgets.length > 0 ? ' and the budgets' : ''} only, and the service refuses (402) what the account cannot pay for`,
+        );
+      }
+      if (plan.budgets.length > 0) {
+        writeLine(stdout, 'budgets (calendar periods in UTC):');
+        writeLine(stdout, budgetsTable(plan.budgets));
+      }
       for (const e of plan.jobs) {
         const inc = e.incremental;
         if (!inc) continue;
@@ -129,6 +155,30 @@ export function planCommand(
       await client.close();
     }
   });
+}
+
+/** What the account has left for a job: per type, or why the service does not say. */
+function creditsLeftText(e: PlanReport['jobs'][number], plan: PlanReport): string {
+  if (e.remaining) return creditsText(e.remaining);
+  if (plan.account.plan === 'legacy') {
+    return `unknown (legacy plan, ${(plan.account.total_used ?? 0).toLocaleString('en-US')} used)`;
+  }
+  return 'unknown (v3)';
+}
+
+/** Each budget in its period: spent, what the planned jobs take, and what is left after them. */
+function budgetsTable(budgets: PlanReport['budgets']): string {
+  return formatTable(
+    ['credits', 'budget', 'period', 'spent', 'planned', 'left after'],
+    budgets.map((b) => [
+      b.type,
+      `${b.limit.toLocaleString('en-US')}/${b.period}`,
+      `${b.from} to ${b.until}`,
+      b.spent,
+      b.planned,
+      b.left,
+    ]),
+  );
 }
 
 export interface RunArgs {

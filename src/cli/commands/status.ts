@@ -1,4 +1,10 @@
-import { openPipelineDestination, type PipelineSpec, selectJobs } from '../../pipeline/index.js';
+import {
+  type BudgetStanding,
+  budgetStandings,
+  openPipelineDestination,
+  type PipelineSpec,
+  selectJobs,
+} from '../../pipeline/index.js';
 import { findResumable, skippable } from '../../pipeline/resume.js';
 import type { CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
@@ -15,7 +21,9 @@ export function statusCommand(
   args: PipelineArgs & { limit?: number; job?: string[] },
   ctx: CliContext,
 ): Promise<number> {
-  return withPipeline(args, ctx, 'optional', (spec) => status(spec, args, ctx.io, ctx.env));
+  return withPipeline(args, ctx, 'optional', (spec) =>
+    status(spec, args, ctx.io, ctx.env, ctx.clock?.now() ?? Date.now()),
+  );
 }
 
 async function status(
@@ -23,6 +31,7 @@ async function status(
   args: PipelineArgs & { limit?: number; job?: string[] },
   io: Io,
   env: NodeJS.ProcessEnv,
+  now: number,
 ): Promise<number> {
   // The jobs asked for (`--job`): an owner lookup's parts (`owners#2`) go with their job.
   const jobs = new Set(selectJobs(spec, args.job).map((j) => j.name));
@@ -38,7 +47,13 @@ async function status(
     if (destination === undefined || !(await destination.hasState())) {
       const where = destination?.description ?? spec.destination.url;
       if (args.json) {
-        writeJson(io.stdout, { pipeline: spec.name, destination: where, state: 'none', runs: [] });
+        writeJson(io.stdout, {
+          pipeline: spec.name,
+          destination: where,
+          state: 'none',
+          runs: [],
+          budgets: await budgetStandings(spec, undefined, now),
+        });
       } else {
         writeLine(
           io.stdout,
@@ -58,7 +73,8 @@ async function status(
       rejects: all.rejects.filter((r) => ids.has(r.download_id)),
       cursors: all.cursors.filter((c) => shown(c.job)),
     };
-    const resumable = await findResumable(destination.state, spec, Date.now());
+    const resumable = await findResumable(destination.state, spec, now);
+    const budgets = await budgetStandings(spec, destination.state, now);
     const resume = resumable && {
       run_id: resumable.run.run_id,
       status: resumable.run.status,
@@ -85,6 +101,7 @@ async function status(
         files: recent.files,
         rejects: recent.rejects,
         cursors: recent.cursors,
+        budgets,
       });
       return EXIT.ok;
     }
@@ -158,10 +175,28 @@ async function status(
         ),
       );
     }
+    if (budgets.length > 0) {
+      writeLine(io.stdout);
+      writeLine(io.stdout, 'Budgets: spent this period (calendar periods in UTC)');
+      writeLine(io.stdout, budgetsTable(budgets));
+    }
     return EXIT.ok;
   } finally {
     await destination?.close();
   }
+}
+
+function budgetsTable(budgets: readonly BudgetStanding[]): string {
+  return formatTable(
+    ['credits', 'budget', 'period', 'spent', 'left'],
+    budgets.map((b) => [
+      b.type,
+      `${b.limit.toLocaleString('en-US')}/${b.period}`,
+      `${b.from} to ${b.until}`,
+      b.spent,
+      b.limit - b.spent,
+    ]),
+  );
 }
 
 /**
