@@ -1,9 +1,10 @@
 import type { Readable } from 'node:stream';
 import { type DataType, isDataType } from '../catalog.js';
-import { UnsupportedError } from './errors.js';
+import { ApiError } from '../errors.js';
+import { apiTokenRefused, UnsupportedError } from './errors.js';
 import { type EventSink, eventSink } from './events.js';
 import { openDownloadFile } from './files.js';
-import type { HttpTransport, JsonResponse } from './http.js';
+import type { HttpRequest, HttpTransport, JsonResponse } from './http.js';
 import { startDownloadOnce } from './recovery.js';
 import {
   checkDownloadSize,
@@ -262,7 +263,7 @@ export class V3Client implements ServiceClient {
     options?: CallOptions,
   ) {
     const params = this.#dataQuery(request, numRecords, download);
-    return this.#http.json({
+    return this.#send({
       method: 'GET',
       url: `${this.baseUrl}/data/${request.type}?${params}`,
       headers: { authorization: this.#authorization },
@@ -276,13 +277,23 @@ export class V3Client implements ServiceClient {
   }
 
   #get(path: string, options?: CallOptions): Promise<JsonResponse> {
-    return this.#http.json({
+    return this.#send({
       method: 'GET',
       url: this.baseUrl + path,
       headers: { authorization: this.#authorization },
       signal: options?.signal,
       maxWaitMs: options?.maxWaitMs,
     });
+  }
+
+  /** A request to the service; its 401 says what it means: the token is wrong or expired. */
+  async #send(request: HttpRequest): Promise<JsonResponse> {
+    try {
+      return await this.#http.json(request);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) throw apiTokenRefused(error);
+      throw error;
+    }
   }
 }
 

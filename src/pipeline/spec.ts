@@ -147,10 +147,13 @@ function resolve(
     }
   };
   if (!raw.source.url) need('is required (the URL of the v4 or v3 root)', ['source', 'url']);
-  if (raw.source.api === 'v4' && (!raw.source.email || !raw.source.password)) {
-    need('the v4 API needs email and password (e.g. ${SLUICE_EMAIL} and ${SLUICE_PASSWORD})', [
-      'source',
-    ]);
+  // v4 takes either: the API token as the bearer token, or a login that sluice renews.
+  const login = Boolean(raw.source.email && raw.source.password);
+  if (raw.source.api === 'v4' && !login && !raw.source.token) {
+    need(
+      'the v4 API needs email and password (e.g. ${SLUICE_EMAIL} and ${SLUICE_PASSWORD}), or token (e.g. ${SLUICE_API_TOKEN})',
+      ['source'],
+    );
   }
   if (raw.source.api === 'v3' && !raw.source.token) {
     need('the v3 API needs token (e.g. ${SLUICE_API_TOKEN})', ['source']);

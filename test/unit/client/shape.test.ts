@@ -182,8 +182,12 @@ describe('createServiceClient and connectionFromEnv', () => {
     );
     assert.throws(
       () => createServiceClient({ url: 'http://h/v4' }),
-      /SLUICE_EMAIL and SLUICE_PASSWORD/,
+      /SLUICE_EMAIL and SLUICE_PASSWORD .*, or SLUICE_API_TOKEN/,
     );
+    // The API token alone is enough for v4: it is the bearer token.
+    const tokenOnly = createServiceClient({ url: 'http://127.0.0.1:1/v4', token: 't' });
+    assert.equal(tokenOnly.api, 'v4');
+    await tokenOnly.close();
     assert.throws(() => createServiceClient({ url: 'http://h/v3' }), /SLUICE_API_TOKEN/);
     assert.throws(() => createServiceClient({ url: 'http://h/api', token: 't' }), UsageError);
     assert.throws(

@@ -106,6 +106,22 @@ describe('pipeline files', () => {
     assert.ok(!error.message.includes('pw'));
   });
 
+  test('a v4 source takes the API token instead of email and password', () => {
+    const tokenOnly = BASE.replace(
+      '  email: ${SLUICE_EMAIL}\n  password: ${SLUICE_PASSWORD}\n',
+      '  token: ${SLUICE_API_TOKEN}\n',
+    );
+    assert.notEqual(tokenOnly, BASE);
+    const spec = parsePipeline(tokenOnly, 'p.yaml', env);
+    assert.equal(spec.source.token, 't');
+    assert.equal(spec.source.email, undefined);
+    const neither = specError(
+      BASE.replace('  email: ${SLUICE_EMAIL}\n  password: ${SLUICE_PASSWORD}\n', ''),
+    );
+    assert.equal(neither.path, 'source');
+    assert.match(neither.message, /needs email and password .*, or token/);
+  });
+
   test('${VAR:-default} falls back', () => {
     const spec = parsePipeline(
       BASE.replace('${SLUICE_API_URL}', '${NOPE:-http://x.test/v4}'),
