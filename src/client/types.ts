@@ -154,7 +154,10 @@ export interface DownloadStart {
   recovered: boolean;
 }
 
-/** Normalized download states: `started`/`running`/`STARTED` all become `running` or `queued`. */
+/**
+ * Normalized download states: `started`/`running`/`STARTED` and the other words services use
+ * all become one of these (client/shape.ts); a status none of them knows reads as `running`.
+ */
 export type DownloadState = 'queued' | 'running' | 'completed' | 'cancelled' | 'failed';
 
 export interface ResultFileRef {
@@ -168,6 +171,11 @@ export interface ResultFileRef {
 export interface DownloadInfo {
   id: string;
   state: DownloadState;
+  /**
+   * The status the service sent when sluice does not know the word (`state` is then `running`:
+   * still in progress until the job's poll timeout), for the run to report.
+   */
+  unlistedStatus?: string;
   /** Records so far (grows while running). */
   numRecords: number;
   numFound?: number;

@@ -15,6 +15,7 @@ import {
 import {
   asObject,
   badResponse,
+  downloadStatus,
   firstOf,
   idOf,
   listOf,
@@ -22,6 +23,7 @@ import {
   optionalString,
   recordsOf,
   resultFiles,
+  type StatusReading,
   totalCost,
 } from './shape.js';
 import type {
@@ -330,18 +332,22 @@ function toDownloadStart(res: JsonResponse): DownloadStart {
 function toDownload(value: unknown, operation: string): DownloadInfo {
   const body = asObject(value, operation);
   const error = optionalString(body.error) ?? '';
-  const status = optionalString(body.status)?.toUpperCase();
-  let state: DownloadState;
-  if (error.trim() !== '') state = 'failed';
-  else if (status === 'COMPLETED') state = 'completed';
-  else if (status === 'STARTED' || status === 'RUNNING' || status === 'QUEUED') state = 'running';
-  else throw badResponse(operation, `unknown request status ${JSON.stringify(body.status)}`);
+  // v3's STARTED is a request at work (the download's records come in under it); other words
+  // read as v4's do, an unknown one as still in progress.
+  const reading: StatusReading =
+    optionalString(body.status)?.trim().toUpperCase() === 'STARTED'
+      ? { state: 'running' }
+      : downloadStatus(body.status);
+  const state: DownloadState = error.trim() !== '' ? 'failed' : reading.state;
   const format = optionalString(body.dataFormat)?.toLowerCase();
   const createdAt = v3DateToIso(optionalString(body.date_started));
   const numFound = optionalNumber(body.numFound);
   return {
     id: idOf(body.id, operation),
     state,
+    ...(state === 'running' && reading.unlisted !== undefined
+      ? { unlistedStatus: reading.unlisted }
+      : {}),
     numRecords: optionalNumber(body.numDownloaded) ?? 0,
     ...(numFound === undefined ? {} : { numFound }),
     files: [],

@@ -17,7 +17,7 @@ import {
 import {
   asObject,
   badResponse,
-  downloadState,
+  downloadStatus,
   idOf,
   itemOf,
   listOf,
@@ -497,9 +497,11 @@ function toDownloadStart(res: JsonResponse): DownloadStart {
  */
 function toDownload(value: unknown, operation: string): DownloadInfo {
   const body = asObject(value, operation);
+  const status = downloadStatus(body.status);
   return {
     id: idOf(body.id ?? body.download_id, operation),
-    state: downloadState(body.status, operation),
+    state: status.state,
+    ...optional('unlistedStatus', status.unlisted),
     numRecords: optionalNumber(body.num_downloaded ?? body.num_records) ?? 0,
     ...optional('numFound', optionalNumber(body.num_found)),
     files: resultFiles(body.results, operation),

@@ -1,0 +1,145 @@
+import { strict as assert } from 'node:assert';
+import { join } from 'node:path';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { createLogger } from '../../src/log.js';
+import { loadPipeline } from '../../src/pipeline/index.js';
+import type { Phase, Progress } from '../../src/pipeline/progress.js';
+import { runPipeline } from '../../src/pipeline/run.js';
+import { RewritingProxy } from '../client/proxy.js';
+import { EmulatorHarness } from '../helpers/emulator.js';
+import { Capture, emulatorEnv, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+
+/**
+ * Runs against download answers in the forms customers have met and the emulator does not send
+ * itself (a proxy in front of it rewrites them): statuses sluice has no word for, and the live
+ * download object, whose `num_records` is what the download will hold and `num_downloaded` what
+ * it holds so far.
+ */
+
+const RECORDS = 150;
+
+let h: EmulatorHarness;
+let proxy: RewritingProxy;
+let dir: string;
+
+before(async () => {
+  // A slow download, so that runs poll it a few times while it is queued and while it works.
+  h = await EmulatorHarness.start({ scale: 0.05, fileRecords: 100, queueMs: 2000, rate: 100 });
+  proxy = await RewritingProxy.start(h.url);
+  dir = tempDir();
+});
+after(async () => {
+  await proxy.close();
+  await h.close();
+});
+beforeEach(async () => {
+  proxy.hooks = {};
+  await h.reset();
+});
+
+/** Rewrites each answer to `GET /v4/downloads/{id}` (a download being polled). */
+function rewriteDownloads(rewrite: (download: Record<string, unknown>) => unknown): void {
+  proxy.hooks.rewrite = (req, status, body) =>
+    req.method === 'GET' && /^\/v4\/downloads\/[^/]+$/.test(req.path) && status === 200
+      ? rewrite(body as Record<string, unknown>)
+      : undefined;
+}
+
+function pipelineFile(name: string): { file: string; db: string } {
+  const db = join(dir, `${name}.sqlite`);
+  const file = writePipeline(
+    dir,
+    name,
+    `version: 1
+name: ${name}
+source:
+  api: v4
+  url: \${SLUICE_API_URL}
+  email: \${SLUICE_EMAIL}
+  password: \${SLUICE_PASSWORD}
+destination: sqlite:${db}
+jobs:
+  shops:
+    type: businesses
+    query: '*'
+    records: ${RECORDS}
+    poll: { interval: 200ms, max_interval: 200ms, timeout: 10m }
+`,
+  );
+  return { file, db };
+}
+
+function rows(db: string, table: string): number {
+  const sqlite = new Database(db, { readonly: true });
+  try {
+    return (sqlite.prepare(`select count(*) as n from ${table}`).get() as { n: number }).n;
+  } finally {
+    sqlite.close();
+  }
+}
+
+const env = () => emulatorEnv(h, { SLUICE_API_URL: `${proxy.url}/v4` });
+
+describe('download statuses sluice has no word for', () => {
+  test('a download that passes through an unlisted status loads, and it is said once', async () => {
+    const { file, db } = pipelineFile('unlisted');
+    const seen: string[] = [];
+    rewriteDownloads((download) => {
+      seen.push(String(download.status));
+      // While it works the service says a word of its own; done, it shouts it (COMPLETED).
+      const status = download.status === 'completed' ? 'COMPLETED' : 'Exporting';
+      return { ...download, status };
+    });
+    const run = await runCli(['run', file, '--no-progress'], env(), undefined, h.clock());
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    assert.equal(rows(db, 'shops'), RECORDS);
+    assert.ok(
+      seen.filter((s) => s !== 'completed').length >= 2,
+      `polled while it worked (${seen.join(', ')})`,
+    );
+    const said = run.stderr.split('\n').filter((line) => /which sluice does not know/.test(line));
+    assert.equal(said.length, 1, run.stderr);
+    assert.match(said[0]!, /has status 'Exporting'.*taken as still in progress/);
+  });
+});
+
+describe('progress while the service prepares a download', () => {
+  test('the run shows the records done of the total, not the total', async () => {
+    const { file } = pipelineFile('progress');
+    rewriteDownloads((download) => {
+      // The live form: num_records is what the download will hold, num_downloaded what it
+      // holds so far (the emulator's contract form says the latter in num_records).
+      const total = h.emulator.context.state.downloads.find(
+        (d) => d.publicId === download.id,
+      )?.target;
+      return { ...download, num_records: total, num_downloaded: download.num_records };
+    });
+    const updates: { phase: Phase | undefined; value: number; total: number | undefined }[] = [];
+    let phase: Phase | undefined;
+    const progress: Progress = {
+      phase: (_job, next) => {
+        phase = next;
+      },
+      update: (_job, value, total) => updates.push({ phase, value, total }),
+      done: () => {},
+    };
+    const spec = await loadPipeline(file, env());
+    const summary = await runPipeline(spec, {
+      env: env(),
+      logger: createLogger({ stream: new Capture(), level: 'error' }),
+      progress,
+      clock: h.clock(),
+    });
+    assert.equal(summary.status, 'succeeded', JSON.stringify(summary));
+    const download = updates.filter((u) => u.phase === 'download');
+    assert.ok(download.length >= 3, JSON.stringify(download));
+    assert.equal(download[0]?.value, 0, 'queued: nothing done yet');
+    assert.ok(download.every((u) => u.total === RECORDS && u.value <= RECORDS));
+    assert.ok(
+      download.some((u) => u.value > 0 && u.value < RECORDS),
+      `some records done of the total: ${JSON.stringify(download)}`,
+    );
+    assert.equal(download.at(-1)?.value, RECORDS);
+  });
+});
