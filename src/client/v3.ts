@@ -5,6 +5,7 @@ import { apiTokenRefused, UnsupportedError } from './errors.js';
 import { type EventSink, eventSink } from './events.js';
 import { openDownloadFile } from './files.js';
 import type { HttpRequest, HttpTransport, JsonResponse } from './http.js';
+import { readPages } from './pages.js';
 import { startDownloadOnce } from './recovery.js';
 import {
   checkDownloadSize,
@@ -183,10 +184,11 @@ export class V3Client implements ServiceClient {
     );
     const info = toDownload(request, operation);
     if (info.state !== 'completed') return info;
-    const results = listOf(
-      (await this.#get(`/results/${encodeURIComponent(id)}`, options)).body,
+    const results = await this.#list(
+      `/results/${encodeURIComponent(id)}`,
       'results',
       'results',
+      options,
     );
     const files = resultFiles(
       results.map((r) => (r && typeof r === 'object' ? (r as { url?: unknown }).url : r)),
@@ -197,8 +199,8 @@ export class V3Client implements ServiceClient {
 
   /** The requests, without their result files (those take one more call per download). */
   async listDownloads(options?: CallOptions): Promise<DownloadInfo[]> {
-    const body = (await this.#get('/requests', options)).body;
-    return listOf(body, 'list downloads', 'requests').map((r) => toDownload(r, 'list downloads'));
+    const requests = await this.#list('/requests', 'list downloads', 'requests', options);
+    return requests.map((r) => toDownload(r, 'list downloads'));
   }
 
   cancelDownload(): Promise<void> {
@@ -278,10 +280,24 @@ export class V3Client implements ServiceClient {
     });
   }
 
+  /** Every item of a list the service may answer in pages (pages.ts). */
+  #list(path: string, operation: string, key: string, options?: CallOptions) {
+    return readPages({
+      operation,
+      key,
+      url: this.baseUrl + path,
+      get: (url) => this.#getUrl(url, options),
+    });
+  }
+
   #get(path: string, options?: CallOptions): Promise<JsonResponse> {
+    return this.#getUrl(this.baseUrl + path, options);
+  }
+
+  #getUrl(url: string, options?: CallOptions): Promise<JsonResponse> {
     return this.#send({
       method: 'GET',
-      url: this.baseUrl + path,
+      url,
       headers: { authorization: this.#authorization },
       signal: options?.signal,
       maxWaitMs: options?.maxWaitMs,

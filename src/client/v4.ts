@@ -7,6 +7,7 @@ import { apiTokenRefused } from './errors.js';
 import { type EventSink, eventSink } from './events.js';
 import { openDownloadFile } from './files.js';
 import { type HttpMethod, type HttpTransport, type JsonResponse, pathOf } from './http.js';
+import { readPages } from './pages.js';
 import { startDownloadOnce } from './recovery.js';
 import {
   checkDownloadSize,
@@ -20,7 +21,6 @@ import {
   downloadStatus,
   idOf,
   itemOf,
-  listOf,
   optionalNumber,
   optionalString,
   recordsOf,
@@ -134,8 +134,8 @@ export class V4Client implements ServiceClient {
   }
 
   async listViews(options?: CallOptions): Promise<ViewInfo[]> {
-    const body = (await this.#call('GET', '/views', options)).body;
-    return listOf(body, 'list views', 'views').map((v) => toView(v, 'list views'));
+    const views = await this.#list('/views', 'list views', 'views', options);
+    return views.map((v) => toView(v, 'list views'));
   }
 
   async getView(name: string, options?: CallOptions): Promise<ViewInfo> {
@@ -230,8 +230,8 @@ export class V4Client implements ServiceClient {
   }
 
   async listDownloads(options?: CallOptions): Promise<DownloadInfo[]> {
-    const body = (await this.#call('GET', '/downloads', options)).body;
-    return listOf(body, 'list downloads', 'downloads').map((d) => toDownload(d, 'list downloads'));
+    const downloads = await this.#list('/downloads', 'list downloads', 'downloads', options);
+    return downloads.map((d) => toDownload(d, 'list downloads'));
   }
 
   async cancelDownload(id: string, options?: CallOptions): Promise<void> {
@@ -267,8 +267,13 @@ export class V4Client implements ServiceClient {
   }
 
   async listTargetedUpdates(options?: CallOptions): Promise<TargetedUpdateInfo[]> {
-    const body = (await this.#call('GET', '/targeted-updates', options)).body;
-    return listOf(body, 'list targeted updates', 'targeted_updates').map(toTargetedUpdate);
+    const updates = await this.#list(
+      '/targeted-updates',
+      'list targeted updates',
+      'targeted_updates',
+      options,
+    );
+    return updates.map(toTargetedUpdate);
   }
 
   async scrape(request: RealTimeRequest, options?: CallOptions): Promise<ScrapeResult> {
@@ -331,11 +336,25 @@ export class V4Client implements ServiceClient {
     });
   }
 
-  async #call(method: HttpMethod, path: string, call: Call = {}): Promise<JsonResponse> {
+  #call(method: HttpMethod, path: string, call: Call = {}): Promise<JsonResponse> {
+    return this.#callUrl(method, this.baseUrl + path, call);
+  }
+
+  /** Every item of a list the service may answer in pages (pages.ts). */
+  async #list(path: string, operation: string, key: string, options?: CallOptions) {
+    return readPages({
+      operation,
+      key,
+      url: this.baseUrl + path,
+      get: (url) => this.#callUrl('GET', url, options),
+    });
+  }
+
+  async #callUrl(method: HttpMethod, url: string, call: Call = {}): Promise<JsonResponse> {
     const send = (token: string) =>
       this.#http.json({
         method,
-        url: this.baseUrl + path,
+        url,
         headers: { authorization: `Bearer ${token}` },
         json: call.json,
         idempotent: call.idempotent ?? true,
@@ -357,7 +376,7 @@ export class V4Client implements ServiceClient {
       // A 401 is decided before any work, so even a download start may be sent again.
       if (this.#token === token) this.#token = undefined;
       const renewed = await this.#tokenFor(call.signal);
-      this.#emit({ type: 'reauthenticated', method, path: pathOf(this.baseUrl + path) });
+      this.#emit({ type: 'reauthenticated', method, path: pathOf(url) });
       return await send(renewed);
     }
   }

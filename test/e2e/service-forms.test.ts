@@ -2,19 +2,23 @@ import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
+import { createServiceClient } from '../../src/client/index.js';
+import { openDestination } from '../../src/load/index.js';
 import { createLogger } from '../../src/log.js';
 import { loadPipeline } from '../../src/pipeline/index.js';
 import type { Phase, Progress } from '../../src/pipeline/progress.js';
 import { runPipeline } from '../../src/pipeline/run.js';
+import { pageLists } from '../client/paging.js';
 import { RewritingProxy } from '../client/proxy.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
 import { Capture, emulatorEnv, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
 
 /**
- * Runs against download answers in the forms customers have met and the emulator does not send
- * itself (a proxy in front of it rewrites them): statuses sluice has no word for, and the live
- * download object, whose `num_records` is what the download will hold and `num_downloaded` what
- * it holds so far.
+ * Runs against answers in the forms customers have met and the emulator does not send itself (a
+ * proxy in front of it rewrites them): statuses sluice has no word for; the live download
+ * object, whose `num_records` is what the download will hold and `num_downloaded` what it holds
+ * so far; and the downloads listed in pages, where crash recovery looks for a download a run
+ * asked for and never heard of.
  */
 
 const RECORDS = 150;
@@ -141,5 +145,81 @@ describe('progress while the service prepares a download', () => {
       `some records done of the total: ${JSON.stringify(download)}`,
     );
     assert.equal(download.at(-1)?.value, RECORDS);
+  });
+});
+
+describe('crash recovery over a paged list of downloads', () => {
+  test('a run killed before it heard its download id finds it on page 2 and adopts it', async () => {
+    const { file, db } = pipelineFile('paged-recovery');
+    const direct = createServiceClient({ url: h.v4Url, ...h.credentials });
+    try {
+      // Two downloads of another job, an hour before, fill the first page.
+      for (const numRecords of [5, 6])
+        await direct.startDownload({ type: 'products', query: '*', numRecords });
+      const HOUR = 60 * 60_000;
+      await h.advanceClock(HOUR);
+      // The crashed run recorded its request, and the service started the download it asked
+      // for; the run died before the id reached the state table.
+      const spec = await loadPipeline(file, env());
+      const destination = await openDestination(`sqlite:${db}`);
+      await destination.ensureState();
+      const requestedAt = new Date(Date.now() + HOUR).toISOString();
+      await destination.state.insertAttempt({
+        attempt_id: 'crashed-attempt',
+        pipeline: 'paged-recovery',
+        job: 'shops',
+        spec_hash: spec.jobs[0]!.downloadHash,
+        api: 'v4',
+        download_id: null,
+        status: 'requested',
+        target_table: 'shops',
+        load_table: 'shops',
+        num_found: null,
+        num_records: null,
+        requested_at: requestedAt,
+        started_at: null,
+        updated_at: requestedAt,
+        finished_at: null,
+        run_id: 'crashed-run',
+        message: null,
+        load_hash: null,
+        write_mode: 'merge',
+        data_type: 'businesses',
+        query: '*',
+        format: 'json',
+        num_requested: RECORDS,
+        cursor_from: null,
+        credits: null,
+        stage: 'extract',
+      });
+      await destination.close();
+      const started = await direct.startDownload({
+        type: 'businesses',
+        query: '*',
+        numRecords: RECORDS,
+      });
+      await h.advanceClock(60_000);
+
+      pageLists(
+        proxy,
+        'link header',
+        2,
+        (req) => req.method === 'GET' && req.path === '/v4/downloads',
+      );
+      const run = await runCli(
+        ['run', file, '--json', '--no-progress'],
+        env(),
+        undefined,
+        h.clock(),
+      );
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      const job = JSON.parse(run.stdout).jobs[0];
+      assert.equal(job.download_id, started.id);
+      assert.equal(job.reattached, true);
+      assert.equal(h.emulator.context.state.downloads.length, 3, 'nothing was bought again');
+      assert.equal(rows(db, 'shops'), RECORDS);
+    } finally {
+      await direct.close();
+    }
   });
 });
