@@ -166,6 +166,11 @@ export interface ResultFileRef {
   url: string;
   /** File name from the URL path (`<id>_<n>.csv`), for messages and state. */
   name: string;
+  /**
+   * When the service stops serving the file, where it says (v3: 7 days after `date_created`):
+   * past it, no fresh URL brings the file back.
+   */
+  expiresAt?: string;
 }
 
 export interface DownloadInfo {

@@ -193,7 +193,10 @@ export class V3Client implements ServiceClient {
     const files = resultFiles(
       results.map((r) => (r && typeof r === 'object' ? (r as { url?: unknown }).url : r)),
       'results',
-    );
+    ).map((file, i) => {
+      const expiresAt = fileExpiry(results[i]);
+      return expiresAt === undefined ? file : { ...file, expiresAt };
+    });
     return { ...info, files };
   }
 
@@ -373,6 +376,20 @@ function toDownload(value: unknown, operation: string): DownloadInfo {
     ...(format === 'csv' || format === 'json' ? { format } : {}),
     ...(error.trim() === '' ? {} : { error }),
   };
+}
+
+/**
+ * How long the service keeps a v3 result file: "the result file will expire 7 days after"
+ * its `date_created` (the vendor's results reference); its URL answers 403 after that.
+ */
+const V3_FILE_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** When a v3 result object's file expires (ISO 8601), if it says when it was created. */
+function fileExpiry(result: unknown): string | undefined {
+  if (!result || typeof result !== 'object') return undefined;
+  const created = v3DateToIso(optionalString((result as { date_created?: unknown }).date_created));
+  if (created === undefined) return undefined;
+  return new Date(Date.parse(created) + V3_FILE_LIFETIME_MS).toISOString();
 }
 
 /** v3 dates (`2017-3-7 17:44:05`, UTC, month and day not padded) as ISO 8601. */

@@ -223,3 +223,116 @@ describe('crash recovery over a paged list of downloads', () => {
     }
   });
 });
+
+describe('v3 result files past their seven days', () => {
+  /** A v3 date (`2026-3-7 17:44:05`, month and day not padded). */
+  const v3Date = (ms: number) => {
+    const d = new Date(ms);
+    const pad = (n: number) => String(n).padStart(2, '0');
+    return `${d.getUTCFullYear()}-${d.getUTCMonth() + 1}-${d.getUTCDate()} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
+  };
+
+  test('a run re-attached to them exits 2 saying to start anew; --fresh does and loads', async () => {
+    const db = join(dir, 'v3-expired.sqlite');
+    const file = writePipeline(
+      dir,
+      'v3-expired',
+      `version: 1
+name: v3-expired
+source:
+  api: v3
+  url: \${SLUICE_API_URL}
+  token: \${SLUICE_API_TOKEN}
+destination: sqlite:${db}
+jobs:
+  goods:
+    type: products
+    query: '*'
+    records: 120
+    format: csv
+    poll: { interval: 200ms, max_interval: 200ms, timeout: 10m }
+`,
+    );
+    const v3env = emulatorEnv(h, { SLUICE_API_URL: `${proxy.url}/v3` });
+    const direct = createServiceClient({ url: h.v3Url, token: h.credentials.token });
+    let old: string;
+    try {
+      old = (
+        await direct.startDownload({ type: 'products', query: '*', numRecords: 120, format: 'csv' })
+      ).id;
+    } finally {
+      await direct.close();
+    }
+    await h.advanceClock(60_000);
+    // An earlier run started it and recorded it; the files were made eight days ago, and their
+    // links are refused, however often the results are read.
+    const spec = await loadPipeline(file, v3env);
+    const destination = await openDestination(`sqlite:${db}`);
+    await destination.ensureState();
+    const then = new Date().toISOString();
+    await destination.state.insertAttempt({
+      attempt_id: 'earlier-attempt',
+      pipeline: 'v3-expired',
+      job: 'goods',
+      spec_hash: spec.jobs[0]!.downloadHash,
+      api: 'v3',
+      download_id: old,
+      status: 'started',
+      target_table: 'goods',
+      load_table: 'goods',
+      num_found: 120,
+      num_records: null,
+      requested_at: then,
+      started_at: then,
+      updated_at: then,
+      finished_at: null,
+      run_id: 'earlier-run',
+      message: null,
+      load_hash: spec.jobs[0]!.loadHash,
+      write_mode: 'merge',
+      data_type: 'products',
+      query: '*',
+      format: 'csv',
+      num_requested: 120,
+      cursor_from: null,
+      credits: null,
+      stage: 'extract',
+    });
+    await destination.close();
+    proxy.hooks.rewrite = (req, status, body) =>
+      req.path === `/v3/results/${old}` && status === 200 && Array.isArray(body)
+        ? body.map((r: Record<string, unknown>) => ({
+            ...r,
+            date_created: v3Date(Date.now() - 8 * 24 * 60 * 60 * 1000),
+            url: String(r.url).replace(/X-Signature=[^&]*/, 'X-Signature=dead'),
+          }))
+        : undefined;
+
+    const stale = await runCli(
+      ['run', file, '--json', '--no-progress'],
+      v3env,
+      undefined,
+      h.clock(),
+    );
+    assert.equal(stale.code, 2, stale.stdout + stale.stderr);
+    const job = JSON.parse(stale.stdout).jobs[0];
+    assert.equal(job.download_id, old);
+    assert.equal(job.error.code, 'SLUICE_DOWNLOAD_EXPIRED');
+    assert.equal(job.error.retryable, false);
+    assert.match(job.error.message, /running again cannot fetch it; start a new download/);
+    assert.match(job.error.message, /--fresh/);
+    const downloads = () => h.emulator.context.state.downloads.length;
+    assert.equal(downloads(), 1, 'nothing bought');
+
+    const fresh = await runCli(
+      ['run', file, '--fresh', '--json', '--no-progress'],
+      v3env,
+      undefined,
+      h.clock(),
+    );
+    assert.equal(fresh.code, 0, fresh.stdout + fresh.stderr);
+    assert.notEqual(JSON.parse(fresh.stdout).jobs[0].download_id, old);
+    assert.equal(downloads(), 2);
+    assert.equal(rows(db, 'goods'), 120);
+  });
+});
