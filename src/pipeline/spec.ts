@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
-import { CREDIT_TYPES, closest, FIELDS, resolveField } from '../catalog.js';
+import { CREDIT_TYPES, closest, type DataType, FIELDS, resolveField } from '../catalog.js';
 import { PipelineSpecError, QueryError } from '../errors.js';
 import { checkQuery } from '../query/index.js';
 import {
@@ -166,7 +166,14 @@ function resolve(
   const tables = new Map<string, string>();
   const jobs = Object.entries(raw.jobs).map(([name, j]): JobSpec => {
     const at = (...rest: string[]) => ['jobs', name, ...rest];
-    if (j.view && !raw.views[j.view] && !/_(all|all_nested|basicFields|pricesFlat)$/.test(j.view)) {
+    if (raw.source.api === 'v3') checkV3Job(raw, name, j, fail);
+    // A v3 job's view was checked against v3's own names (checkV3Job).
+    if (
+      raw.source.api !== 'v3' &&
+      j.view &&
+      !raw.views[j.view] &&
+      !/_(all|all_nested|basicFields|pricesFlat)$/.test(j.view)
+    ) {
       const guess = closest(j.view, Object.keys(raw.views));
       fail(
         `view '${j.view}' is not declared under views:${guess ? `; did you mean '${guess}'?` : ''}`,
@@ -179,8 +186,6 @@ function resolve(
           fail(`${key} applies to properties only`, at(key));
       }
     }
-    if (j.auto_trace && raw.source.api === 'v3')
-      fail('auto_trace needs the v4 API', at('auto_trace'));
     if (j.people_keys_from !== undefined) {
       const from = raw.jobs[j.people_keys_from];
       const names = Object.keys(raw.jobs);
@@ -333,6 +338,65 @@ function resolve(
     warnings: options.warnings,
     budgets,
   };
+}
+
+/**
+ * The v3 API's pre-made views and the data type of each, by the names its guides and its
+ * customers' clients use (service-interface.md 2.2 names the first seven). v3 cannot list or
+ * make views, so these and the views declared under `views:` are all a v3 job can name.
+ */
+const V3_PREMADE_VIEWS: Readonly<Record<string, DataType>> = {
+  properties_all: 'properties',
+  properties_all_nested: 'properties',
+  businesses_all: 'businesses',
+  businesses_all_nested: 'businesses',
+  businesses_all_nested_no_reviews: 'businesses',
+  businesses_all_menusFlat: 'businesses',
+  businesses_basic: 'businesses',
+  products_all: 'products',
+  products_basicFields: 'products',
+  products_pricesFlat: 'products',
+  products_reviewsFlat: 'products',
+  products_keysSourceURLs: 'products',
+  products_multiValuedFieldsNested: 'products',
+};
+
+/**
+ * What a job cannot ask of the v3 API, refused here so that nothing is spent finding out: people
+ * data (v3 has none), autotrace and the address options (v4 only), and a view that is neither
+ * declared nor one of v3's pre-made views of the job's data type.
+ */
+function checkV3Job(
+  raw: RawPipeline,
+  name: string,
+  j: RawPipeline['jobs'][string],
+  fail: (message: string, path: string[]) => never,
+): void {
+  const at = (...rest: string[]) => ['jobs', name, ...rest];
+  if (j.type === 'people') {
+    fail('the v3 API has no people data: use api: v4 for people jobs', at('type'));
+  }
+  if (j.auto_trace) fail('auto_trace needs the v4 API', at('auto_trace'));
+  if (j.address_matching !== undefined && j.address_matching !== 'on')
+    fail(
+      'address_matching needs the v4 API (v3 always matches addresses on)',
+      at('address_matching'),
+    );
+  if (j.require_people_data)
+    fail('require_people_data needs the v4 API', at('require_people_data'));
+  if (j.view === undefined || Object.hasOwn(raw.views, j.view)) return;
+  const premade = Object.hasOwn(V3_PREMADE_VIEWS, j.view) ? V3_PREMADE_VIEWS[j.view] : undefined;
+  if (premade !== undefined && premade !== j.type) {
+    fail(`view '${j.view}' is a pre-made v3 view of ${premade}, not ${j.type}`, at('view'));
+  }
+  if (premade === undefined) {
+    const names = Object.keys(V3_PREMADE_VIEWS).filter((n) => V3_PREMADE_VIEWS[n] === j.type);
+    const guess = closest(j.view, [...Object.keys(raw.views), ...names]);
+    fail(
+      `view '${j.view}' is not declared under views: nor a pre-made v3 view of ${j.type} (${names.join(', ')})${guess ? `; did you mean '${guess}'?` : ''}; a view made in the web portal can be used once declared under views: with its fields`,
+      at('view'),
+    );
+  }
 }
 
 /**

@@ -173,6 +173,81 @@ describe('pipeline files', () => {
     assert.match(specError(other).message, /auto_trace applies to properties only/);
   });
 
+  test('validate refuses what v3 cannot do, naming the line: people, v4 options, unknown views', () => {
+    const V3 = `version: 1
+name: v3
+source:
+  api: v3
+  url: http://127.0.0.1:8787/v3
+  token: \${SLUICE_API_TOKEN}
+destination: sqlite:data/t.sqlite
+views:
+  mine:
+    fields: [id, name]
+jobs:
+  goods:
+    type: products
+    query: '*'
+`;
+    const load = (extra: string) =>
+      parsePipeline(`${V3}${extra}`, 'v3.yaml', {}, { source: 'optional' });
+    const refused = (extra: string) => {
+      try {
+        load(extra);
+      } catch (error) {
+        if (error instanceof PipelineSpecError) return error;
+        throw error;
+      }
+      throw new Error(`expected a PipelineSpecError for ${extra}`);
+    };
+    // What v3 has: its pre-made views of the job's type, and declared ones.
+    for (const view of ['products_all', 'products_basicFields', 'products_pricesFlat', 'mine'])
+      assert.equal(load(`    view: ${view}\n`).jobs[0]!.view, view);
+
+    const people = refused('  owners:\n    type: people\n    query: "*"\n');
+    assert.equal(people.path, 'jobs.owners.type');
+    assert.equal(people.line, 16);
+    assert.match(people.message, /^v3\.yaml:16: jobs\.owners\.type: the v3 API has no people data/);
+
+    const v4Name = refused('    view: product_flat_prices\n');
+    assert.equal(v4Name.path, 'jobs.goods.view');
+    assert.equal(v4Name.line, 15);
+    assert.match(
+      v4Name.message,
+      /view 'product_flat_prices' is not declared under views: nor a pre-made v3 view of products \(products_all, .*\); a view made in the web portal can be used once declared/,
+    );
+    assert.match(
+      refused('    view: products_priceFlat\n').message,
+      /did you mean 'products_pricesFlat'\?/,
+    );
+    assert.match(refused('    view: nosuch_all\n').message, /not .* a pre-made v3 view/);
+    assert.match(
+      refused('    view: businesses_all\n').message,
+      /view 'businesses_all' is a pre-made v3 view of businesses, not products/,
+    );
+    const homes = V3.replace('type: products', 'type: properties');
+    const options = (extra: string) => {
+      try {
+        parsePipeline(`${homes}${extra}`, 'v3.yaml', {}, { source: 'optional' });
+      } catch (error) {
+        if (error instanceof PipelineSpecError) return error.message;
+        throw error;
+      }
+      return 'valid';
+    };
+    assert.equal(options('    view: properties_all_nested\n'), 'valid');
+    assert.match(
+      options('    auto_trace: true\n'),
+      /jobs\.goods\.auto_trace: auto_trace needs the v4 API/,
+    );
+    assert.match(options('    address_matching: retry\n'), /address_matching needs the v4 API/);
+    assert.equal(options('    address_matching: "on"\n'), 'valid');
+    assert.match(
+      options('    require_people_data: true\n'),
+      /require_people_data needs the v4 API/,
+    );
+  });
+
   test('incremental: a date field of the type, in the view, on a merge job; its line is named', () => {
     const inc = (extra: string, fields = '[id, address, city, dateUpdated]') =>
       BASE.replace('[id, address, city]', fields) + extra;
