@@ -280,12 +280,34 @@ function resolve(
         );
       }
     }
+    // A name the destination keeps for itself is refused here, before anything is bought: the
+    // load could never make its table. Child and link tables begin with these names.
+    const reserved = (given: string, what: string, path: string[], fix: string) => {
+      const owner = reservedBy(given);
+      if (owner !== undefined) fail(`${what} is reserved: ${owner}; ${fix}`, path);
+    };
+    if (j.people_table !== undefined) {
+      reserved(
+        j.people_table,
+        `people_table '${j.people_table}'`,
+        at('people_table'),
+        'choose another name',
+      );
+    }
     const table = j.table ?? (j.people_keys_from ? (j.people_table ?? 'people') : name);
+    if (j.table !== undefined)
+      reserved(table, `table '${table}'`, at('table'), 'choose another name');
+    else if (j.people_keys_from === undefined) {
+      reserved(
+        table,
+        `the job's name '${table}', its table's name by default,`,
+        at('table'),
+        'add table: with another name',
+      );
+    }
     const other = tables.get(table);
     if (other) fail(`table '${table}' is already written by job '${other}'`, at('table'));
     tables.set(table, name);
-    if (table.startsWith('_sluice'))
-      fail("table names starting with '_sluice' are reserved", at('table'));
     const viewFields = j.view ? raw.views[j.view]?.fields : undefined;
     const downloadHash = hash({
       api: raw.source.api,
@@ -354,6 +376,23 @@ function budgetsOf(raw: RawPipeline, fail: (message: string, path: string[]) => 
     });
   }
   return budgets;
+}
+
+/**
+ * Prefixes of table names a destination keeps for itself, compared case aside (as SQLite
+ * compares names): SQLite's own tables (`sqlite_master`, `sqlite_stat1`), PostgreSQL's catalogue
+ * (`pg_class`, found before a table of the same name), and sluice's state tables.
+ */
+const RESERVED_PREFIXES: readonly [prefix: string, owner: string][] = [
+  ['sqlite_', 'SQLite keeps names beginning sqlite_ for itself'],
+  ['pg_', 'PostgreSQL keeps names beginning pg_ for its catalogue'],
+  ['_sluice', 'sluice keeps names beginning _sluice for its state tables'],
+];
+
+/** Who reserves a table name, or undefined when it is free. */
+function reservedBy(table: string): string | undefined {
+  const folded = table.toLowerCase();
+  return RESERVED_PREFIXES.find(([prefix]) => folded.startsWith(prefix))?.[1];
 }
 
 function hash(value: unknown): string {

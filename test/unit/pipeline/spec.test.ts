@@ -157,6 +157,52 @@ describe('pipeline files', () => {
     assert.match(specError(other).message, /auto_trace applies to properties only/);
   });
 
+  test('a table name a destination reserves (sqlite_master, pg_*, _sluice_*) is refused, case aside, with its line', () => {
+    const table = specError(`${BASE}    table: sqlite_master\n`);
+    assert.equal(table.line, 17);
+    assert.equal(table.path, 'jobs.homes.table');
+    assert.match(
+      table.message,
+      /^p\.yaml:17: jobs\.homes\.table: table 'sqlite_master' is reserved: SQLite keeps names beginning sqlite_ for itself; choose another name$/,
+    );
+    for (const [name, owner] of [
+      ['SQLite_Stat1', /SQLite keeps/],
+      ['pg_homes', /PostgreSQL keeps names beginning pg_ for its catalogue/],
+      ['PG_CLASS', /PostgreSQL keeps/],
+      ['_sluice_runs', /sluice keeps names beginning _sluice for its state tables/],
+      ['_Sluice_Files', /sluice keeps/],
+    ] as const) {
+      assert.match(specError(`${BASE}    table: ${name}\n`).message, owner, name);
+    }
+    // The job's name is its table's name unless `table:` says otherwise.
+    const named = specError(BASE.replace('  homes:', '  sqlite_stat1:'));
+    assert.equal(named.line, 13);
+    assert.equal(named.path, 'jobs.sqlite_stat1.table');
+    assert.match(
+      named.message,
+      /the job's name 'sqlite_stat1', its table's name by default, is reserved: SQLite .*; add table: with another name$/,
+    );
+    const renamed = parsePipeline(
+      `${BASE.replace('  homes:', '  sqlite_stat1:')}    table: homes\n`,
+      'p.yaml',
+      env,
+    );
+    assert.equal(renamed.jobs[0]!.table, 'homes');
+    const people = specError(`${BASE}    auto_trace: true\n    people_table: pg_people\n`);
+    assert.equal(people.line, 18);
+    assert.equal(people.path, 'jobs.homes.people_table');
+    assert.match(people.message, /people_table 'pg_people' is reserved: PostgreSQL/);
+    // Names that only contain them, or begin with them without the underscore, are free.
+    for (const name of ['my_sqlite_table', 'pgx', 'sqlitehomes', 'homes_pg_', 'sluice_homes']) {
+      const spec = parsePipeline(
+        `${BASE}    table: ${name}\n    auto_trace: true\n    people_table: ${name}_people\n`,
+        'p.yaml',
+        env,
+      );
+      assert.equal(spec.jobs[0]!.table, name);
+    }
+  });
+
   test('incremental: a date field of the type, in the view, on a merge job; its line is named', () => {
     const inc = (extra: string, fields = '[id, address, city, dateUpdated]') =>
       BASE.replace('[id, address, city]', fields) + extra;
