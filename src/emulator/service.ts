@@ -15,10 +15,12 @@ import {
   type View,
   viewHasPeopleKeys,
 } from './views.js';
-import { isoDate } from './wire.js';
+import { isoDate, type WireForms } from './wire.js';
 
 export interface EmulatorContext {
   options: EmulatorOptions;
+  /** The forms of `options.wire` (wire.ts). */
+  forms: WireForms;
   clock: Clock;
   state: EmulatorState;
   engine: SearchEngine;
@@ -122,12 +124,12 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
     if (delivered === 0) return { numFound, delivered, records: [], autoTrace: req.autoTrace };
     state.requireCredits(req.type, req.autoTrace, delivered);
     const { columns, project } = projection(req.type, fields);
-    const real = ctx.options.wire === 'real';
+    const asFloat = ctx.forms.wholeNumbersAsFloat;
     const records: Record<string, unknown>[] = [];
     for (let p = 0; p < delivered; p++) {
       const record = project(engine.record(req.type, matches.at(p), req.autoTrace, now));
       // A csv preview shows the records as the CSV file would hold them: one text cell a field.
-      records.push(req.format === 'csv' ? csvShaped(columns, record, real) : record);
+      records.push(req.format === 'csv' ? csvShaped(columns, record, asFloat) : record);
     }
     state.charge(req.type, req.autoTrace, delivered);
     return { numFound, delivered, records, autoTrace: req.autoTrace };
@@ -164,10 +166,10 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
   return { numFound, delivered: target, records: [], download, autoTrace: req.autoTrace };
 }
 
-function csvShaped(columns: string[], record: Record<string, unknown>, real: boolean) {
+function csvShaped(columns: string[], record: Record<string, unknown>, asFloat: boolean) {
   const out: Record<string, string> = {};
   for (const column of columns) {
-    const cell = csvCell(record[column], real);
+    const cell = csvCell(record[column], asFloat);
     if (cell !== '')
       out[column] = cell.startsWith('"') ? cell.slice(1, -1).replaceAll('""', '"') : cell;
   }
