@@ -1,4 +1,4 @@
-import type { DataType } from '../catalog.js';
+import { type DataType, premadeView } from '../catalog.js';
 import { QueryError } from '../errors.js';
 import type { Clock } from './clock.js';
 import type { FaultInjector } from './faults.js';
@@ -8,13 +8,7 @@ import { csvCell, fileName } from './render.js';
 import type { AddressMatching, SearchEngine } from './search.js';
 import type { UrlSigner } from './signing.js';
 import { type Download, type EmulatorState, HttpProblem, type TargetedUpdate } from './state.js';
-import {
-  PREMADE_VIEWS,
-  projection,
-  unknownViewFields,
-  type View,
-  viewHasPeopleKeys,
-} from './views.js';
+import { projection, unknownViewFields, type View, viewHasPeopleKeys } from './views.js';
 import { isoDate, type WireForms } from './wire.js';
 
 export interface EmulatorContext {
@@ -60,8 +54,8 @@ export function viewFields(ctx: EmulatorContext, name: string | undefined): stri
   if (name === undefined || name === '') return undefined;
   const own = ctx.state.views.get(name);
   if (own) return own.fields;
-  const premade = PREMADE_VIEWS[name];
-  if (premade) return premade.fields;
+  const premade = premadeView(name);
+  if (premade) return [...premade.fields];
   throw new HttpProblem(400, `view does not exist: ${name}`, [
     { field: 'view', message: `no view named '${name}'` },
   ]);
@@ -220,7 +214,7 @@ export function resultFiles(
 export function createView(ctx: EmulatorContext, name: string, fields: string[]): View {
   checkViewName(name);
   checkViewFields(fields);
-  if (ctx.state.views.has(name) || PREMADE_VIEWS[name]) {
+  if (ctx.state.views.has(name) || premadeView(name)) {
     throw new HttpProblem(409, `a view named '${name}' already exists`, [
       { field: 'name', message: 'already exists' },
     ]);
@@ -239,7 +233,7 @@ export function updateView(
   const name = next.name ?? view.name;
   checkViewName(name);
   if (next.fields) checkViewFields(next.fields);
-  if (name !== current && (ctx.state.views.has(name) || PREMADE_VIEWS[name])) {
+  if (name !== current && (ctx.state.views.has(name) || premadeView(name))) {
     throw new HttpProblem(409, `a view named '${name}' already exists`, [
       { field: 'name', message: 'already exists' },
     ]);
@@ -257,7 +251,7 @@ export function updateView(
 export function ownView(ctx: EmulatorContext, name: string): View {
   const view = ctx.state.views.get(name);
   if (view) return view;
-  if (PREMADE_VIEWS[name]) {
+  if (premadeView(name)) {
     throw new HttpProblem(403, `'${name}' is a pre-made view and cannot be changed`);
   }
   throw new HttpProblem(404, `view '${name}' not found`);

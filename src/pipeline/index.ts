@@ -20,6 +20,7 @@ export {
 } from './run.js';
 export {
   type JobSpec,
+  type LoadOptions,
   loadPipeline,
   type PipelineSpec,
   parsePipeline,

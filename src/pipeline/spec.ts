@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
-import { closest, FIELDS, resolveField } from '../catalog.js';
+import { closest, FIELDS, PREMADE_VIEWS, premadeView, resolveField } from '../catalog.js';
 import { PipelineSpecError, QueryError } from '../errors.js';
 import { checkQuery } from '../query/index.js';
 import {
@@ -27,6 +27,13 @@ export interface LoadOptions {
    * `${VAR}` under `source:` is a warning in `spec.warnings`, not an error.
    */
   source?: 'required' | 'optional';
+  /**
+   * Which view names a job may use besides those declared under `views:`: `offline` (validate)
+   * only the service's pre-made ones; `service` (the default) any other name too, as one the
+   * service may hold (made in its portal, say): plan checks it against GET /views, and a run's
+   * searches would be refused before they cost anything.
+   */
+  views?: 'offline' | 'service';
 }
 
 export async function loadPipeline(
@@ -81,6 +88,7 @@ export function parsePipeline(
   }
   const warnings: string[] = [];
   const lenient = options.source === 'optional';
+  const views = options.views ?? 'service';
   interpolate(doc, doc.contents, [], { env, file, lineOf, lenient, warnings });
   let plain: unknown;
   try {
@@ -118,7 +126,7 @@ export function parsePipeline(
       path: where.join('.'),
     });
   }
-  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings });
+  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views });
 }
 
 function resolve(
@@ -126,7 +134,7 @@ function resolve(
   file: string,
   doc: Document,
   lineOf: (offset: number | undefined) => number | undefined,
-  options: { lenient: boolean; warnings: string[] },
+  options: { lenient: boolean; warnings: string[]; views: 'offline' | 'service' },
 ): PipelineSpec {
   const fail = (message: string, path: string[]): never => {
     throw new PipelineSpecError(message, {
@@ -160,10 +168,18 @@ function resolve(
   const tables = new Map<string, string>();
   const jobs = Object.entries(raw.jobs).map(([name, j]): JobSpec => {
     const at = (...rest: string[]) => ['jobs', name, ...rest];
-    if (j.view && !raw.views[j.view] && !/_(all|all_nested|basicFields|pricesFlat)$/.test(j.view)) {
-      const guess = closest(j.view, Object.keys(raw.views));
+    const declared = j.view && Object.hasOwn(raw.views, j.view) ? raw.views[j.view] : undefined;
+    const premade = j.view && !declared ? premadeView(j.view) : undefined;
+    if (premade && premade.type !== j.type) {
+      fail(`view '${j.view}' is a pre-made view of ${premade.type}, not ${j.type}`, at('view'));
+    }
+    if (j.view && !declared && !premade && options.views === 'offline') {
+      const premadeNames = Object.keys(PREMADE_VIEWS).filter(
+        (n) => PREMADE_VIEWS[n]!.type === j.type,
+      );
+      const guess = closest(j.view, [...Object.keys(raw.views), ...premadeNames]);
       fail(
-        `view '${j.view}' is not declared under views:${guess ? `; did you mean '${guess}'?` : ''}`,
+        `view '${j.view}' is not declared under views: nor a pre-made view of ${j.type}${guess ? `; did you mean '${guess}'?` : ''} (plan and run also take a view the service lists)`,
         at('view'),
       );
     }
@@ -213,7 +229,6 @@ function resolve(
       if (!(error instanceof QueryError)) throw error;
       fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, at('query'));
     }
-    const declared = j.view ? raw.views[j.view] : undefined;
     declared?.fields.forEach((field, i) => {
       const path = field.endsWith(':*') ? field.slice(0, -2) : field;
       if (!resolveField(j.type, path)) {
@@ -226,13 +241,15 @@ function resolve(
     const keys = Array.isArray(j.key) ? j.key : [j.key];
     // The merge key must come with the data, or every row is rejected after the credits are
     // spent: checked against the view's fields, or the data type's.
+    // The fields the job's view selects, when known here (declared, or pre-made).
+    const viewFields = declared?.fields ?? premade?.fields;
     if (j.write === 'merge' && j.people_keys_from === undefined) {
       const top =
-        declared && new Set(declared.fields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
+        viewFields && new Set(viewFields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
       for (const key of keys) {
         if (top && !top.has(key)) {
           fail(
-            `merge key '${key}' is not a field of view '${j.view}' (${declared!.fields.join(', ')}): add it to the view, or choose another key`,
+            `merge key '${key}' is not a field of view '${j.view}' (${viewFields!.join(', ')}): ${declared ? 'add it to the view, or choose another key' : 'choose another key, or a view that has it'}`,
             at('key'),
           );
         } else if (!top && !Object.hasOwn(FIELDS[j.type], key)) {
@@ -270,9 +287,9 @@ function resolve(
           at('incremental', 'cursor'),
         );
       }
-      if (declared && !declared.fields.some((f) => f.replace(/:\*$/, '') === cursor)) {
+      if (viewFields && !viewFields.some((f) => f.replace(/:\*$/, '') === cursor)) {
         fail(
-          `cursor '${cursor}' is not in view '${j.view}': add it to the view's fields, or the run cannot know how far it got`,
+          `cursor '${cursor}' is not in view '${j.view}': ${declared ? "add it to the view's fields" : 'choose a view that has it'}, or the run cannot know how far it got`,
           at('incremental', 'cursor'),
         );
       }
@@ -283,14 +300,13 @@ function resolve(
     tables.set(table, name);
     if (table.startsWith('_sluice'))
       fail("table names starting with '_sluice' are reserved", at('table'));
-    const viewFields = j.view ? raw.views[j.view]?.fields : undefined;
     const downloadHash = hash({
       api: raw.source.api,
       type: j.type,
       query,
       records: j.records,
       view: j.view ?? null,
-      viewFields: viewFields ?? null,
+      viewFields: declared?.fields ?? null,
       format: j.format,
       auto_trace: j.auto_trace,
       address_matching: j.address_matching ?? null,

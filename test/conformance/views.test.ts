@@ -1,6 +1,7 @@
 /** Views (2.2, 4.1): create, list, get, update and rename, delete, pre-made views. */
 import { strict as assert } from 'node:assert';
 import { after, before, describe, test } from 'node:test';
+import { PREMADE_VIEWS } from '../../src/catalog.js';
 import type { EmulatorHarness } from '../helpers/emulator.js';
 import {
   assertV4Error,
@@ -210,16 +211,24 @@ for (const wire of WIRES) {
       assert.ok(Array.isArray(premade.json.fields) && premade.json.fields.length > 0);
       assertV4Error(wire, await api.call('PUT', '/views/properties_all', { fields: ['id'] }), 403);
       assertV4Error(wire, await api.call('DELETE', '/views/businesses_all_nested'), 403);
-      for (const name of [
-        'businesses_all',
-        'businesses_all_nested',
-        'products_all',
-        'products_basicFields',
-        'products_pricesFlat',
-        'properties_all',
-        'properties_all_nested',
-      ]) {
-        assert.equal((await api.get(`/views/${name}`)).status, 200, name);
+      // Every name of the catalogue (v4's singular, v3's plural), with its fields; none is listed
+      // among the account's own views, and none can be made again.
+      for (const [name, { fields }] of Object.entries(PREMADE_VIEWS)) {
+        const res = await api.get(`/views/${name}`);
+        assert.equal(res.status, 200, name);
+        assert.deepEqual(res.json.fields, fields, name);
+        assertV4Error(wire, await api.call('POST', '/views', { name, fields: ['id'] }), 409);
+      }
+      assert.deepEqual(await api.ok('GET', '/views'), []);
+      assertV4Error(wire, await api.get('/views/constructor'), 404);
+      const flat = await api.preview('properties', {
+        query: '*',
+        num_records: 3,
+        view: 'property_flat_prices',
+      });
+      for (const record of flat.records) {
+        for (const key of Object.keys(record))
+          assert.ok(PREMADE_VIEWS.property_flat_prices!.fields.includes(key), key);
       }
       const body = await api.preview('products', {
         query: '*',

@@ -21,7 +21,8 @@ import { statusCommand } from './status.js';
  */
 
 export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<number> {
-  return withPipeline(args, ctx, 'optional', async (spec) => {
+  // Offline: a job's view must be declared or pre-made; plan and run may ask the service.
+  return withPipeline(args, ctx, { source: 'optional', views: 'offline' }, async (spec) => {
     const jobs = spec.jobs.map((j) => ({
       job: j.name,
       type: j.type,
@@ -71,7 +72,7 @@ export function planCommand(
   args: PipelineArgs & { 'full-refresh'?: boolean },
   ctx: CliContext,
 ): Promise<number> {
-  return withPipeline(args, ctx, 'required', async (spec) => {
+  return withPipeline(args, ctx, { source: 'required' }, async (spec) => {
     const fullRefresh = args['full-refresh'] === true;
     const cursors = fullRefresh ? undefined : await savedCursors(spec, ctx.env);
     const client = clientFor(spec, ctx.logger);
@@ -134,7 +135,7 @@ export interface RunArgs extends PipelineArgs {
 }
 
 export function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
-  return withPipeline(args, ctx, 'required', async (spec) => {
+  return withPipeline(args, ctx, { source: 'required' }, async (spec) => {
     const summary = await runPipeline(spec, {
       env: ctx.env,
       jobs: args.job,

@@ -15,7 +15,9 @@ export function statusCommand(
   args: PipelineArgs & { limit?: number },
   ctx: CliContext,
 ): Promise<number> {
-  return withPipeline(args, ctx, 'optional', (spec) => status(spec, args, ctx.io, ctx.env));
+  return withPipeline(args, ctx, { source: 'optional' }, (spec) =>
+    status(spec, args, ctx.io, ctx.env),
+  );
 }
 
 async function status(

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { CREDIT_TYPE_OF, DATA_TYPES, type DataType } from '../../catalog.js';
+import { CREDIT_TYPE_OF, DATA_TYPES, type DataType, premadeView } from '../../catalog.js';
 import {
   createTargetedUpdate,
   createView,
@@ -13,7 +13,6 @@ import {
   updateView,
 } from '../service.js';
 import { accountBody, type Download, HttpProblem } from '../state.js';
-import { PREMADE_VIEWS } from '../views.js';
 import { isoDate, originOf, type WireForms } from '../wire.js';
 import { paged } from './paging.js';
 
@@ -185,7 +184,7 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
         paged(ctx, request, reply, [...ctx.state.views.values()]),
       );
       v4.get<{ Params: { name: string } }>('/views/:name', async (request) => {
-        const premade = PREMADE_VIEWS[request.params.name];
+        const premade = premadeView(request.params.name);
         const own = ctx.state.views.get(request.params.name);
         if (own) return own;
         if (premade)
