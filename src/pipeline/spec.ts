@@ -239,10 +239,10 @@ function resolve(
       }
     });
     const keys = Array.isArray(j.key) ? j.key : [j.key];
-    // The merge key must come with the data, or every row is rejected after the credits are
-    // spent: checked against the view's fields, or the data type's.
     // The fields the job's view selects, when known here (declared, or pre-made).
     const viewFields = declared?.fields ?? premade?.fields;
+    // The merge key must come with the data, or every row is rejected after the credits are
+    // spent: checked against the view's fields, or the data type's.
     if (j.write === 'merge' && j.people_keys_from === undefined) {
       const top =
         viewFields && new Set(viewFields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
