@@ -467,12 +467,16 @@ function toDownloadStart(res: JsonResponse): DownloadStart {
   };
 }
 
+/**
+ * A download object. The records so far are `num_downloaded` where the service sends it (its
+ * `num_records` is then the number the download will hold), else `num_records` (the contract).
+ */
 function toDownload(value: unknown, operation: string): DownloadInfo {
   const body = asObject(value, operation);
   return {
     id: idOf(body.id ?? body.download_id, operation),
     state: downloadState(body.status, operation),
-    numRecords: optionalNumber(body.num_records ?? body.num_downloaded) ?? 0,
+    numRecords: optionalNumber(body.num_downloaded ?? body.num_records) ?? 0,
     ...optional('numFound', optionalNumber(body.num_found)),
     files: resultFiles(body.results, operation),
     ...optional('createdAt', optionalString(body.created_at)),

@@ -5,6 +5,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
+import { acceptFormBodies } from './bodies.js';
 import { registerControl } from './routes/control.js';
 import { registerFiles } from './routes/files.js';
 import { registerV3 } from './routes/v3.js';
@@ -30,7 +31,7 @@ export function sendProblem(
   const path = request.url.split('?')[0] ?? '';
   const { contentType, body } = errorBody(
     apiOf(path),
-    ctx.options.wire,
+    ctx.forms.errorsList,
     problem.status,
     problem.message,
     problem.details,
@@ -196,6 +197,7 @@ export function buildApp(ctx: EmulatorContext): FastifyInstance {
     ),
   );
 
+  if (ctx.forms.lenientBodies) acceptFormBodies(app);
   registerV4(app, ctx);
   registerV3(app, ctx);
   registerFiles(app, ctx);

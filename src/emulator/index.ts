@@ -13,6 +13,7 @@ import { SearchEngine } from './search.js';
 import type { EmulatorContext } from './service.js';
 import { UrlSigner } from './signing.js';
 import { EmulatorState } from './state.js';
+import { WIRE_FORMS } from './wire.js';
 import { World } from './world.js';
 
 export {
@@ -43,6 +44,7 @@ export function createEmulator(partial: Partial<EmulatorOptions> = {}): {
   const clock = new Clock();
   const context: EmulatorContext = {
     options,
+    forms: WIRE_FORMS[options.wire],
     clock,
     state: new EmulatorState(clock, {
       email: options.email,

@@ -22,6 +22,7 @@ export {
 export { jobMatcher, selectJobs, unmatchedPatterns } from './select.js';
 export {
   type JobSpec,
+  type LoadOptions,
   loadPipeline,
   type PipelineSpec,
   parsePipeline,

@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
-import { CREDIT_TYPES, closest, FIELDS, resolveField } from '../catalog.js';
+import {
+  CREDIT_TYPES,
+  closest,
+  FIELDS,
+  PREMADE_VIEWS,
+  premadeView,
+  resolveField,
+} from '../catalog.js';
 import { PipelineSpecError, QueryError } from '../errors.js';
 import { checkQuery } from '../query/index.js';
 import {
@@ -30,6 +37,13 @@ export interface LoadOptions {
    * `${VAR}` under `source:` is a warning in `spec.warnings`, not an error.
    */
   source?: 'required' | 'optional';
+  /**
+   * Which view names a job may use besides those declared under `views:`: `offline` (validate)
+   * only the service's pre-made ones; `service` (the default) any other name too, as one the
+   * service may hold (made in its portal, say): plan checks it against GET /views, and a run's
+   * searches would be refused before they cost anything.
+   */
+  views?: 'offline' | 'service';
 }
 
 export async function loadPipeline(
@@ -84,6 +98,7 @@ export function parsePipeline(
   }
   const warnings: string[] = [];
   const lenient = options.source === 'optional';
+  const views = options.views ?? 'service';
   interpolate(doc, doc.contents, [], { env, file, lineOf, lenient, warnings });
   let plain: unknown;
   try {
@@ -121,7 +136,7 @@ export function parsePipeline(
       path: where.join('.'),
     });
   }
-  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings });
+  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views });
 }
 
 function resolve(
@@ -129,7 +144,7 @@ function resolve(
   file: string,
   doc: Document,
   lineOf: (offset: number | undefined) => number | undefined,
-  options: { lenient: boolean; warnings: string[] },
+  options: { lenient: boolean; warnings: string[]; views: 'offline' | 'service' },
 ): PipelineSpec {
   const fail = (message: string, path: string[]): never => {
     throw new PipelineSpecError(message, {
@@ -163,10 +178,18 @@ function resolve(
   const tables = new Map<string, string>();
   const jobs = Object.entries(raw.jobs).map(([name, j]): JobSpec => {
     const at = (...rest: string[]) => ['jobs', name, ...rest];
-    if (j.view && !raw.views[j.view] && !/_(all|all_nested|basicFields|pricesFlat)$/.test(j.view)) {
-      const guess = closest(j.view, Object.keys(raw.views));
+    const declared = j.view && Object.hasOwn(raw.views, j.view) ? raw.views[j.view] : undefined;
+    const premade = j.view && !declared ? premadeView(j.view) : undefined;
+    if (premade && premade.type !== j.type) {
+      fail(`view '${j.view}' is a pre-made view of ${premade.type}, not ${j.type}`, at('view'));
+    }
+    if (j.view && !declared && !premade && options.views === 'offline') {
+      const premadeNames = Object.keys(PREMADE_VIEWS).filter(
+        (n) => PREMADE_VIEWS[n]!.type === j.type,
+      );
+      const guess = closest(j.view, [...Object.keys(raw.views), ...premadeNames]);
       fail(
-        `view '${j.view}' is not declared under views:${guess ? `; did you mean '${guess}'?` : ''}`,
+        `view '${j.view}' is not declared under views: nor a pre-made view of ${j.type}${guess ? `; did you mean '${guess}'?` : ''} (plan and run also take a view the service lists)`,
         at('view'),
       );
     }
@@ -216,7 +239,6 @@ function resolve(
       if (!(error instanceof QueryError)) throw error;
       fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, at('query'));
     }
-    const declared = j.view ? raw.views[j.view] : undefined;
     declared?.fields.forEach((field, i) => {
       const path = field.endsWith(':*') ? field.slice(0, -2) : field;
       if (!resolveField(j.type, path)) {
@@ -227,15 +249,17 @@ function resolve(
       }
     });
     const keys = Array.isArray(j.key) ? j.key : [j.key];
+    // The fields the job's view selects, when known here (declared, or pre-made).
+    const viewFields = declared?.fields ?? premade?.fields;
     // The merge key must come with the data, or every row is rejected after the credits are
     // spent: checked against the view's fields, or the data type's.
     if (j.write === 'merge' && j.people_keys_from === undefined) {
       const top =
-        declared && new Set(declared.fields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
+        viewFields && new Set(viewFields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
       for (const key of keys) {
         if (top && !top.has(key)) {
           fail(
-            `merge key '${key}' is not a field of view '${j.view}' (${declared!.fields.join(', ')}): add it to the view, or choose another key`,
+            `merge key '${key}' is not a field of view '${j.view}' (${viewFields!.join(', ')}): ${declared ? 'add it to the view, or choose another key' : 'choose another key, or a view that has it'}`,
             at('key'),
           );
         } else if (!top && !Object.hasOwn(FIELDS[j.type], key)) {
@@ -273,9 +297,9 @@ function resolve(
           at('incremental', 'cursor'),
         );
       }
-      if (declared && !declared.fields.some((f) => f.replace(/:\*$/, '') === cursor)) {
+      if (viewFields && !viewFields.some((f) => f.replace(/:\*$/, '') === cursor)) {
         fail(
-          `cursor '${cursor}' is not in view '${j.view}': add it to the view's fields, or the run cannot know how far it got`,
+          `cursor '${cursor}' is not in view '${j.view}': ${declared ? "add it to the view's fields" : 'choose a view that has it'}, or the run cannot know how far it got`,
           at('incremental', 'cursor'),
         );
       }
@@ -308,14 +332,13 @@ function resolve(
     const other = tables.get(table);
     if (other) fail(`table '${table}' is already written by job '${other}'`, at('table'));
     tables.set(table, name);
-    const viewFields = j.view ? raw.views[j.view]?.fields : undefined;
     const downloadHash = hash({
       api: raw.source.api,
       type: j.type,
       query,
       records: j.records,
       view: j.view ?? null,
-      viewFields: viewFields ?? null,
+      viewFields: declared?.fields ?? null,
       format: j.format,
       auto_trace: j.auto_trace,
       address_matching: j.address_matching ?? null,

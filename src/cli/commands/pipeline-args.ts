@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
 import { attachContext } from '../../errors.js';
-import { loadPipeline, type PipelineSpec } from '../../pipeline/index.js';
+import { type LoadOptions, loadPipeline, type PipelineSpec } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
 
 export interface PipelineArgs {
@@ -22,10 +22,10 @@ export function pipelineFileArg(y: Argv): Argv<PipelineArgs> {
 export async function withPipeline<T>(
   args: PipelineArgs,
   ctx: CliContext,
-  source: 'required' | 'optional',
+  load: LoadOptions,
   work: (spec: PipelineSpec) => Promise<T>,
 ): Promise<T> {
-  const spec = await loadPipeline(args.file, ctx.env, { source });
+  const spec = await loadPipeline(args.file, ctx.env, load);
   for (const warning of spec.warnings) ctx.logger.warn({ pipeline: spec.name }, warning);
   try {
     return await work(spec);

@@ -21,7 +21,7 @@ export function statusCommand(
   args: PipelineArgs & { limit?: number; job?: string[] },
   ctx: CliContext,
 ): Promise<number> {
-  return withPipeline(args, ctx, 'optional', (spec) =>
+  return withPipeline(args, ctx, { source: 'optional' }, (spec) =>
     status(spec, args, ctx.io, ctx.env, ctx.clock?.now() ?? Date.now()),
   );
 }

@@ -3,9 +3,11 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { PREMADE_VIEWS } from '../../../src/catalog.js';
 import { PipelineSpecError } from '../../../src/errors.js';
 import { rangeOf, rangeQuery } from '../../../src/pipeline/incremental.js';
 import {
+  type LoadOptions,
   loadPipeline,
   parseDuration,
   parsePipeline,
@@ -37,9 +39,13 @@ jobs:
     view: basic
 `;
 
-function specError(text: string, environment: NodeJS.ProcessEnv = env): PipelineSpecError {
+function specError(
+  text: string,
+  environment: NodeJS.ProcessEnv = env,
+  options: LoadOptions = {},
+): PipelineSpecError {
   try {
-    parsePipeline(text, 'p.yaml', environment);
+    parsePipeline(text, 'p.yaml', environment, options);
   } catch (error) {
     if (!(error instanceof PipelineSpecError)) throw error;
     return error;
@@ -129,14 +135,61 @@ describe('pipeline files', () => {
     assert.match(error.message, /\n\s+citty:Austin\n\s+\^+/);
   });
 
-  test('an undeclared view and a view field of another type are errors', () => {
+  test('an undeclared view is an error offline; a view field of another type is an error', () => {
+    const offline: LoadOptions = { views: 'offline' };
     assert.match(
-      specError(BASE.replace('view: basic', 'view: basc')).message,
-      /view 'basc' is not declared under views:; did you mean 'basic'\?/,
+      specError(BASE.replace('view: basic', 'view: basc'), env, offline).message,
+      /view 'basc' is not declared under views: nor a pre-made view of properties; did you mean 'basic'\?/,
     );
+    // plan and run may ask the service, which may hold the view (made in its portal, say).
+    const elsewhere = parsePipeline(
+      BASE.replace('view: basic', 'view: portal_homes'),
+      'p.yaml',
+      env,
+    );
+    assert.equal(elsewhere.jobs[0]!.view, 'portal_homes');
     const error = specError(BASE.replace('[id, address, city]', '[id, brand]'));
     assert.equal(error.path, 'views.basic.fields.1');
     assert.match(error.message, /'brand' of view 'basic' is not a field of properties/);
+  });
+
+  test("pre-made views: exactly the service's names, of the job's data type, with their fields", () => {
+    const offline: LoadOptions = { views: 'offline' };
+    const premade = (view: string, type = 'properties') =>
+      BASE.replace('view: basic', `view: ${view}`).replace('type: properties', `type: ${type}`);
+    for (const [name, view] of Object.entries(PREMADE_VIEWS)) {
+      const query = view.type === 'properties' ? 'city:Austin' : 'id:x';
+      const text = premade(name, view.type).replace("'city:Austin'", `'${query}'`);
+      assert.equal(parsePipeline(text, 'p.yaml', env, offline).jobs[0]!.view, name);
+    }
+    // Suffixes are not names: these were once let through by their endings.
+    for (const name of ['people_all', 'homes_all_nested', 'property_pricesFlat']) {
+      assert.match(
+        specError(premade(name), env, offline).message,
+        /not declared under views: nor a pre-made view/,
+      );
+    }
+    assert.match(
+      specError(premade('property_flat_pricse'), env, offline).message,
+      /did you mean 'property_flat_prices'\?/,
+    );
+    assert.match(
+      specError(premade('business_basic')).message,
+      /view 'business_basic' is a pre-made view of businesses, not properties/,
+    );
+    const key = specError(`${premade('property_preview')}    key: yearBuilt\n`);
+    assert.match(key.message, /merge key 'yearBuilt' is not a field of view 'property_preview'/);
+    const cursor = specError(
+      `${premade('property_preview')}    incremental: { cursor: dateUpdated }\n`,
+    );
+    assert.match(cursor.message, /cursor 'dateUpdated' is not in view 'property_preview'/);
+    const fine = parsePipeline(
+      `${premade('property_flat_prices')}    incremental: { cursor: dateUpdated }\n`,
+      'p.yaml',
+      env,
+      offline,
+    );
+    assert.equal(fine.jobs[0]!.incremental?.cursor, 'dateUpdated');
   });
 
   test('durations', () => {
