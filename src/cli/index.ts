@@ -98,10 +98,11 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
 /** What yargs said of a command line, as a person can act on it. */
 function arguments_(message: string, argv: readonly string[]): string {
   const command = argv.find((a) => !a.startsWith('-'));
-  if (/^Not enough non-option arguments/.test(message) && command !== undefined) {
+  const missing = /^Not enough non-option arguments: got (\d+), need at least (\d+)/.exec(message);
+  if (missing && command !== undefined) {
     return PIPELINE_COMMANDS.includes(command)
       ? `sluice ${command} needs a pipeline file: e.g. sluice ${command} pipelines/demo.yaml`
-      : `sluice ${command} needs more arguments: see sluice ${command} --help`;
+      : `sluice ${argv.filter((a) => !a.startsWith('-')).join(' ')}: needs ${missing[2]} argument${missing[2] === '1' ? '' : 's'} here, got ${missing[1]}: see sluice ${command} --help`;
   }
   if (argv.includes('--dry-run')) {
     return 'unknown option --dry-run: to see what a run would do and cost without spending anything, use sluice plan FILE';

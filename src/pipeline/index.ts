@@ -15,6 +15,7 @@ export { type PlanReport, planPipeline, savedState } from './plan.js';
 export { noProgress, type Progress } from './progress.js';
 export {
   clientFor,
+  destinationOf,
   openPipelineDestination,
   type RunOptions,
   runPipeline,
