@@ -1,10 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import Fastify, {
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
+import type {
+  default as Fastify,
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
 } from 'fastify';
+import { SluiceError } from '../errors.js';
 import { acceptFormBodies } from './bodies.js';
 import { registerControl } from './routes/control.js';
 import { registerFiles } from './routes/files.js';
@@ -76,8 +78,12 @@ function toProblem(error: FastifyError): HttpProblem {
   return new HttpProblem(status, message);
 }
 
-export function buildApp(ctx: EmulatorContext): FastifyInstance {
-  const app = Fastify({
+/**
+ * The emulator's HTTP server, on fastify (`fastify`: the module's default export, which the
+ * caller loads: see `loadFastify`).
+ */
+export function buildApp(ctx: EmulatorContext, fastify: typeof Fastify): FastifyInstance {
+  const app = fastify({
     logger: false,
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
@@ -203,4 +209,20 @@ export function buildApp(ctx: EmulatorContext): FastifyInstance {
   registerFiles(app, ctx);
   registerControl(app, ctx);
   return app;
+}
+
+/**
+ * fastify, which only the emulator uses: an optional dependency of sluice (installed with it for
+ * development, not for every user of the package), asked for by name when it is missing.
+ */
+export async function loadFastify(): Promise<typeof Fastify> {
+  try {
+    return (await import('fastify')).default;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new SluiceError(
+      'the emulator runs on the fastify package, which is not installed here: npm install fastify@5 (sluice itself does not need it)',
+      { code: 'SLUICE_USAGE', cause: error },
+    );
+  }
 }
