@@ -169,9 +169,9 @@ describe('README', () => {
       }
       const script = `${block('orchestrator')}
 import sys
-print(run_sluice(sys.argv[2], cwd=sys.argv[1])["status"])
+print(run_sluice(sys.argv[2], "2026-11-26", cwd=sys.argv[1])["status"])
 try:
-    run_sluice("test/fixtures/typo.yaml", cwd=sys.argv[1])
+    run_sluice("test/fixtures/typo.yaml", "2026-11-26", cwd=sys.argv[1])
 except RuntimeError as error:
     print("mistake" if "a mistake to fix (exit 2)" in str(error) else "other")
 `;
