@@ -87,6 +87,7 @@ const CODES = {
     'the database refused the login or a right (wrong password or role)',
   ),
   SLUICE_DESTINATION_MISSING: fix('no such database or schema'),
+  SLUICE_DESTINATION_TLS: fix('the database and the URL disagree on TLS (sslmode, certificates)'),
   SLUICE_DESTINATION_UNUSABLE: fix('not a database, a directory, read-only, damaged'),
   SLUICE_DESTINATION_LIMIT: fix('beyond what the database can hold (too many columns)'),
   SLUICE_DESTINATION_DATA: fix('the data cannot be written as it is (duplicate merge keys)'),

@@ -15,7 +15,7 @@ export class Terminal {
 
   constructor(
     stderr: Writable & { isTTY?: boolean; columns?: number },
-    options: { format: LogFormat; level: string },
+    options: { format: LogFormat; level: string; color?: boolean },
   ) {
     this.#stderr = stderr;
     this.#format = options.format;
@@ -29,7 +29,12 @@ export class Terminal {
     });
     // A terminal gets colours; pino-pretty asks the stream it writes to.
     (stream as Writable & { isTTY?: boolean }).isTTY = stderr.isTTY;
-    this.logger = createLogger({ format: options.format, level: options.level, stream });
+    this.logger = createLogger({
+      format: options.format,
+      level: options.level,
+      stream,
+      ...(options.color === undefined ? {} : { color: options.color }),
+    });
   }
 
   /**

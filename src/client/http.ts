@@ -231,7 +231,7 @@ export class HttpTransport {
       const paused = (this.#pausedUntil.get(origin) ?? 0) - Math.max(o.now(), waited);
       if (paused > 0) {
         const wait = Math.min(paused, Math.max(0, deadline - o.now()));
-        waited = o.now() + wait;
+        waited = Math.max(waited, o.now() + wait);
         await o.sleep(wait, req.signal);
       }
       try {
@@ -270,7 +270,7 @@ export class HttpTransport {
         throw failure;
       }
       o.onRetry?.({ method: req.method, path: pathOf(req.url), attempt, delayMs, reason });
-      waited = o.now() + delayMs;
+      waited = Math.max(waited, o.now() + delayMs);
       await o.sleep(delayMs, req.signal);
     }
   }

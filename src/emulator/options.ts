@@ -1,6 +1,14 @@
 import type { CreditType } from '../catalog.js';
 
-export type WireMode = 'contract' | 'real';
+/**
+ * What the emulator answers in (wire.ts has the forms of each):
+ * - `live`: the forms the live service sends its customers today, the ones the vendor's guides
+ *   and the clients written from them expect; it also accepts what those clients send.
+ * - `contract`: the forms of the interface document, strictly, in and out.
+ * - `real`: `live`, plus every older variant real clients have met, all at once.
+ */
+export const WIRE_MODES = ['live', 'contract', 'real'] as const;
+export type WireMode = (typeof WIRE_MODES)[number];
 
 /**
  * How the account is billed: an allotment per data type, or a legacy plan with one total for
@@ -17,6 +25,11 @@ export interface EmulatorOptions {
   /** Multiplies the default data sizes (20k properties, 10k businesses, 5k products, 15k people). */
   scale: number;
   wire: WireMode;
+  /**
+   * Records per page of the lists (`GET /downloads`, `/views`, v3 `/requests`), or 0 for none:
+   * a client that does not page then sees only the first (see routes/paging.ts).
+   */
+  pageSize: number;
   /** Fault specification, see faults.ts (`503=0.1,429=0.05,cut=0.2`). */
   faults: string;
   email: string;
@@ -74,7 +87,8 @@ export const DEFAULT_OPTIONS: EmulatorOptions = {
   port: 8787,
   seed: 1,
   scale: 1,
-  wire: 'contract',
+  wire: 'live',
+  pageSize: 0,
   faults: '',
   ...DEFAULT_CREDENTIALS,
   tokenTtlMs: 60 * 60 * 1000,
@@ -119,8 +133,15 @@ export function resolveOptions(partial: Partial<EmulatorOptions> = {}): Emulator
       `emulator option totalCredits must be a whole number of credits, got ${String(options.totalCredits)}`,
     );
   }
-  if (options.wire !== 'contract' && options.wire !== 'real') {
-    throw new RangeError(`emulator option wire must be contract or real, got ${options.wire}`);
+  if (!(WIRE_MODES as readonly string[]).includes(options.wire)) {
+    throw new RangeError(
+      `emulator option wire must be one of ${WIRE_MODES.join(', ')}, got ${options.wire}`,
+    );
+  }
+  if (!(Number.isInteger(options.pageSize) && options.pageSize >= 0)) {
+    throw new RangeError(
+      `emulator option pageSize must be a whole number, 0 for no paging, got ${String(options.pageSize)}`,
+    );
   }
   return options;
 }

@@ -38,7 +38,7 @@ export interface Account {
 export type DownloadStatus = 'queued' | 'in_progress' | 'completed' | 'cancelled';
 
 export interface Download {
-  /** Integer id: the v3 request id, and the v4 id in the real wire form. */
+  /** Integer id: the v3 request id, and the v4 id where the wire form has integer ids. */
   seq: number;
   /** String id of the v4 contract form. */
   publicId: string;

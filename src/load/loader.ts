@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
 import { SluiceError } from '../errors.js';
-import { Naming } from '../schema/naming.js';
+import { ColumnNames, Naming } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType } from '../schema/types.js';
 import type {
@@ -38,8 +38,6 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   readonly #store: StateStore;
   /** Committed column types per physical table. */
   readonly #tables = new Map<string, Map<string, ColumnType>>();
-  /** Physical column name -> the row key it holds (they differ only for names over the limit). */
-  readonly #sources = new Map<string, string>();
   /** The lease this handle holds (see `lock`): checked before anything is written. */
   #fence: { name: string; holder: string } | undefined;
   /** The state tables are known to be there, at this version. */
@@ -214,13 +212,14 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     columns: [string, string],
     filter?: PairFilter,
   ): Promise<[unknown, unknown][]> {
-    return this.#guard(() =>
-      this.#dialect.readPairs(
-        this.naming.table(table),
-        [this.naming.column(columns[0]), this.naming.column(columns[1])],
-        filter,
-      ),
-    );
+    return this.#guard(async () => {
+      const physical = this.naming.table(table);
+      // The columns the rows were written to, as the table's columns say (see ColumnNames).
+      const described = await this.#dialect.describe(physical);
+      const names = new ColumnNames(this.naming, described?.map((c) => c.name) ?? []);
+      const [a, b] = columns.map((c) => names.physical(c)) as [string, string];
+      return this.#dialect.readPairs(physical, [a, b], filter);
+    });
   }
 
   async close(): Promise<void> {
@@ -239,17 +238,6 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
 
   committedColumns(table: string): Map<string, ColumnType> | undefined {
     return this.#tables.get(table);
-  }
-
-  /** A physical column name for a row key, remembered so that rows can be read back into it. */
-  bind(name: string): string {
-    const physical = this.naming.column(name);
-    if (physical !== name) this.#sources.set(physical, name);
-    return physical;
-  }
-
-  sourceOf(physical: string): string {
-    return this.#sources.get(physical) ?? physical;
   }
 
   physical(table: string, stagedBy?: string): string {

@@ -15,6 +15,7 @@ export { type PlanReport, planPipeline, savedState } from './plan.js';
 export { noProgress, type Progress } from './progress.js';
 export {
   clientFor,
+  destinationOf,
   openPipelineDestination,
   type RunOptions,
   runPipeline,
@@ -22,6 +23,7 @@ export {
 export { jobMatcher, selectJobs, unmatchedPatterns } from './select.js';
 export {
   type JobSpec,
+  type LoadOptions,
   loadPipeline,
   type PipelineSpec,
   parsePipeline,

@@ -1,5 +1,6 @@
-import type { CreditType } from '../catalog.js';
+import { type CreditType, premadeView } from '../catalog.js';
 import type { ServiceClient } from '../client/types.js';
+import { PipelineSpecError } from '../errors.js';
 import type { Attempt, CursorRow } from '../load/destination.js';
 import { type BudgetStanding, budgetStandings } from './budget.js';
 import {
@@ -79,6 +80,20 @@ export interface PlanOptions {
   open?: ReadonlyMap<string, Attempt>;
 }
 
+/**
+ * The views jobs name that are neither declared nor pre-made, each with the first job naming
+ * it: the service must hold them (a view made in its portal, say).
+ */
+function serviceViews(spec: PipelineSpec): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const job of spec.jobs) {
+    const view = job.view;
+    if (view === undefined || Object.hasOwn(spec.views, view) || premadeView(view)) continue;
+    if (!names.has(view)) names.set(view, job.name);
+  }
+  return names;
+}
+
 export async function planPipeline(
   spec: PipelineSpec,
   client: ServiceClient,
@@ -87,13 +102,23 @@ export async function planPipeline(
   const { signal } = options;
   const views: PlanReport['views'] = { create: [], update: [], unchanged: [] };
   const declared = Object.entries(spec.views);
-  if (declared.length > 0 && client.api === 'v4') {
+  const fromService = serviceViews(spec);
+  // v3 cannot list views: its searches are left to say whether a view exists.
+  if ((declared.length > 0 || fromService.size > 0) && client.api === 'v4') {
     const existing = new Map((await client.listViews({ signal })).map((v) => [v.name, v]));
     for (const [name, { fields }] of declared) {
       const current = existing.get(name);
       if (!current) views.create.push(name);
       else if (current.fields.join('\u0000') !== fields.join('\u0000')) views.update.push(name);
       else views.unchanged.push(name);
+    }
+    for (const [name, job] of fromService) {
+      if (existing.has(name)) continue;
+      const held = [...existing.keys()].slice(0, 10).join(', ');
+      throw new PipelineSpecError(
+        `view '${name}' is not declared under views:, not a pre-made view, and not one the service lists (${held ? `it lists: ${held}` : 'it lists none'})`,
+        { file: spec.file, path: `jobs.${job}.view` },
+      );
     }
   }
   const notThere = new Set([...views.create, ...views.update]);

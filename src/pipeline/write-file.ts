@@ -176,7 +176,7 @@ export async function writeFile(
   counts: FileCounts,
   download: DownloadRecords,
 ): Promise<FileWritten> {
-  const { ctx, job, outcome, tables } = load;
+  const { ctx, job, outcome, tables, log } = load;
   const loadedAt = isoAt(ctx.clock);
   const main = targetOf(load, tables.main);
   const merging = main.mode === 'merge';
@@ -192,6 +192,10 @@ export async function writeFile(
   for await (const batch of inNormalize(batches)) {
     bytes = batch.bytesRead;
     records += batch.rows.count + batch.rejects.length;
+    // Said by the batch that read the file's header: once per file.
+    for (const warning of batch.warnings ?? []) {
+      log.warn({ file: file.name }, `${file.name}: ${warning}`);
+    }
     const packed = merging ? reading(batch.rows, main.key) : batch.rows;
     const bad = [...batch.rejects];
     /** The rows of the batch that are written, by their place in it. */

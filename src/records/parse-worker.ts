@@ -110,13 +110,13 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
     const { shape } = tables;
     if (request.format === 'csv') {
       const { reader, usedLines } = csvBlock(text, firstLine, message, type, shape);
-      const { rows, rejects, columns } = reader;
+      const { rows, columns } = reader;
       postBatch(
         {
           type: 'parsed',
           job,
           seq,
-          batch: packBatch({ rows, rejects, bytesRead: 0 }, tables),
+          batch: packBatch({ rows, ...reader.takeNotes(), bytesRead: 0 }, tables),
           ...(usedLines === undefined ? {} : { usedLines }),
           // The header goes back only from the block that read it.
           ...(columns && message.columns === undefined ? { columns } : {}),

@@ -3,10 +3,12 @@
  * tokens, connection cuts in result files, expired file URLs, and ambiguous failures of download
  * starts, which must never start a second download. Both API versions and both wire forms.
  */
+
 import { strict as assert } from 'node:assert';
 import { after, before, describe, test } from 'node:test';
 import { isAmbiguousFailure } from '../../src/client/http.js';
 import { DownloadUncertainError } from '../../src/client/index.js';
+import { WIRE_FORMS } from '../../src/emulator/wire.js';
 import { ApiError, NetworkError } from '../../src/errors.js';
 import type { EmulatorHarness } from '../helpers/emulator.js';
 import {
@@ -202,7 +204,8 @@ for (const wire of WIRES) {
             assert.equal(start.recovered, false);
             // The list before the start, the 502, a look at the downloads (none new), a new
             // start meeting 503 and 429, retried by the transport, and the one that worked.
-            const ok = api === 'v3' && wire === 'real' ? 303 : wire === 'real' ? 202 : 200;
+            const forms = WIRE_FORMS[wire];
+            const ok = api === 'v3' ? (forms.v3Redirect ? 303 : 200) : forms.v4Start.status;
             const list = LIST_PATH[api];
             const startLine = `${method} ${startPath}`;
             const log = (await emu.requests())

@@ -113,11 +113,13 @@ describe('progress while the service prepares a download', () => {
     const { file } = pipelineFile('progress');
     rewriteDownloads((download) => {
       // The live form: num_records is what the download will hold, num_downloaded what it
-      // holds so far (the emulator's contract form says the latter in num_records).
+      // holds so far (the emulator's contract form says the latter in num_records; its live
+      // form sends both already).
       const total = h.emulator.context.state.downloads.find(
         (d) => d.publicId === download.id,
       )?.target;
-      return { ...download, num_records: total, num_downloaded: download.num_records };
+      const done = download.num_downloaded ?? download.num_records;
+      return { ...download, num_records: total, num_downloaded: done };
     });
     const updates: { phase: Phase | undefined; value: number; total: number | undefined }[] = [];
     let phase: Phase | undefined;

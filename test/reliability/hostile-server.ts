@@ -2,8 +2,9 @@
  * A small stand-in for the service that sends what the emulator never would: records with a
  * field named `__proto__`, the same id twice in one file, values PostgreSQL refuses, a
  * thousand fields; result files that redirect, come empty or short, or damaged under gzip. It
- * speaks just enough of v4 for downloads of NDJSON lines as given, written verbatim, over one
- * file or several. A real HTTP server, as the tests' other parts.
+ * speaks just enough of v4 for downloads of NDJSON lines (or CSV records under a header) as
+ * given, written verbatim, over one file or several. A real HTTP server, as the tests' other
+ * parts.
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +27,11 @@ export interface Serving {
    * so that files loaded at once are in flight together.
    */
   together?: boolean;
+  /**
+   * A CSV header, the first line of each file: the lines are then CSV records (one line each),
+   * and the header is not one of the download's records.
+   */
+  header?: string;
 }
 
 export interface HostileService {
@@ -67,7 +73,8 @@ export async function startHostileService(): Promise<HostileService> {
   };
   const send = (res: ServerResponse, index: number, answer: FileAnswer | undefined) => {
     const all = linesOf(index);
-    const text = (answer === 'short' ? all.slice(0, -1) : all).map((l) => `${l}\n`).join('');
+    const head = serving.header === undefined ? '' : `${serving.header}\n`;
+    const text = head + (answer === 'short' ? all.slice(0, -1) : all).map((l) => `${l}\n`).join('');
     let body = Buffer.from(answer === 'empty' ? '' : text);
     const headers: Record<string, string> = { 'content-type': 'text/plain' };
     if (answer?.startsWith('gzip-')) {

@@ -139,6 +139,96 @@ for (const kind of destinationKinds()) {
         const longColumn = await t.all(`select * from homes where id = 'long'`);
         assert.ok(Object.values(longColumn[0]!).includes('kept'), 'a long field name is a column');
       });
+      test(`fields that would meet in one column (City and city, sluice's own names, a CSV header naming city twice) keep every value, each in a column of its own${parsing}`, async () => {
+        const env = hostileEnv({ SLUICE_PARSE_WORKERS: workers });
+        const t = await target(`meet-${workers}`);
+        const file = pipeline(
+          t,
+          `meet-${workers}`,
+          `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+        );
+        hostile.serve([
+          JSON.stringify({
+            id: 'c1',
+            City: 'Austin',
+            city: 'austin',
+            _sluice_download_id: 'mine',
+            _sluice_loaded_at: 'then',
+            _position: 7,
+            _parent_id: 'top',
+            prices: [
+              { amountMin: 1, _position: 9, _parent_id: 'item', _sluice_download_id: 'item-dl' },
+              { amountMin: 2 },
+            ],
+          }),
+          JSON.stringify({ id: 'c2', city: 'dallas' }),
+        ]);
+        const first = await runJson(file, env);
+        assert.equal(first.code, 0, first.stdout + first.stderr);
+        assert.equal(first.summary.jobs[0].loaded, 2);
+        // A later run, its fields in another order, finds the same columns.
+        hostile.serve([JSON.stringify({ id: 'c3', city: 'waco', City: 'Waco' })]);
+        const second = await runJson(file, env);
+        assert.equal(second.code, 0, second.stdout + second.stderr);
+        const rows = await t.all<Record<string, unknown>>('select * from homes order by id');
+        const columns = Object.keys(rows[0]!);
+        const folded = new Set(columns.map((c) => c.toLowerCase()));
+        assert.equal(folded.size, columns.length, `no two columns but for case: ${columns}`);
+        const upper = columns.find((c) => /^City__[0-9a-f]{6}$/.test(c));
+        assert.ok(upper, `City has a column of its own beside city: ${columns}`);
+        assert.deepEqual(
+          rows.map((r) => [r.id, r.city, r[upper]]),
+          [
+            ['c1', 'austin', 'Austin'],
+            ['c2', 'dallas', null],
+            ['c3', 'waco', 'Waco'],
+          ],
+        );
+        const [c1] = rows;
+        assert.equal(c1!._sluice_download_id, first.summary.jobs[0].download_id, "sluice's own");
+        assert.equal(c1!._sluice_download_id_, 'mine');
+        assert.equal(c1!._sluice_loaded_at_, 'then');
+        assert.ok(c1!._sluice_loaded_at !== null && c1!._sluice_loaded_at !== 'then');
+        assert.equal(Number(c1!._position), 7, 'no position is written to the job table');
+        assert.equal(c1!._parent_id, 'top');
+        const prices = await t.all<Record<string, unknown>>(
+          `select * from homes__prices where _parent_id = 'c1' order by _position`,
+        );
+        assert.deepEqual(
+          prices.map((p) => [
+            Number(p._position),
+            p._parent_id,
+            p._position_ === null ? null : Number(p._position_),
+            p._parent_id_,
+            p._sluice_download_id_,
+            p._sluice_download_id,
+          ]),
+          [
+            [0, 'c1', 9, 'item', 'item-dl', first.summary.jobs[0].download_id],
+            [1, 'c1', null, null, null, first.summary.jobs[0].download_id],
+          ],
+          "child rows keep sluice's positions and links, and the fields so named their values",
+        );
+
+        const csvFile = pipeline(
+          t,
+          `meet-csv-${workers}`,
+          `  listed:\n    type: properties\n    query: '*'\n    format: csv\n    ${POLL}\n`,
+        );
+        hostile.serve(['l1,Austin,1 Main St,AUSTIN', 'l2,Dallas,,DALLAS'], {
+          header: 'id,city,address,city',
+        });
+        const csv = await runJson(csvFile, env);
+        assert.equal(csv.code, 0, csv.stdout + csv.stderr);
+        assert.equal(csv.summary.jobs[0].rejected, 0);
+        assert.deepEqual(await t.all('select id, city, city__2, address from listed order by id'), [
+          { id: 'l1', city: 'Austin', city__2: 'AUSTIN', address: '1 Main St' },
+          { id: 'l2', city: 'Dallas', city__2: 'DALLAS', address: null },
+        ]);
+        const said = csv.stderr.match(/names a column more than once[^\n]*/g) ?? [];
+        assert.equal(said.length, 1, csv.stderr);
+        assert.match(said[0]!, /city \(column 4\) as city__2/);
+      });
     }
 
     test('more fields than the database has columns: one clear line, exit 2', async () => {

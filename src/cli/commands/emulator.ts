@@ -1,7 +1,12 @@
 import type { Argv } from 'yargs';
 // The emulator (Fastify and the data generator) loads only when this command runs.
 import type { RunningEmulator } from '../../emulator/index.js';
-import { DEFAULT_OPTIONS, type EmulatorOptions, parseChurn } from '../../emulator/options.js';
+import {
+  DEFAULT_OPTIONS,
+  type EmulatorOptions,
+  parseChurn,
+  WIRE_MODES,
+} from '../../emulator/options.js';
 import { UsageError } from '../../errors.js';
 import type { CliContext } from '../context.js';
 import { writeJson, writeLine } from '../output.js';
@@ -12,6 +17,7 @@ export interface EmulatorArgs {
   seed: number;
   scale: number;
   wire: string;
+  'page-size': number;
   faults: string;
   email: string;
   password: string;
@@ -47,9 +53,16 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
     })
     .option('wire', {
       type: 'string',
-      choices: ['contract', 'real'],
+      choices: WIRE_MODES,
       default: d.wire,
-      describe: "Send the contract forms or the real service's variants",
+      describe:
+        "The forms it answers in: the live service's (live), the interface contract's (contract), or live plus every older variant real clients have met (real)",
+    })
+    .option('page-size', {
+      type: 'number',
+      default: d.pageSize,
+      describe:
+        'Page the lists (downloads, views, v3 requests) N items a page: ?page=N, a Link rel="next" header (0: no paging)',
     })
     .option('faults', {
       type: 'string',
@@ -128,6 +141,7 @@ export function toEmulatorOptions(
     seed: args.seed,
     scale: args.scale,
     wire: args.wire as EmulatorOptions['wire'],
+    pageSize: args['page-size'],
     faults: args.faults,
     email: args.email,
     password: args.password,
@@ -193,6 +207,7 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
       wire: options.wire,
       plan: options.plan,
       ...(options.plan === 'legacy' ? { total_credits: options.totalCredits } : {}),
+      page_size: options.pageSize,
       churn_per_day: options.churn,
       data: Object.fromEntries(
         (['properties', 'businesses', 'products', 'people'] as const).map((t) => [
@@ -232,6 +247,8 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
     );
   }
   if (options.faults) writeLine(out, `  faults   ${options.faults}`);
+  if (options.pageSize > 0)
+    writeLine(out, `  paging   ${options.pageSize} items a page (?page=N, Link rel="next")`);
   writeLine(out);
   writeLine(out, 'Try it:');
   writeLine(

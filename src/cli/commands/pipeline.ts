@@ -27,7 +27,8 @@ import { statusCommand } from './status.js';
  */
 
 export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<number> {
-  return withPipeline(args, ctx, 'optional', async (spec) => {
+  // Offline: a job's view must be declared or pre-made; plan and run may ask the service.
+  return withPipeline(args, ctx, { source: 'optional', views: 'offline' }, async (spec) => {
     const jobs = spec.jobs.map((j) => ({
       job: j.name,
       type: j.type,
@@ -77,7 +78,7 @@ export function planCommand(
   args: PipelineArgs & { 'full-refresh'?: boolean; job?: string[] },
   ctx: CliContext,
 ): Promise<number> {
-  return withPipeline(args, ctx, 'required', async (spec) => {
+  return withPipeline(args, ctx, { source: 'required' }, async (spec) => {
     const fullRefresh = args['full-refresh'] === true;
     const now = ctx.clock?.now() ?? Date.now();
     const saved = await savedState(spec, ctx.env, { now, fullRefresh });
@@ -245,7 +246,7 @@ function runOne(
   ctx: CliContext,
   lenientJobs: boolean,
 ): Promise<RunSummary> {
-  return withPipeline({ file }, ctx, 'required', (spec) =>
+  return withPipeline({ file }, ctx, { source: 'required' }, (spec) =>
     runPipeline(spec, {
       env: ctx.env,
       jobs: args.job,

@@ -1,6 +1,7 @@
 import {
   type BudgetStanding,
   budgetStandings,
+  destinationOf,
   openPipelineDestination,
   type PipelineSpec,
   selectJobs,
@@ -21,7 +22,7 @@ export function statusCommand(
   args: PipelineArgs & { limit?: number; job?: string[] },
   ctx: CliContext,
 ): Promise<number> {
-  return withPipeline(args, ctx, 'optional', (spec) =>
+  return withPipeline(args, ctx, { source: 'optional', usesSource: false }, (spec) =>
     status(spec, args, ctx.io, ctx.env, ctx.clock?.now() ?? Date.now()),
   );
 }
@@ -45,7 +46,8 @@ async function status(
   );
   try {
     if (destination === undefined || !(await destination.hasState())) {
-      const where = destination?.description ?? spec.destination.url;
+      // Where it looked: SLUICE_DESTINATION's, when set, not the file's.
+      const where = destination?.description ?? destinationOf(spec, env).url;
       if (args.json) {
         writeJson(io.stdout, {
           pipeline: spec.name,

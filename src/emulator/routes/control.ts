@@ -37,6 +37,7 @@ export function registerControl(app: FastifyInstance, ctx: EmulatorContext): voi
           seed: ctx.options.seed,
           scale: ctx.options.scale,
           wire: ctx.options.wire,
+          page_size: ctx.options.pageSize,
           counts: byType((type) => world.indices(type, now).count),
           now: new Date(now).toISOString(),
           file_records: ctx.options.fileRecords,

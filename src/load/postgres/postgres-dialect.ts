@@ -41,7 +41,7 @@ import {
 import { scrub } from '../errors.js';
 import { Loader } from '../loader.js';
 import type { StateDatabase } from '../state-tables.js';
-import { connectionConfig, redact } from './postgres-connection.js';
+import { connectionConfig, redact, tlsModeOf } from './postgres-connection.js';
 import {
   castExpression,
   columnTypeOf,
@@ -544,16 +544,27 @@ export async function openPostgresDestination(
   const readOnly = options.readOnly === true;
   const { description: where, secrets } = redact(url);
   const description = `${where} (schema ${schema})`;
-  const pool = new pg.Pool({
+  const config: pg.PoolConfig = {
     ...connectionConfig(url, schema, readOnly),
     types: typeParsers,
     connectionTimeoutMillis: 15_000,
     max: CAPABILITIES.concurrentWriters + 2,
-  });
+  };
+  let pool = new pg.Pool(config);
   // An idle client that loses its connection emits here; the next query reports the problem.
   pool.on('error', () => {});
   try {
-    const client = await pool.connect();
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (error) {
+      // sslmode=prefer: TLS where the server has it, else a plain connection (as libpq).
+      if (tlsModeOf(url) !== 'prefer' || !/does not support SSL/i.test(String(error))) throw error;
+      await pool.end().catch(() => {});
+      pool = new pg.Pool({ ...config, ssl: false });
+      pool.on('error', () => {});
+      client = await pool.connect();
+    }
     try {
       if (!readOnly) {
         const exists = await client.query(
