@@ -192,3 +192,33 @@ describe('paged lists that do not end', () => {
     }
   });
 });
+
+describe("the emulator's own paging (pageSize)", () => {
+  test('v4 downloads and views, and v3 requests, are read whole', async () => {
+    const paging = await EmulatorHarness.start({ scale: 0.05, pageSize: 2 });
+    const { email, password, token } = paging.credentials;
+    const v4 = createServiceClient({ url: paging.v4Url, email, password }, instantSleep().options);
+    const v3 = createServiceClient({ url: paging.v3Url, token }, instantSleep().options);
+    try {
+      const ids = await startSome(v4, 5);
+      for (const name of ['a', 'b', 'c']) await v4.createView({ name, fields: ['id'] });
+      const requests = await startSome(v3, 3);
+      assert.deepEqual(
+        (await v4.listDownloads()).map((d) => d.id),
+        ids,
+      );
+      assert.deepEqual(
+        (await v4.listViews()).map((v) => v.name).filter((n) => ['a', 'b', 'c'].includes(n)),
+        ['a', 'b', 'c'],
+      );
+      assert.deepEqual(
+        (await v3.listDownloads()).map((d) => d.id),
+        requests,
+      );
+    } finally {
+      await v4.close();
+      await v3.close();
+      await paging.close();
+    }
+  });
+});
