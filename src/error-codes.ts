@@ -75,6 +75,9 @@ const CODES = {
     'the service URL answered something else than the service (an HTML page, a redirect)',
   ),
   SLUICE_API_BAD_RESPONSE: fix('the service answered in a form sluice cannot use'),
+  SLUICE_DOWNLOAD_EXPIRED: fix(
+    "a download's result files are past the days the service keeps them (v3: 7): start a new download (run --fresh)",
+  ),
   SLUICE_DOWNLOAD_UNCERTAIN: fix(
     'a download start failed, and whether the service started it cannot be told: check the downloads (sluice downloads list) before running again',
   ),

@@ -38,7 +38,11 @@ export function connectionOptions<T>(y: Argv<T>): Argv<T & ConnectionArgs & Json
       group: GROUP,
       describe: 'v4 login password [SLUICE_PASSWORD]',
     })
-    .option('token', { type: 'string', group: GROUP, describe: 'v3 API token [SLUICE_API_TOKEN]' })
+    .option('token', {
+      type: 'string',
+      group: GROUP,
+      describe: 'API token: v3, or v4 instead of email and password [SLUICE_API_TOKEN]',
+    })
     .option('json', {
       type: 'boolean',
       default: false,

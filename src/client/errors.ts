@@ -1,4 +1,4 @@
-import { NetworkError, SluiceError } from '../errors.js';
+import { ApiError, NetworkError, SluiceError } from '../errors.js';
 
 /** An operation the chosen API version does not have (views on v3, people searches on v3, ...). */
 export class UnsupportedError extends SluiceError {
@@ -39,4 +39,22 @@ export class DownloadUncertainError extends SluiceError {
     super(message, { code: 'SLUICE_DOWNLOAD_UNCERTAIN', cause });
     this.name = 'DownloadUncertainError';
   }
+}
+
+/**
+ * The service's 401 to a call made with the account's API token, saying what it means and what
+ * to do (`also`: the other way in, where there is one). The same code (SLUICE_API_401, a mistake
+ * to fix): no login can mend a token, so none is tried.
+ */
+export function apiTokenRefused(error: ApiError, also?: string): ApiError {
+  return new ApiError({
+    status: error.status,
+    method: error.method,
+    path: error.path,
+    body: error.body,
+    details: [
+      ...error.details,
+      `the API token was refused: it is wrong or has expired; copy the current one from the web portal into SLUICE_API_TOKEN (or --token, or token: in the pipeline file)${also ? `, ${also}` : ''}`,
+    ],
+  });
 }

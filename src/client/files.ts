@@ -76,15 +76,17 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
         });
       } catch (error) {
         const expired = error instanceof ApiError && error.status === 403;
-        if (expired && refreshes >= maxRefreshes) {
+        if (!expired) throw error;
+        if (refreshes >= maxRefreshes) {
+          if (pastItsLife(file)) throw filesExpired(file, downloadId, error);
           // Fresh URLs expired too before they were used: worth a retry later, not a mistake.
           throw new SluiceError(
             `result file ${file.name}: its URL expired ${refreshes + 1} times in a row (${error.message}); run again to fetch it anew`,
             { code: 'SLUICE_FILE_EXPIRED', cause: error },
           );
         }
-        if (!expired) throw error;
         refreshes += 1;
+        // The download read again: the service may give a fresh link, or a file made anew.
         const fresh = await options.refresh();
         if (fresh.name !== file.name) {
           throw new SluiceError(
@@ -92,12 +94,18 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
             { code: 'SLUICE_FILE_CHANGED' },
           );
         }
+        // A link given again for a file past its life is as dead as the one refused.
+        if (pastItsLife(fresh)) throw filesExpired(fresh, downloadId, error);
         file = fresh;
         // The name only: the URL's query string is its signature.
         emit({ type: 'file-url-refreshed', downloadId, file: file.name, reason: 'HTTP 403' });
       }
     }
   };
+
+  /** Whether the service has said the file is gone by now (ResultFileRef.expiresAt). */
+  const pastItsLife = (ref: ResultFileRef) =>
+    ref.expiresAt !== undefined && Date.parse(ref.expiresAt) <= options.http.now();
 
   const first = await get(0, undefined);
   const etag = header(first.headers, 'etag');
@@ -186,6 +194,18 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
   const raw = Readable.from(bytes(), { objectMode: false });
   if (!gzip) return raw;
   return Readable.from(gunzipped(raw, file.name), { objectMode: false });
+}
+
+/**
+ * A result file refused (403) past the life the service gives its files: running again cannot
+ * fetch it, as no fresh URL brings it back; only a new download can (a mistake to fix, exit 2).
+ */
+function filesExpired(file: ResultFileRef, downloadId: string, cause: ApiError): SluiceError {
+  const download = downloadId ? ` of download ${downloadId}` : '';
+  return new SluiceError(
+    `result file ${file.name}${download} expired at ${file.expiresAt} (the service serves result files for so long after it made them: 7 days on v3) and is refused (${cause.status}): running again cannot fetch it; start a new download instead (sluice run --fresh, which buys the records again)`,
+    { code: 'SLUICE_DOWNLOAD_EXPIRED', cause },
+  );
 }
 
 /**

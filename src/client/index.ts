@@ -26,7 +26,8 @@ export interface ClientOptions extends TransportOptions {
 /**
  * A client for the API version of the settings: `api`, or else the URL's last path segment
  * (`/v3` or `/v4`). Credentials are checked here, before any request: v4 needs an email and a
- * password, v3 an API token. Credentials written into the URL (`https://token:@host/v3`) are
+ * password (preferred when given: sluice logs in again when the session expires) or the API
+ * token, v3 the API token. Credentials written into the URL (`https://token:@host/v3`) are
  * taken out of it and used as such.
  */
 export function createServiceClient(
@@ -59,23 +60,21 @@ export function createServiceClient(
   }
   const email = settings.email || userinfo.user;
   const password = settings.password || userinfo.password;
-  if (!email || !password) {
-    const missing = [
-      email ? undefined : 'SLUICE_EMAIL',
-      password ? undefined : 'SLUICE_PASSWORD',
-    ].filter(Boolean);
-    throw new UsageError(
-      `the v4 API needs an email and a password: set ${missing.join(' and ')} (or pass --email/--password)`,
-      'SLUICE_CREDENTIALS',
-    );
-  }
-  return new V4Client({
-    baseUrl: url,
-    email,
-    password,
-    http: new HttpTransport(transport),
-    ...files,
-  });
+  const v4 = { baseUrl: url, http: new HttpTransport(transport), ...files };
+  if (email && password) return new V4Client({ ...v4, login: { email, password } });
+  // The API token from the web portal is a bearer token on v4 too (the service's guides use it
+  // so), and many customers hold only that. A URL's user without a password is a token, as v3
+  // writes it (`https://TOKEN:@host`).
+  const token = settings.token || (userinfo.password ? '' : userinfo.user);
+  if (token) return new V4Client({ ...v4, token });
+  const missing = [
+    email ? undefined : 'SLUICE_EMAIL',
+    password ? undefined : 'SLUICE_PASSWORD',
+  ].filter(Boolean);
+  throw new UsageError(
+    `the v4 API needs an email and a password, or an API token: set ${missing.join(' and ')} (or pass --email/--password), or SLUICE_API_TOKEN (or pass --token)`,
+    'SLUICE_CREDENTIALS',
+  );
 }
 
 /**

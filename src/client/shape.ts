@@ -130,25 +130,68 @@ export function records(value: unknown): Record<string, unknown>[] {
   );
 }
 
-const STATES: Record<string, DownloadState> = {
+/**
+ * What a download's status says, by the words services use for it (the contract's, the real
+ * service's `started`/`running`/`STARTED`/`COMPLETED`, and older services' synonyms), compared
+ * after trimming and lower-casing, with spaces and hyphens as underscores (`In Progress`).
+ * Kept to words whose meaning is not in doubt: `ready`, `expired` or `aborted` could each be
+ * read two ways, and a wrong terminal reading would end a job the service is still working on
+ * (or fail one it finished), where an unlisted status only waits (see downloadStatus).
+ */
+const STATES: Readonly<Record<string, DownloadState>> = {
   queued: 'queued',
   pending: 'queued',
+  waiting: 'queued',
+  created: 'queued',
+  new: 'queued',
+  accepted: 'queued',
+  submitted: 'queued',
+  scheduled: 'queued',
+  not_started: 'queued',
   started: 'queued',
   in_progress: 'running',
+  inprogress: 'running',
   running: 'running',
+  processing: 'running',
+  active: 'running',
+  downloading: 'running',
+  preparing: 'running',
+  working: 'running',
   completed: 'completed',
   complete: 'completed',
+  done: 'completed',
+  finished: 'completed',
+  success: 'completed',
+  succeeded: 'completed',
+  successful: 'completed',
   cancelled: 'cancelled',
   canceled: 'cancelled',
   failed: 'failed',
+  failure: 'failed',
   error: 'failed',
+  errored: 'failed',
 };
 
-/** v4 `queued`/`in_progress` and the real-world `started`/`running`, in sluice's terms. */
-export function downloadState(value: unknown, operation: string): DownloadState {
-  const state = typeof value === 'string' ? STATES[value.trim().toLowerCase()] : undefined;
-  if (!state) throw badResponse(operation, `unknown download status ${JSON.stringify(value)}`);
-  return state;
+export interface StatusReading {
+  state: DownloadState;
+  /** The status as sent, when it is none of the known words (or no status was sent). */
+  unlisted?: string;
+}
+
+/**
+ * A download's status in sluice's terms. A status no list here has (a new word, an older
+ * service's) does not fail the call: the download is taken as still in progress, so a job waits
+ * for it until its poll timeout rather than dying on a word, and `unlisted` carries the word for
+ * the caller to report (once per download: see waitForDownload).
+ */
+export function downloadStatus(value: unknown): StatusReading {
+  const text = typeof value === 'string' || typeof value === 'number' ? String(value) : '';
+  const key = text
+    .trim()
+    .toLowerCase()
+    .replace(/[\s-]+/g, '_');
+  if (Object.hasOwn(STATES, key)) return { state: STATES[key]! };
+  return { state: 'running', unlisted: text.trim() === '' ? '(none)' : text };
 }
 
 /** Result links as `[{url}]` (contract) or `["url"]` (real service), in order. */

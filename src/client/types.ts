@@ -154,7 +154,10 @@ export interface DownloadStart {
   recovered: boolean;
 }
 
-/** Normalized download states: `started`/`running`/`STARTED` all become `running` or `queued`. */
+/**
+ * Normalized download states: `started`/`running`/`STARTED` and the other words services use
+ * all become one of these (client/shape.ts); a status none of them knows reads as `running`.
+ */
 export type DownloadState = 'queued' | 'running' | 'completed' | 'cancelled' | 'failed';
 
 export interface ResultFileRef {
@@ -163,11 +166,21 @@ export interface ResultFileRef {
   url: string;
   /** File name from the URL path (`<id>_<n>.csv`), for messages and state. */
   name: string;
+  /**
+   * When the service stops serving the file, where it says (v3: 7 days after `date_created`):
+   * past it, no fresh URL brings the file back.
+   */
+  expiresAt?: string;
 }
 
 export interface DownloadInfo {
   id: string;
   state: DownloadState;
+  /**
+   * The status the service sent when sluice does not know the word (`state` is then `running`:
+   * still in progress until the job's poll timeout), for the run to report.
+   */
+  unlistedStatus?: string;
   /** Records so far (grows while running). */
   numRecords: number;
   numFound?: number;

@@ -1,9 +1,11 @@
 import type { Readable } from 'node:stream';
 import { type DataType, isDataType } from '../catalog.js';
-import { UnsupportedError } from './errors.js';
+import { ApiError } from '../errors.js';
+import { apiTokenRefused, UnsupportedError } from './errors.js';
 import { type EventSink, eventSink } from './events.js';
 import { openDownloadFile } from './files.js';
-import type { HttpTransport, JsonResponse } from './http.js';
+import type { HttpRequest, HttpTransport, JsonResponse } from './http.js';
+import { readPages } from './pages.js';
 import { startDownloadOnce } from './recovery.js';
 import {
   checkDownloadSize,
@@ -14,6 +16,7 @@ import {
 import {
   asObject,
   badResponse,
+  downloadStatus,
   firstOf,
   idOf,
   listOf,
@@ -21,6 +24,7 @@ import {
   optionalString,
   recordsOf,
   resultFiles,
+  type StatusReading,
   totalCost,
 } from './shape.js';
 import type {
@@ -180,22 +184,26 @@ export class V3Client implements ServiceClient {
     );
     const info = toDownload(request, operation);
     if (info.state !== 'completed') return info;
-    const results = listOf(
-      (await this.#get(`/results/${encodeURIComponent(id)}`, options)).body,
+    const results = await this.#list(
+      `/results/${encodeURIComponent(id)}`,
       'results',
       'results',
+      options,
     );
     const files = resultFiles(
       results.map((r) => (r && typeof r === 'object' ? (r as { url?: unknown }).url : r)),
       'results',
-    );
+    ).map((file, i) => {
+      const expiresAt = fileExpiry(results[i]);
+      return expiresAt === undefined ? file : { ...file, expiresAt };
+    });
     return { ...info, files };
   }
 
   /** The requests, without their result files (those take one more call per download). */
   async listDownloads(options?: CallOptions): Promise<DownloadInfo[]> {
-    const body = (await this.#get('/requests', options)).body;
-    return listOf(body, 'list downloads', 'requests').map((r) => toDownload(r, 'list downloads'));
+    const requests = await this.#list('/requests', 'list downloads', 'requests', options);
+    return requests.map((r) => toDownload(r, 'list downloads'));
   }
 
   cancelDownload(): Promise<void> {
@@ -262,7 +270,7 @@ export class V3Client implements ServiceClient {
     options?: CallOptions,
   ) {
     const params = this.#dataQuery(request, numRecords, download);
-    return this.#http.json({
+    return this.#send({
       method: 'GET',
       url: `${this.baseUrl}/data/${request.type}?${params}`,
       headers: { authorization: this.#authorization },
@@ -275,14 +283,38 @@ export class V3Client implements ServiceClient {
     });
   }
 
-  #get(path: string, options?: CallOptions): Promise<JsonResponse> {
-    return this.#http.json({
-      method: 'GET',
+  /** Every item of a list the service may answer in pages (pages.ts). */
+  #list(path: string, operation: string, key: string, options?: CallOptions) {
+    return readPages({
+      operation,
+      key,
       url: this.baseUrl + path,
+      get: (url) => this.#getUrl(url, options),
+    });
+  }
+
+  #get(path: string, options?: CallOptions): Promise<JsonResponse> {
+    return this.#getUrl(this.baseUrl + path, options);
+  }
+
+  #getUrl(url: string, options?: CallOptions): Promise<JsonResponse> {
+    return this.#send({
+      method: 'GET',
+      url,
       headers: { authorization: this.#authorization },
       signal: options?.signal,
       maxWaitMs: options?.maxWaitMs,
     });
+  }
+
+  /** A request to the service; its 401 says what it means: the token is wrong or expired. */
+  async #send(request: HttpRequest): Promise<JsonResponse> {
+    try {
+      return await this.#http.json(request);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) throw apiTokenRefused(error);
+      throw error;
+    }
   }
 }
 
@@ -319,18 +351,22 @@ function toDownloadStart(res: JsonResponse): DownloadStart {
 function toDownload(value: unknown, operation: string): DownloadInfo {
   const body = asObject(value, operation);
   const error = optionalString(body.error) ?? '';
-  const status = optionalString(body.status)?.toUpperCase();
-  let state: DownloadState;
-  if (error.trim() !== '') state = 'failed';
-  else if (status === 'COMPLETED') state = 'completed';
-  else if (status === 'STARTED' || status === 'RUNNING' || status === 'QUEUED') state = 'running';
-  else throw badResponse(operation, `unknown request status ${JSON.stringify(body.status)}`);
+  // v3's STARTED is a request at work (the download's records come in under it); other words
+  // read as v4's do, an unknown one as still in progress.
+  const reading: StatusReading =
+    optionalString(body.status)?.trim().toUpperCase() === 'STARTED'
+      ? { state: 'running' }
+      : downloadStatus(body.status);
+  const state: DownloadState = error.trim() !== '' ? 'failed' : reading.state;
   const format = optionalString(body.dataFormat)?.toLowerCase();
   const createdAt = v3DateToIso(optionalString(body.date_started));
   const numFound = optionalNumber(body.numFound);
   return {
     id: idOf(body.id, operation),
     state,
+    ...(state === 'running' && reading.unlisted !== undefined
+      ? { unlistedStatus: reading.unlisted }
+      : {}),
     numRecords: optionalNumber(body.numDownloaded) ?? 0,
     ...(numFound === undefined ? {} : { numFound }),
     files: [],
@@ -340,6 +376,20 @@ function toDownload(value: unknown, operation: string): DownloadInfo {
     ...(format === 'csv' || format === 'json' ? { format } : {}),
     ...(error.trim() === '' ? {} : { error }),
   };
+}
+
+/**
+ * How long the service keeps a v3 result file: "the result file will expire 7 days after"
+ * its `date_created` (the vendor's results reference); its URL answers 403 after that.
+ */
+const V3_FILE_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** When a v3 result object's file expires (ISO 8601), if it says when it was created. */
+function fileExpiry(result: unknown): string | undefined {
+  if (!result || typeof result !== 'object') return undefined;
+  const created = v3DateToIso(optionalString((result as { date_created?: unknown }).date_created));
+  if (created === undefined) return undefined;
+  return new Date(Date.parse(created) + V3_FILE_LIFETIME_MS).toISOString();
 }
 
 /** v3 dates (`2017-3-7 17:44:05`, UTC, month and day not padded) as ISO 8601. */

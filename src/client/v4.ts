@@ -3,9 +3,11 @@
 import type { Readable } from 'node:stream';
 import { CREDIT_TYPES, isDataType } from '../catalog.js';
 import { ApiError, UsageError } from '../errors.js';
+import { apiTokenRefused } from './errors.js';
 import { type EventSink, eventSink } from './events.js';
 import { openDownloadFile } from './files.js';
 import { type HttpMethod, type HttpTransport, type JsonResponse, pathOf } from './http.js';
+import { readPages } from './pages.js';
 import { startDownloadOnce } from './recovery.js';
 import {
   checkDownloadSize,
@@ -16,10 +18,9 @@ import {
 import {
   asObject,
   badResponse,
-  downloadState,
+  downloadStatus,
   idOf,
   itemOf,
-  listOf,
   optionalNumber,
   optionalString,
   recordsOf,
@@ -46,16 +47,22 @@ import type {
   ViewInfo,
 } from './types.js';
 
-export interface V4ClientInit {
+/**
+ * How a v4 client authenticates: an email and a password it logs in with (`POST /auth`), or the
+ * account's API token, sent as the bearer token as it is.
+ */
+export type V4Credentials =
+  | { login: { email: string; password: string }; token?: undefined }
+  | { token: string; login?: undefined };
+
+export type V4ClientInit = V4Credentials & {
   /** The v4 root without credentials, e.g. `https://host/v4`. */
   baseUrl: string;
-  email: string;
-  password: string;
   http: HttpTransport;
   maxFileResumes?: number;
   maxFileRefreshes?: number;
   onEvent?: EventSink | undefined;
-}
+};
 
 interface Call {
   json?: unknown;
@@ -65,15 +72,20 @@ interface Call {
 }
 
 /**
- * The v4 API: bearer tokens from `POST /auth`, JSON bodies. The token is fetched on first use,
- * kept in memory only, and renewed once per call when the service answers 401.
+ * The v4 API: bearer tokens, JSON bodies. With an email and a password the token comes from
+ * `POST /auth` on first use, is kept in memory only, and is renewed once per call when the
+ * service answers 401. With the account's API token, that token is the bearer token: there is
+ * no login, and a 401 says the token itself is wrong or expired, which only its owner can mend.
  */
 export class V4Client implements ServiceClient {
   readonly api = 'v4' as const;
   readonly baseUrl: string;
   readonly #http: HttpTransport;
-  #email: string;
-  #password: string;
+  /** What `POST /auth` takes; undefined when the client holds an API token instead. */
+  #credentials: { email: string; password: string } | undefined;
+  /** The account's API token, sent as it is; never renewed. */
+  readonly #apiToken: string | undefined;
+  /** The session token from the last login. */
   #token: string | undefined;
   /** The login in flight, shared by every call that needs a token meanwhile. */
   #login: Promise<string> | undefined;
@@ -83,8 +95,8 @@ export class V4Client implements ServiceClient {
   constructor(init: V4ClientInit) {
     this.baseUrl = init.baseUrl.replace(/\/+$/, '');
     this.#http = init.http;
-    this.#email = init.email;
-    this.#password = init.password;
+    this.#credentials = init.login && { ...init.login };
+    this.#apiToken = init.token;
     this.#emit = eventSink(init.onEvent);
     this.#fileOptions = {
       ...(init.maxFileResumes === undefined ? {} : { maxResumes: init.maxFileResumes }),
@@ -110,18 +122,20 @@ export class V4Client implements ServiceClient {
     if (changes.lastName !== undefined) body.last_name = changes.lastName;
     const res = await this.#call('PUT', '/account', { ...options, json: body });
     // Later logins (a token renewal, say) must use the new credentials; a password change
-    // also ends every token issued before it.
-    if (changes.email !== undefined) this.#email = changes.email;
-    if (changes.password !== undefined) {
-      this.#password = changes.password;
-      this.#token = undefined;
+    // also ends every token issued before it. An API token is not a login's: it stays.
+    if (this.#credentials) {
+      if (changes.email !== undefined) this.#credentials.email = changes.email;
+      if (changes.password !== undefined) {
+        this.#credentials.password = changes.password;
+        this.#token = undefined;
+      }
     }
     return toAccount(res.body);
   }
 
   async listViews(options?: CallOptions): Promise<ViewInfo[]> {
-    const body = (await this.#call('GET', '/views', options)).body;
-    return listOf(body, 'list views', 'views').map((v) => toView(v, 'list views'));
+    const views = await this.#list('/views', 'list views', 'views', options);
+    return views.map((v) => toView(v, 'list views'));
   }
 
   async getView(name: string, options?: CallOptions): Promise<ViewInfo> {
@@ -216,8 +230,8 @@ export class V4Client implements ServiceClient {
   }
 
   async listDownloads(options?: CallOptions): Promise<DownloadInfo[]> {
-    const body = (await this.#call('GET', '/downloads', options)).body;
-    return listOf(body, 'list downloads', 'downloads').map((d) => toDownload(d, 'list downloads'));
+    const downloads = await this.#list('/downloads', 'list downloads', 'downloads', options);
+    return downloads.map((d) => toDownload(d, 'list downloads'));
   }
 
   async cancelDownload(id: string, options?: CallOptions): Promise<void> {
@@ -253,8 +267,13 @@ export class V4Client implements ServiceClient {
   }
 
   async listTargetedUpdates(options?: CallOptions): Promise<TargetedUpdateInfo[]> {
-    const body = (await this.#call('GET', '/targeted-updates', options)).body;
-    return listOf(body, 'list targeted updates', 'targeted_updates').map(toTargetedUpdate);
+    const updates = await this.#list(
+      '/targeted-updates',
+      'list targeted updates',
+      'targeted_updates',
+      options,
+    );
+    return updates.map(toTargetedUpdate);
   }
 
   async scrape(request: RealTimeRequest, options?: CallOptions): Promise<ScrapeResult> {
@@ -317,11 +336,25 @@ export class V4Client implements ServiceClient {
     });
   }
 
-  async #call(method: HttpMethod, path: string, call: Call = {}): Promise<JsonResponse> {
+  #call(method: HttpMethod, path: string, call: Call = {}): Promise<JsonResponse> {
+    return this.#callUrl(method, this.baseUrl + path, call);
+  }
+
+  /** Every item of a list the service may answer in pages (pages.ts). */
+  async #list(path: string, operation: string, key: string, options?: CallOptions) {
+    return readPages({
+      operation,
+      key,
+      url: this.baseUrl + path,
+      get: (url) => this.#callUrl('GET', url, options),
+    });
+  }
+
+  async #callUrl(method: HttpMethod, url: string, call: Call = {}): Promise<JsonResponse> {
     const send = (token: string) =>
       this.#http.json({
         method,
-        url: this.baseUrl + path,
+        url,
         headers: { authorization: `Bearer ${token}` },
         json: call.json,
         idempotent: call.idempotent ?? true,
@@ -333,15 +366,23 @@ export class V4Client implements ServiceClient {
       return await send(token);
     } catch (error) {
       if (!(error instanceof ApiError && error.status === 401)) throw error;
+      // Nothing to log in with: the token the customer gave is the one refused.
+      if (this.#apiToken !== undefined) {
+        throw apiTokenRefused(
+          error,
+          'or use an email and a password (SLUICE_EMAIL, SLUICE_PASSWORD), with which sluice logs in again by itself',
+        );
+      }
       // A 401 is decided before any work, so even a download start may be sent again.
       if (this.#token === token) this.#token = undefined;
       const renewed = await this.#tokenFor(call.signal);
-      this.#emit({ type: 'reauthenticated', method, path: pathOf(this.baseUrl + path) });
+      this.#emit({ type: 'reauthenticated', method, path: pathOf(url) });
       return await send(renewed);
     }
   }
 
   async #tokenFor(signal: AbortSignal | undefined): Promise<string> {
+    if (this.#apiToken !== undefined) return this.#apiToken;
     if (this.#token !== undefined) return this.#token;
     if (!this.#login) {
       const login = this.#authenticate();
@@ -359,11 +400,13 @@ export class V4Client implements ServiceClient {
   }
 
   async #authenticate(): Promise<string> {
+    // Only a client with credentials gets here (#tokenFor returns an API token first).
+    const { email, password } = this.#credentials!;
     // Not tied to one caller's signal: other calls may be waiting on the same login.
     const res = await this.#http.json({
       method: 'POST',
       url: `${this.baseUrl}/auth`,
-      json: { email: this.#email, password: this.#password },
+      json: { email, password },
     });
     const token = optionalString(asObject(res.body, 'login').token);
     if (!token) throw badResponse('login', 'no token');
@@ -473,9 +516,11 @@ function toDownloadStart(res: JsonResponse): DownloadStart {
  */
 function toDownload(value: unknown, operation: string): DownloadInfo {
   const body = asObject(value, operation);
+  const status = downloadStatus(body.status);
   return {
     id: idOf(body.id ?? body.download_id, operation),
-    state: downloadState(body.status, operation),
+    state: status.state,
+    ...optional('unlistedStatus', status.unlisted),
     numRecords: optionalNumber(body.num_downloaded ?? body.num_records) ?? 0,
     ...optional('numFound', optionalNumber(body.num_found)),
     files: resultFiles(body.results, operation),

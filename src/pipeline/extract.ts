@@ -312,6 +312,7 @@ export async function waitForDownload(
       : Math.min(job.records, attempt.num_found ?? job.records);
   progress.phase(job.name, 'download', target);
   let lastState = '';
+  let unlistedSaid = false;
   for (let polls = 1; ; polls++) {
     // A service asking to wait (429) is waited for, up to what is left of the poll timeout.
     const info = await client.getDownload(id, {
@@ -326,6 +327,14 @@ export async function waitForDownload(
         num_records: info.numRecords,
         updated_at: isoAt(clock),
       });
+    }
+    if (info.unlistedStatus !== undefined && !unlistedSaid) {
+      // Said once: every poll may repeat it, and one line tells all there is to tell.
+      unlistedSaid = true;
+      log.warn(
+        { download_id: id, status: info.unlistedStatus },
+        `download ${id} has status '${info.unlistedStatus}', which sluice does not know: it is taken as still in progress, and polled until it says more or the job's poll timeout passes`,
+      );
     }
     if (info.state !== lastState) {
       log.info(

@@ -51,7 +51,10 @@ export const source = z.strictObject({
     .optional(),
   email: z.string().optional().describe('v4 login email'),
   password: z.string().optional().describe('v4 password: use ${SLUICE_PASSWORD}, never a literal'),
-  token: z.string().optional().describe('v3 API token: use ${SLUICE_API_TOKEN}'),
+  token: z
+    .string()
+    .optional()
+    .describe('API token (v3; on v4 instead of email and password): use ${SLUICE_API_TOKEN}'),
 });
 
 const destinationObject = z.strictObject({

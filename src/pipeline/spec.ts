@@ -162,10 +162,13 @@ function resolve(
     }
   };
   if (!raw.source.url) need('is required (the URL of the v4 or v3 root)', ['source', 'url']);
-  if (raw.source.api === 'v4' && (!raw.source.email || !raw.source.password)) {
-    need('the v4 API needs email and password (e.g. ${SLUICE_EMAIL} and ${SLUICE_PASSWORD})', [
-      'source',
-    ]);
+  // v4 takes either: the API token as the bearer token, or a login that sluice renews.
+  const login = Boolean(raw.source.email && raw.source.password);
+  if (raw.source.api === 'v4' && !login && !raw.source.token) {
+    need(
+      'the v4 API needs email and password (e.g. ${SLUICE_EMAIL} and ${SLUICE_PASSWORD}), or token (e.g. ${SLUICE_API_TOKEN})',
+      ['source'],
+    );
   }
   if (raw.source.api === 'v3' && !raw.source.token) {
     need('the v3 API needs token (e.g. ${SLUICE_API_TOKEN})', ['source']);
@@ -178,6 +181,7 @@ function resolve(
   const tables = new Map<string, string>();
   const jobs = Object.entries(raw.jobs).map(([name, j]): JobSpec => {
     const at = (...rest: string[]) => ['jobs', name, ...rest];
+    if (raw.source.api === 'v3') checkV3Job(raw, name, j, fail, options.views === 'offline');
     const declared = j.view && Object.hasOwn(raw.views, j.view) ? raw.views[j.view] : undefined;
     const premade = j.view && !declared ? premadeView(j.view) : undefined;
     if (premade && premade.type !== j.type) {
@@ -199,8 +203,6 @@ function resolve(
           fail(`${key} applies to properties only`, at(key));
       }
     }
-    if (j.auto_trace && raw.source.api === 'v3')
-      fail('auto_trace needs the v4 API', at('auto_trace'));
     if (j.people_keys_from !== undefined) {
       const from = raw.jobs[j.people_keys_from];
       const names = Object.keys(raw.jobs);
@@ -375,6 +377,68 @@ function resolve(
     warnings: options.warnings,
     budgets,
   };
+}
+
+/**
+ * The v3 API's pre-made views, by the names its guides and its customers' clients use
+ * (service-interface.md 2.2 names the first seven); the catalogue's PREMADE_VIEWS holds them
+ * with the v4 ones, and says each one's data type.
+ */
+const V3_PREMADE_VIEWS: ReadonlySet<string> = new Set([
+  'properties_all',
+  'properties_all_nested',
+  'businesses_all',
+  'businesses_all_nested',
+  'businesses_all_nested_no_reviews',
+  'businesses_all_menusFlat',
+  'businesses_basic',
+  'products_all',
+  'products_basicFields',
+  'products_pricesFlat',
+  'products_reviewsFlat',
+  'products_keysSourceURLs',
+  'products_multiValuedFieldsNested',
+]);
+
+/**
+ * What a job cannot ask of the v3 API, refused here so that nothing is spent finding out: people
+ * data (v3 has none), autotrace and the address options (v4 only); and, `offline` (validate,
+ * where nothing can be asked of the service, and v3 cannot list views anyway), a view that is
+ * neither declared nor one of v3's pre-made views of the job's data type. Elsewhere another
+ * name is left to the service, whose searches say whether it has the view before anything is
+ * spent.
+ */
+function checkV3Job(
+  raw: RawPipeline,
+  name: string,
+  j: RawPipeline['jobs'][string],
+  fail: (message: string, path: string[]) => never,
+  offline: boolean,
+): void {
+  const at = (...rest: string[]) => ['jobs', name, ...rest];
+  if (j.type === 'people') {
+    fail('the v3 API has no people data: use api: v4 for people jobs', at('type'));
+  }
+  if (j.auto_trace) fail('auto_trace needs the v4 API', at('auto_trace'));
+  if (j.address_matching !== undefined && j.address_matching !== 'on')
+    fail(
+      'address_matching needs the v4 API (v3 always matches addresses on)',
+      at('address_matching'),
+    );
+  if (j.require_people_data)
+    fail('require_people_data needs the v4 API', at('require_people_data'));
+  if (!offline || j.view === undefined || Object.hasOwn(raw.views, j.view)) return;
+  const ofType = [...V3_PREMADE_VIEWS].filter((n) => premadeView(n)?.type === j.type);
+  if (ofType.includes(j.view)) return;
+  const premade = V3_PREMADE_VIEWS.has(j.view) ? premadeView(j.view) : undefined;
+  if (premade !== undefined) {
+    fail(`view '${j.view}' is a pre-made v3 view of ${premade.type}, not ${j.type}`, at('view'));
+  }
+  const guess = closest(j.view, [...Object.keys(raw.views), ...ofType]);
+  fail(
+    `view '${j.view}' is not declared under views: nor a pre-made v3 view of ${j.type} (${ofType.join(', ')})${guess ? `; did you mean '${guess}'?` : ''}; a view made in the web portal can be used once declared under views: with its fields`,
+    at('view'),
+  );
 }
 
 /**

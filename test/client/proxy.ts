@@ -21,6 +21,8 @@ export interface ProxyHooks {
   before?: (req: ProxiedRequest) => Promise<void>;
   /** A JSON answer's body as the client gets it; undefined leaves it as the emulator sent it. */
   rewrite?: (req: ProxiedRequest, status: number, body: unknown) => unknown;
+  /** Headers added to a JSON answer (a `Link` to the next page), from the body as sent. */
+  headers?: (req: ProxiedRequest, status: number, body: unknown) => Record<string, string>;
 }
 
 export class RewritingProxy {
@@ -83,8 +85,10 @@ export class RewritingProxy {
     }
     const text = await upstream.body.text();
     let sent = text;
-    if (/json/.test(type) && text.trim() !== '' && this.hooks.rewrite) {
-      const rewritten = this.hooks.rewrite(info, upstream.statusCode, JSON.parse(text));
+    if (/json/.test(type) && text.trim() !== '') {
+      const parsed: unknown = JSON.parse(text);
+      Object.assign(out, this.hooks.headers?.(info, upstream.statusCode, parsed));
+      const rewritten = this.hooks.rewrite?.(info, upstream.statusCode, parsed);
       if (rewritten !== undefined) sent = JSON.stringify(rewritten);
     }
     res.writeHead(upstream.statusCode, out);

@@ -330,6 +330,78 @@ describe('count and preview', () => {
     for (const record of traced.records) assert.ok(record.people?.some((p) => p.title === 'owner'));
   });
 
+  test('count and preview take the search options of a job: format, view, autotrace, address matching', async () => {
+    const n = async (...argv: string[]) =>
+      (await json<{ numFound: number }>('count', 'properties', ...argv)).numFound;
+    const all = await n('city:Austin');
+    const withPeople = await n('city:Austin', '--require-people-data');
+    const traced = await n('city:Austin', '--auto-trace');
+    assert.ok(withPeople > 0 && withPeople < all, `${withPeople} of ${all} have people data`);
+    assert.ok(traced > 0 && traced <= withPeople, `${traced} have an owner to trace`);
+
+    // An address as written differently: the service's normalization finds it, exact does not.
+    const [home] = (
+      await json<{ records: { address: string }[] }>(
+        'preview',
+        'properties',
+        'city:Austin',
+        '--records',
+        '1',
+      )
+    ).records;
+    const address = `address:"${home!.address.toLowerCase()}"`;
+    assert.equal(await n(address, '--address-matching', 'on'), 1);
+    assert.equal(await n(address, '--address-matching', 'off'), 0);
+    assert.equal(await n(address, '--address-matching', 'retry'), 1);
+    const exact = await json<{ numFound: number; records: unknown[] }>(
+      'preview',
+      'properties',
+      address,
+      '--address-matching',
+      'off',
+    );
+    assert.deepEqual([exact.numFound, exact.records.length], [0, 0]);
+
+    // CSV: the records as a CSV download holds them, lists as text.
+    const shops = async (...argv: string[]) =>
+      (
+        await json<{ records: { categories?: unknown }[] }>(
+          'preview',
+          'businesses',
+          'city:Austin',
+          '--records',
+          '1',
+          ...argv,
+        )
+      ).records[0]!;
+    assert.ok(Array.isArray((await shops()).categories));
+    assert.equal(typeof (await shops('--format', 'csv')).categories, 'string');
+    const shown = await sluice('preview', 'businesses', 'city:Austin', '--format', 'csv');
+    assert.equal(shown.code, 0, shown.stderr);
+
+    // The view goes with the count too: the service refuses one it does not have.
+    const view = await sluice('count', 'businesses', '*', '--view', 'nosuch');
+    assert.equal(view.code, 2);
+    assert.match(view.stderr, /view does not exist: nosuch/);
+
+    for (const argv of [
+      ['count', 'businesses', '*', '--address-matching', 'off'],
+      ['count', 'products', '*', '--auto-trace', '--require-people-data'],
+      ['preview', 'businesses', '*', '--require-people-data'],
+    ]) {
+      const r = await sluice(...argv);
+      assert.equal(r.code, 2, `${argv.join(' ')}: ${r.stderr}`);
+      assert.match(
+        r.stderr,
+        /(--[a-z-]+(, )?)+ works? on properties only, not (businesses|products)/,
+      );
+      assertNoStack(r.stderr);
+    }
+    const choice = await sluice('count', 'properties', '*', '--address-matching', 'fuzzy');
+    assert.equal(choice.code, 2);
+    assert.match(choice.stderr, /Invalid values:[\s\S]*address-matching/);
+  });
+
   test('a bad query: exit 2, the query with a caret under the problem, nothing spent', async () => {
     const before = await json<{ credits: { property: { used: number } } }>('account');
     const r = await sluice('preview', 'properties', 'city:Austin AND (province:TX');

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createServiceClient } from '../../src/client/index.js';
@@ -137,6 +137,44 @@ describe('v3', () => {
       assert.equal(r.code, 2, `${argv.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /v3 API has no/);
     }
+  });
+
+  test('validate refuses a v3 people job and a view v3 does not have, before any request', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'v3.yaml');
+    const head = `version: 1
+name: v3
+source:
+  api: v3
+  url: \${SLUICE_API_URL}
+  token: \${SLUICE_API_TOKEN}
+destination: sqlite:v3.sqlite
+jobs:
+`;
+    const from = (await h.requests()).length;
+    writeFileSync(file, `${head}  owners:\n    type: people\n    query: 'city:Austin'\n`);
+    const people = await runCli(['validate', file], {});
+    assert.equal(people.code, 2);
+    assert.equal(
+      people.stderr,
+      `sluice: ${file}:10: jobs.owners.type: the v3 API has no people data: use api: v4 for people jobs\n`,
+    );
+    writeFileSync(
+      file,
+      `${head}  homes:\n    type: properties\n    query: '*'\n    view: property_flat_prices\n`,
+    );
+    const view = await runCli(['validate', file], {});
+    assert.equal(view.code, 2);
+    assert.match(
+      view.stderr,
+      /:12: jobs\.homes\.view: view 'property_flat_prices' is not declared under views: nor a pre-made v3 view of properties \(properties_all, properties_all_nested\)/,
+    );
+    writeFileSync(
+      file,
+      `${head}  homes:\n    type: properties\n    query: '*'\n    view: properties_all\n`,
+    );
+    assert.equal((await runCli(['validate', file], {})).code, 0);
+    assert.equal((await h.requests()).length, from, 'no request');
   });
 
   test('missing or wrong token', async () => {

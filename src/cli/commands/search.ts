@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
 import type { DataType } from '../../catalog.js';
-import type { SearchRequest, ServiceClient } from '../../client/types.js';
+import type { AddressMatching, SearchRequest, ServiceClient } from '../../client/types.js';
 import { UsageError } from '../../errors.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
@@ -21,6 +21,41 @@ export interface SearchArgs extends JsonArgs {
   type: string;
   /** One query, or its words when it was not quoted. */
   query: string | string[];
+  view?: string;
+  format?: 'csv' | 'json';
+  'auto-trace'?: boolean;
+  'address-matching'?: AddressMatching;
+  'require-people-data'?: boolean;
+}
+
+/**
+ * The search the flags describe, as a job of a pipeline file would send it: its view, format
+ * and, for properties, autotrace and the address-matching options. Those are refused here for
+ * another data type, naming the flags, before any request.
+ */
+function searchRequestOf(type: DataType, query: string, args: SearchArgs): SearchRequest {
+  const request: SearchRequest = { type, query };
+  if (args.view) request.view = args.view;
+  if (args.format !== undefined) request.format = args.format;
+  const propertyFlags: string[] = [];
+  if (args['auto-trace'] === true) {
+    request.autoTrace = true;
+    propertyFlags.push('--auto-trace');
+  }
+  if (args['address-matching'] !== undefined) {
+    request.addressMatching = args['address-matching'];
+    propertyFlags.push('--address-matching');
+  }
+  if (args['require-people-data'] === true) {
+    request.requirePeopleData = true;
+    propertyFlags.push('--require-people-data');
+  }
+  if (propertyFlags.length > 0 && type !== 'properties') {
+    throw new UsageError(
+      `${propertyFlags.join(', ')} ${propertyFlags.length === 1 ? 'works' : 'work'} on properties only, not ${type}`,
+    );
+  }
+  return request;
 }
 
 export interface CountDocument {
@@ -38,7 +73,7 @@ export async function countCommand(
 ): Promise<CountDocument> {
   const type = dataTypeArg(args.type);
   const query = queryArg(args.query);
-  const { numFound } = await client.count({ type, query }, { signal });
+  const { numFound } = await client.count(searchRequestOf(type, query, args), { signal });
   const doc: CountDocument = { type, query, numFound };
   if (args.json) writeJson(io.stdout, doc);
   else writeLine(io.stdout, String(numFound));
@@ -50,8 +85,6 @@ export const PREVIEW_MAX = 10;
 export interface PreviewArgs extends SearchArgs {
   records?: number;
   columns?: string[];
-  view?: string;
-  'auto-trace'?: boolean;
 }
 
 export interface PreviewDocument {
@@ -72,15 +105,9 @@ export async function previewCommand(
   const type = dataTypeArg(args.type);
   const query = queryArg(args.query);
   const numRecords = intArg(args.records ?? PREVIEW_MAX, '--records', 0, PREVIEW_MAX);
-  const autoTrace = args['auto-trace'] === true;
-  if (autoTrace && type !== 'properties') {
-    throw new UsageError(`--auto-trace works on properties only, not ${type}`);
-  }
+  const request = { ...searchRequestOf(type, query, args), numRecords };
   // Checked before the request, so a typo in a column name costs nothing.
   if (args.columns) checkColumns(type, args.columns);
-  const request: SearchRequest & { numRecords: number } = { type, query, numRecords };
-  if (args.view) request.view = args.view;
-  if (autoTrace) request.autoTrace = true;
   const result = await client.preview(request, { signal });
   const doc: PreviewDocument = {
     type,
@@ -120,12 +147,40 @@ export function typeAndQuery<T>(y: Argv<T>): Argv<T & { type: string; query: str
     }) as Argv<T & { type: string; query: string[] }>;
 }
 
+/** The search options `count` and `preview` share: what a pipeline job's search can say. */
+function searchOptions<T>(y: Argv<T>): Argv<T> {
+  return y
+    .option('view', {
+      type: 'string',
+      describe: 'Name of a view that decides the fields returned',
+    })
+    .option('format', {
+      type: 'string',
+      choices: ['json', 'csv'],
+      describe: 'json (the default), or csv: the records as a CSV download would hold them',
+    })
+    .option('auto-trace', {
+      type: 'boolean',
+      describe: 'Properties: with the owner’s people record (1 property + 1 people credit each)',
+    })
+    .option('address-matching', {
+      type: 'string',
+      choices: ['on', 'off', 'retry'],
+      describe:
+        'Properties: on (the service normalizes the address, the default), off (as written), retry (off, then on when nothing matches)',
+    })
+    .option('require-people-data', {
+      type: 'boolean',
+      describe: 'Properties: only records with people data',
+    }) as Argv<T>;
+}
+
 export function registerSearch(y: Argv, ctx: CliContext): Argv {
   return y
     .command(
       'count <type> <query..>',
       'Count the records matching a query (costs nothing)',
-      (c) => typeAndQuery(connectionOptions(c)),
+      (c) => searchOptions(typeAndQuery(connectionOptions(c))),
       async (args) => {
         await withClient(args, ctx, (client) => countCommand(client, args, ctx.io, ctx.signal));
       },
@@ -134,7 +189,7 @@ export function registerSearch(y: Argv, ctx: CliContext): Argv {
       'preview <type> <query..>',
       'Show up to 10 matching records (one credit each; two with --auto-trace)',
       (c) =>
-        typeAndQuery(connectionOptions(c))
+        searchOptions(typeAndQuery(connectionOptions(c)))
           .option('records', {
             type: 'number',
             default: PREVIEW_MAX,
@@ -146,15 +201,6 @@ export function registerSearch(y: Argv, ctx: CliContext): Argv {
             coerce: listArg,
             describe:
               'Columns of the table, e.g. id,address,city (dotted paths reach nested fields)',
-          })
-          .option('view', {
-            type: 'string',
-            describe: 'Name of a view that decides the fields returned',
-          })
-          .option('auto-trace', {
-            type: 'boolean',
-            describe:
-              'Properties: add the owner’s people record (1 property + 1 people credit each)',
           }),
       async (args) => {
         await withClient(args, ctx, (client) => previewCommand(client, args, ctx.io, ctx.signal));

@@ -221,6 +221,45 @@ describe('openResultFile', () => {
     assert.equal(seen.length, 3, 'the first try and two refreshes');
   });
 
+  // The regression: a v3 file past its seven days was reported as worth a retry ("run again"),
+  // which fetched the same dead link again, run after run.
+  test('403 for a file past its life: a new download is needed (exit 2), not a rerun', async () => {
+    const past = { ...ref(), expiresAt: new Date(Date.now() - 86_400_000).toISOString() };
+    behaviour.forbidden = new Set([0, 1, 2]);
+    let refreshed = 0;
+    await assert.rejects(
+      read(past, async () => {
+        refreshed += 1;
+        return { ...past, url: `${origin}/files/abc_0.txt?sig=again` };
+      }),
+      (e: unknown) => {
+        assert.ok(e instanceof SluiceError);
+        assert.equal(e.code, 'SLUICE_DOWNLOAD_EXPIRED');
+        assert.equal(e.retryable, false);
+        assert.match(e.message, /expired at .*running again cannot fetch it; start a new download/);
+        assert.match(e.message, /--fresh/);
+        assert.ok(e.cause instanceof ApiError && e.cause.status === 403);
+        assert.ok(!e.message.includes('s3cr3t') && !e.message.includes('sig='));
+        return true;
+      },
+    );
+    assert.equal(refreshed, 1, 'the download is read again once, for a file made anew');
+    assert.equal(seen.length, 1, 'a link given again for a file past its life is not tried');
+  });
+
+  test('a file past its life that the service made anew is fetched', async () => {
+    const past = { ...ref(), expiresAt: new Date(Date.now() - 86_400_000).toISOString() };
+    const renewed = {
+      ...ref(),
+      url: `${origin}/files/abc_0.txt?sig=new`,
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    };
+    behaviour.forbidden = new Set([0]);
+    const bytes = await read(past, async () => renewed);
+    assert.ok(bytes.equals(CONTENT));
+    assert.equal(seen[1]?.url, '/files/abc_0.txt?sig=new');
+  });
+
   test('a consumer that stops early releases the connection', async () => {
     behaviour.body = Buffer.concat(Array.from({ length: 50 }, () => CONTENT));
     const stream = await openResultFile({ http, file: ref(), refresh: async () => ref() });

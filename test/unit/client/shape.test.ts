@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { connectionFromEnv, createServiceClient } from '../../../src/client/index.js';
 import {
-  downloadState,
+  downloadStatus,
   fileNameOf,
   firstOf,
   idOf,
@@ -16,24 +16,35 @@ import { v3DateToIso } from '../../../src/client/v3.js';
 import { SluiceError, UsageError } from '../../../src/errors.js';
 
 describe('wire forms', () => {
-  test('download states of the contract and of the real service', () => {
-    assert.equal(downloadState('queued', 'x'), 'queued');
-    assert.equal(downloadState('started', 'x'), 'queued');
-    assert.equal(downloadState('in_progress', 'x'), 'running');
-    assert.equal(downloadState('running', 'x'), 'running');
-    assert.equal(downloadState('completed', 'x'), 'completed');
-    assert.equal(downloadState('cancelled', 'x'), 'cancelled');
-    assert.equal(downloadState('Canceled', 'x'), 'cancelled');
-    assert.throws(
-      () => downloadState('exploded', 'get download'),
-      (e: unknown) => {
-        return (
-          e instanceof SluiceError &&
-          e.code === 'SLUICE_API_BAD_RESPONSE' &&
-          /exploded/.test(e.message)
-        );
-      },
-    );
+  test('download states of the contract, of the real service and their synonyms', () => {
+    const state = (value: unknown) => downloadStatus(value).state;
+    assert.equal(state('queued'), 'queued');
+    assert.equal(state('started'), 'queued');
+    assert.equal(state('in_progress'), 'running');
+    assert.equal(state('running'), 'running');
+    assert.equal(state('STARTED'), 'queued');
+    assert.equal(state('In Progress'), 'running');
+    assert.equal(state('in-progress'), 'running');
+    assert.equal(state('processing'), 'running');
+    for (const done of ['completed', 'COMPLETED', 'complete', 'done', 'Finished', 'succeeded'])
+      assert.deepEqual(downloadStatus(done), { state: 'completed' }, done);
+    assert.equal(state('cancelled'), 'cancelled');
+    assert.equal(state('Canceled'), 'cancelled');
+    for (const failed of ['failed', 'FAILURE', 'error', 'errored'])
+      assert.equal(state(failed), 'failed', failed);
+  });
+
+  test('an unlisted status is still in progress, and named for the run to report', () => {
+    assert.deepEqual(downloadStatus('exporting'), { state: 'running', unlisted: 'exporting' });
+    // Words that could be read two ways wait rather than end a job.
+    for (const doubtful of ['ready', 'expired', 'aborted', 'paused'])
+      assert.deepEqual(downloadStatus(doubtful), { state: 'running', unlisted: doubtful });
+    assert.deepEqual(downloadStatus(undefined), { state: 'running', unlisted: '(none)' });
+    assert.deepEqual(downloadStatus(''), { state: 'running', unlisted: '(none)' });
+    assert.deepEqual(downloadStatus('constructor'), {
+      state: 'running',
+      unlisted: 'constructor',
+    });
   });
 
   test('results as [{url}] or ["url"]; names without the signature', () => {
@@ -182,8 +193,12 @@ describe('createServiceClient and connectionFromEnv', () => {
     );
     assert.throws(
       () => createServiceClient({ url: 'http://h/v4' }),
-      /SLUICE_EMAIL and SLUICE_PASSWORD/,
+      /SLUICE_EMAIL and SLUICE_PASSWORD .*, or SLUICE_API_TOKEN/,
     );
+    // The API token alone is enough for v4: it is the bearer token.
+    const tokenOnly = createServiceClient({ url: 'http://127.0.0.1:1/v4', token: 't' });
+    assert.equal(tokenOnly.api, 'v4');
+    await tokenOnly.close();
     assert.throws(() => createServiceClient({ url: 'http://h/v3' }), /SLUICE_API_TOKEN/);
     assert.throws(() => createServiceClient({ url: 'http://h/api', token: 't' }), UsageError);
     assert.throws(
