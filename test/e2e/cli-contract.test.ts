@@ -106,7 +106,8 @@ describe('the machine contract: service commands', () => {
     );
     await machine(
       ['account'],
-      { ...env, SLUICE_EMAIL: '' },
+      // No email and no API token (which v4 also takes): nothing to log in with.
+      { ...env, SLUICE_EMAIL: '', SLUICE_API_TOKEN: '' },
       { exit: 2, code: 'SLUICE_CREDENTIALS' },
     );
     await machine(['views', 'list'], env, { exit: 0 });

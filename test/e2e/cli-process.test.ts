@@ -47,7 +47,8 @@ test('count in a subprocess prints the number and exits 0', async () => {
 });
 
 test('a user mistake in a subprocess: exit 2, one message, no stack trace', async () => {
-  const { SLUICE_EMAIL: _, ...env } = emulatorEnv(h);
+  // No email and no API token (which v4 also takes): nothing to log in with.
+  const { SLUICE_EMAIL: _, SLUICE_API_TOKEN: __, ...env } = emulatorEnv(h);
   const r = await sluice(['count', 'properties', 'city:Austin'], env);
   assert.equal(r.code, 2);
   assert.equal(r.stdout, '');
