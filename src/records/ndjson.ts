@@ -50,11 +50,9 @@ function parseLine(
   try {
     value = JSON.parse(line);
   } catch (error) {
-    rejects.push({
-      line: lineNo,
-      raw: cutRaw(line),
-      reason: `not valid JSON: ${(error as Error).message}`,
-    });
+    // A raw NUL in a string makes the line invalid JSON too: the NUL is what to say.
+    const reason = hasNul(line) ? NUL_REASON : `not valid JSON: ${(error as Error).message}`;
+    rejects.push({ line: lineNo, raw: cutRaw(line), reason });
     return undefined;
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {

@@ -39,6 +39,12 @@ after(async () => {
 
 const POLL = 'poll: { interval: 50ms, max_interval: 100ms, timeout: 30s }';
 
+/** Both parse paths: in the main thread, and parse workers sharing a file in blocks. */
+const PARSINGS = [
+  ['', '0'],
+  [' (parse workers)', '2'],
+] as const;
+
 /** Runs a statement that returns no rows, over a connection of the test's own. */
 async function exec(t: TestTarget, text: string): Promise<void> {
   if (t.kind === 'postgres') {
@@ -76,10 +82,7 @@ for (const kind of destinationKinds()) {
 
   describe(`hostile inputs on ${kind}`, { skip: reason }, () => {
     // Parse workers hand PostgreSQL the rows as COPY text: the same rows and rejects.
-    for (const [parsing, workers] of [
-      ['', '0'],
-      [' (parse workers)', '2'],
-    ] as const) {
+    for (const [parsing, workers] of PARSINGS) {
       test(`values a database refuses, field names that are JavaScript builtins, empty and long names, a record twice: rejects with reasons, the rest loads, later jobs run${parsing}`, async () => {
         const long = `x${'LongFieldName'.repeat(7)}`;
         hostile.serve([
@@ -138,6 +141,56 @@ for (const kind of destinationKinds()) {
         );
         const longColumn = await t.all(`select * from homes where id = 'long'`);
         assert.ok(Object.values(longColumn[0]!).includes('kept'), 'a long field name is a column');
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
+      test(`a raw NUL byte in a CSV cell or an NDJSON line is one reject, stored as text on every destination; the rest loads${parsing}`, async () => {
+        const files = {
+          csv: {
+            lines: ['id,address', 'n1,1 Main St', 'n2,2 N\u0000ul St', 'n3,3 Elm Rd'],
+            records: 3,
+          },
+          json: {
+            lines: [
+              JSON.stringify({ id: 'n1', address: '1 Main St' }),
+              '{"id":"n2","address":"2 N\u0000ul St"}',
+              JSON.stringify({ id: 'n3', address: '3 Elm Rd' }),
+            ],
+            records: 3,
+          },
+        };
+        for (const [format, { lines, records }] of Object.entries(files)) {
+          hostile.serve(lines, records);
+          const t = await target(`nul-${format}-${workers}`);
+          const file = pipeline(
+            t,
+            `nul-${format}-${workers}`,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          assert.equal(run.summary.jobs[0].loaded, 2, format);
+          assert.equal(run.summary.jobs[0].rejected, 1, format);
+          const rejects = await t.all<{ line: number; raw: string; reason: string }>(
+            'select line, raw, reason from _sluice_rejects',
+          );
+          assert.equal(rejects.length, 1);
+          assert.equal(Number(rejects[0]!.line), 3 - (format === 'json' ? 1 : 0));
+          assert.match(
+            rejects[0]!.reason,
+            /NUL character \(U\+0000\), which PostgreSQL cannot store/,
+          );
+          assert.ok(
+            rejects[0]!.raw.includes('2 N\\u0000ul St'),
+            `the NUL shown escaped: ${rejects[0]!.raw}`,
+          );
+          const ids = await t.all<{ id: string }>('select id from homes order by id');
+          assert.deepEqual(
+            ids.map((r) => r.id),
+            ['n1', 'n3'],
+          );
+        }
       });
     }
 
