@@ -255,7 +255,7 @@ export async function* ndjsonPackedBatches(
 /**
  * Hands each line of a streamed file to `take` (`\n` or `\r\n` ends one; the last may have
  * none), numbered from 1, and yields the bytes read so far after each chunk's lines and once
- * more after the last line.
+ * more after the last line. A byte order mark opening the file is not part of its first line.
  */
 async function* streamLines(
   source: Readable,
@@ -265,9 +265,15 @@ async function* streamLines(
   let bytesRead = 0;
   let lineNo = 1;
   let rest = '';
+  let first = true;
   for await (const chunk of source as AsyncIterable<Buffer>) {
     bytesRead += chunk.length;
-    const textChunk = rest + text.write(chunk);
+    let decoded = text.write(chunk);
+    if (first && decoded.length > 0) {
+      if (decoded.charCodeAt(0) === 0xfeff) decoded = decoded.slice(1);
+      first = false;
+    }
+    const textChunk = rest + decoded;
     // The chunk's whole lines; what follows its last newline waits for the next chunk.
     const whole = textChunk.lastIndexOf('\n') + 1;
     lineNo = eachLine(textChunk.slice(0, whole), lineNo, take);

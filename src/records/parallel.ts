@@ -441,8 +441,8 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
     bytes += block.byteLength;
     inFlight.set(seq, { endsAt: bytes, firstLine, ...(csv ? { data: block } : {}) });
     let text = block;
-    if (csv && seq === 0 && block[0] === 0xef && block[1] === 0xbb && block[2] === 0xbf) {
-      text = block.subarray(3); // a byte order mark is not part of the header
+    if (seq === 0 && block[0] === 0xef && block[1] === 0xbb && block[2] === 0xbf) {
+      text = block.subarray(3); // a byte order mark is not part of the first record
     }
     // An NDJSON block of its own memory is handed over, not copied (after this, `block` is
     // empty: its memory belongs to the worker). A CSV block is copied: it may be cut again.

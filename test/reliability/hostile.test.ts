@@ -192,6 +192,32 @@ for (const kind of destinationKinds()) {
           );
         }
       });
+
+      test(`an NDJSON file that begins with a byte order mark loads its first record${parsing}`, async () => {
+        hostile.serve([
+          `\ufeff${JSON.stringify({ id: 'b1', address: '1 Main St' })}`,
+          JSON.stringify({ id: 'b2', address: '2 Oak Ave' }),
+        ]);
+        const t = await target(`bom-${workers}`);
+        const file = pipeline(
+          t,
+          `bom-${workers}`,
+          `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+        );
+        const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+        assert.equal(run.code, 0, run.stdout + run.stderr);
+        assert.equal(run.summary.jobs[0].rejected, 0);
+        const rows = await t.all<{ id: string; address: string }>(
+          'select id, address from homes order by id',
+        );
+        assert.deepEqual(
+          rows.map((r) => [r.id, r.address]),
+          [
+            ['b1', '1 Main St'],
+            ['b2', '2 Oak Ave'],
+          ],
+        );
+      });
     }
 
     test('more fields than the database has columns: one clear line, exit 2', async () => {

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { csvRow } from '../../../src/emulator/render.js';
 import { packBatch, packedBatches, recordBatches } from '../../../src/records/index.js';
 import { ParserPool } from '../../../src/records/parallel.js';
-import { JobTables } from '../../../src/records/tables.js';
+import { JobTables, type ShapePlan } from '../../../src/records/tables.js';
 import type { PackedBatch, RecordBatch } from '../../../src/records/types.js';
 import { plainRows } from '../../../src/schema/copy-text.js';
 import { type Row, unpackRow } from '../../../src/schema/types.js';
@@ -97,6 +97,37 @@ function flat(batches: PackedBatch[]) {
     ),
     rejects: batches.flatMap((b) => b.rejects),
   };
+}
+
+/**
+ * A file parsed each way a run parses one: in this thread, streamed to one worker, and cut into
+ * blocks for two workers (blocks of 4 kB, so that a small file makes several, and rows as COPY
+ * text, as for PostgreSQL); the rows and rejects of each way, by its name.
+ */
+async function everyWay(file: string | Buffer, format: 'csv' | 'json', shapePlan: ShapePlan) {
+  const buffer = typeof file === 'string' ? Buffer.from(file) : file;
+  const tables = new JobTables(shapePlan);
+  const ways: Record<string, ReturnType<typeof flat>> = {
+    'this thread': flat(await collect(packedBatches(sourceOf(buffer), format, tables, 500))),
+  };
+  for (const workers of [1, 2]) {
+    const pool = new ParserPool(workers);
+    try {
+      const request = {
+        format,
+        plan: shapePlan,
+        batchSize: 500,
+        maxBuffered: 2,
+        blockBytes: 4096,
+        copyText: { keep: tables.keysRead() },
+      };
+      const batches = await collect(pool.parse(sourceOf(buffer), request).batches);
+      ways[`${workers} worker(s)`] = flat(batches.map((b) => ({ ...b, rows: plainRows(b.rows) })));
+    } finally {
+      await pool.close();
+    }
+  }
+  return ways;
 }
 
 describe('parsing in worker threads', () => {
@@ -385,6 +416,25 @@ describe('parsing in worker threads', () => {
       );
     } finally {
       await pool.close();
+    }
+  });
+
+  it('an NDJSON file that begins with a byte order mark keeps its first record, every way it is parsed', async () => {
+    const lines = Array.from({ length: 300 }, (_, i) =>
+      JSON.stringify({ id: `p${i}`, address: `${i} ${'Main Street '.repeat(10)}` }),
+    );
+    const text = `\ufeff${lines.join('\n')}\n`;
+    for (const nested of ['json', 'tables']) {
+      const ways = await everyWay(text, 'json', propertiesPlan(`nested: ${nested}`));
+      for (const [way, { rows, rejects }] of Object.entries(ways)) {
+        assert.deepEqual(rejects, [], `${nested}, ${way}`);
+        assert.equal(rows.length, 300, `${nested}, ${way}`);
+        assert.deepEqual(rows[0], {
+          line: 1,
+          row: { id: 'p0', address: `0 ${'Main Street '.repeat(10)}` },
+          related: undefined,
+        });
+      }
     }
   });
 
