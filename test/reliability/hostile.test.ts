@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -11,7 +12,14 @@ import {
   targetFactory,
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import {
+  emulatorEnv,
+  pipelineHead,
+  runCli,
+  SLUICE_BIN,
+  tempDir,
+  writePipeline,
+} from '../helpers/pipeline.js';
 import { postgresUrl } from '../helpers/postgres.js';
 import { downloadsByType, startRun, stopAt } from '../helpers/runs.js';
 import { type HostileService, startHostileService } from './hostile-server.js';
@@ -72,6 +80,47 @@ function hostileEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 async function runJson(file: string, env: NodeJS.ProcessEnv, args: string[] = []) {
   const result = await runCli(['run', file, '--json', '--no-progress', ...args], env);
   return { ...result, summary: JSON.parse(result.stdout) };
+}
+
+/** `sluice run --json` as a process of its own, as users run it, with its own environment. */
+function runProcess(file: string, env: NodeJS.ProcessEnv) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [SLUICE_BIN, 'run', file, '--json', '--no-progress'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * A file of three records whose second is `mib` MiB of one line, generated a MiB at a time: the
+ * server never holds it, and a reader that gathered it would need several times its size.
+ */
+function hugeRecordFile(format: 'csv' | 'json', mib: number) {
+  const [head, tail] =
+    format === 'csv'
+      ? ['id,address\nr1,1 Main St\nhuge,', '\nr3,3 Elm Rd\n']
+      : [
+          `${JSON.stringify({ id: 'r1', address: '1 Main St' })}\n{"id":"huge","address":"`,
+          `"}\n${JSON.stringify({ id: 'r3', address: '3 Elm Rd' })}\n`,
+        ];
+  const block = Buffer.alloc(1 << 20, 'x');
+  const bytes = (text: string) => Buffer.byteLength(text.slice(text.lastIndexOf('\n') + 1));
+  return {
+    /** The huge record's size, its line end not counted. */
+    size: bytes(head) + mib * block.length + Buffer.byteLength(tail.slice(0, tail.indexOf('\n'))),
+    *body() {
+      yield head;
+      for (let i = 0; i < mib; i++) yield block;
+      yield tail;
+    },
+  };
 }
 
 for (const kind of destinationKinds()) {
@@ -217,6 +266,47 @@ for (const kind of destinationKinds()) {
             ['b2', '2 Oak Ave'],
           ],
         );
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
+      test(`a single record of 100 MB is one reject with its size, found in bounded memory; the rest loads, exit 0${parsing}`, async () => {
+        for (const format of ['json', 'csv'] as const) {
+          const huge = hugeRecordFile(format, 100);
+          hostile.serveGenerated(3, () => huge.body());
+          const t = await target(`huge-${format}-${workers}`);
+          const file = pipeline(
+            t,
+            `huge-${format}-${workers}`,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n    ${POLL}\n`,
+          );
+          // A heap of 192 MB, as the installed command runs: a run that gathered the record
+          // ran out of memory after minutes (exit 134, no JSON, the pipeline blocked for good).
+          const env = hostileEnv({
+            SLUICE_PARSE_WORKERS: workers,
+            NODE_OPTIONS: '--max-old-space-size=192',
+          });
+          const run = await runProcess(file, env);
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          const [job] = JSON.parse(run.stdout).jobs;
+          assert.equal(job.loaded, 2, format);
+          assert.equal(job.rejected, 1, format);
+          const [reject] = await t.all<{ line: number; raw: string; reason: string }>(
+            'select line, raw, reason from _sluice_rejects',
+          );
+          assert.equal(Number(reject!.line), format === 'csv' ? 3 : 2);
+          assert.equal(
+            reject!.reason,
+            `a record of ${huge.size.toLocaleString('en-US')} bytes, more than the 4,194,304 a record may hold (SLUICE_MAX_RECORD_BYTES)`,
+          );
+          assert.equal(reject!.raw.length, 10_000, 'its first 10 kB');
+          assert.ok(reject!.raw.startsWith(format === 'csv' ? 'huge,xxx' : '{"id":"huge"'));
+          const ids = await t.all<{ id: string }>('select id from homes order by id');
+          assert.deepEqual(
+            ids.map((r) => r.id),
+            ['r1', 'r3'],
+          );
+        }
       });
     }
 

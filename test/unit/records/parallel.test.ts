@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { csvRow } from '../../../src/emulator/render.js';
 import { packBatch, packedBatches, recordBatches } from '../../../src/records/index.js';
 import { ParserPool } from '../../../src/records/parallel.js';
+import { tooLongReason } from '../../../src/records/record-size.js';
 import { JobTables, type ShapePlan } from '../../../src/records/tables.js';
 import type { PackedBatch, RecordBatch } from '../../../src/records/types.js';
 import { plainRows } from '../../../src/schema/copy-text.js';
@@ -104,11 +105,17 @@ function flat(batches: PackedBatch[]) {
  * blocks for two workers (blocks of 4 kB, so that a small file makes several, and rows as COPY
  * text, as for PostgreSQL); the rows and rejects of each way, by its name.
  */
-async function everyWay(file: string | Buffer, format: 'csv' | 'json', shapePlan: ShapePlan) {
+async function everyWay(
+  file: string | Buffer,
+  format: 'csv' | 'json',
+  shapePlan: ShapePlan,
+  maxRecordBytes?: number,
+) {
   const buffer = typeof file === 'string' ? Buffer.from(file) : file;
   const tables = new JobTables(shapePlan);
+  const batches = packedBatches(sourceOf(buffer), format, tables, 500, maxRecordBytes);
   const ways: Record<string, ReturnType<typeof flat>> = {
-    'this thread': flat(await collect(packedBatches(sourceOf(buffer), format, tables, 500))),
+    'this thread': flat(await collect(batches)),
   };
   for (const workers of [1, 2]) {
     const pool = new ParserPool(workers);
@@ -120,6 +127,7 @@ async function everyWay(file: string | Buffer, format: 'csv' | 'json', shapePlan
         maxBuffered: 2,
         blockBytes: 4096,
         copyText: { keep: tables.keysRead() },
+        ...(maxRecordBytes === undefined ? {} : { maxRecordBytes }),
       };
       const batches = await collect(pool.parse(sourceOf(buffer), request).batches);
       ways[`${workers} worker(s)`] = flat(batches.map((b) => ({ ...b, rows: plainRows(b.rows) })));
@@ -434,6 +442,135 @@ describe('parsing in worker threads', () => {
           row: { id: 'p0', address: `0 ${'Main Street '.repeat(10)}` },
           related: undefined,
         });
+      }
+    }
+  });
+
+  it('a record beyond the size limit is one reject with its size, never gathered, every way it is parsed', async () => {
+    const limit = 5000;
+    const reject = (line: number, text: string) => ({
+      line,
+      raw: text.slice(0, 10_000),
+      reason: tooLongReason(Buffer.byteLength(text), limit),
+    });
+    // NDJSON: lines past the limit in one piece and over many chunks, one of characters of two
+    // bytes, one ended by CRLF, one that ends the file; one at the limit exactly loads.
+    const json = (id: string, address: string) => JSON.stringify({ id, address });
+    const at = json('at', 'x'.repeat(limit - json('at', '').length));
+    const long = {
+      6: json('over', 'x'.repeat(limit)),
+      40: json('huge', 'y'.repeat(60_000)),
+      41: json('wide', 'é'.repeat(2600)),
+      90: json('crlf', 'z'.repeat(30_000)),
+      120: json('last', 'w'.repeat(70_000)),
+    } as Record<number, string>;
+    const lines: string[] = [];
+    for (let n = 1; n <= 120; n++)
+      lines.push(long[n] ?? (n === 7 ? at : json(`p${n}`, `${n} Main St`)));
+    const ndjson = lines
+      .map((l, i) => (i === 89 ? `${l}\r\n` : `${l}\n`))
+      .join('')
+      .slice(0, -1);
+    for (const nested of ['json', 'tables']) {
+      const ways = await everyWay(ndjson, 'json', propertiesPlan(`nested: ${nested}`), limit);
+      for (const [way, { rows, rejects }] of Object.entries(ways)) {
+        const what = `NDJSON, nested ${nested}, ${way}`;
+        assert.deepEqual(
+          rejects,
+          Object.entries(long).map(([n, text]) => reject(Number(n), text)),
+          what,
+        );
+        assert.equal(rows.length, 115, what);
+        assert.equal(rows[6]?.line, 8, `${what}: lines are counted past a skipped one`);
+        assert.equal(
+          rows.find((r) => r.row.id === 'at')?.line,
+          7,
+          `${what}: a record at the limit loads`,
+        );
+      }
+    }
+    // CSV: a record of one line past the limit, unquoted and quoted, is one reject; the
+    // records around it, one over several lines among them, load.
+    const csvLong = {
+      4: `u1,${'a'.repeat(40_000)}`,
+      5: `q1,"${'b,'.repeat(20_000)}"`,
+      9: `u2,${'c'.repeat(6000)}`,
+    } as Record<number, string>;
+    const csvLines = ['id,address'];
+    for (let n = 2; n <= 60; n++) {
+      csvLines.push(csvLong[n] ?? (n === 7 ? 'm1,"two\nlines"' : `c${n},${n} Elm Rd`));
+    }
+    const csv = `${csvLines.join('\n')}\n`;
+    const ways = await everyWay(csv, 'csv', plan, limit);
+    for (const [way, { rows, rejects }] of Object.entries(ways)) {
+      assert.deepEqual(
+        rejects,
+        // The record of two lines moves the file lines of those after it by one.
+        Object.entries(csvLong).map(([n, text]) =>
+          reject(Number(n) + (Number(n) > 7 ? 1 : 0), text),
+        ),
+        `CSV, ${way}`,
+      );
+      assert.equal(rows.length, 56, `CSV, ${way}`);
+      assert.deepEqual(rows.find((r) => r.row.id === 'm1')?.row.address, 'two\nlines');
+      assert.equal(rows.at(-1)?.line, 61, `CSV, ${way}: lines are counted past a skipped one`);
+    }
+  });
+
+  it('a line beyond the limit among blocks cut again after a broken quote: the rows and rejects of one thread', async () => {
+    // The cutter takes the lines from the stray quote to the next quote for one record; its
+    // worker rejects the first of them and the file is cut again from the line of that next
+    // quote, with the blocks sent after it: among them, sooner or later, the line beyond the
+    // limit, which must be sent again as it was.
+    const limit = 20_000;
+    const tables = new JobTables(plan);
+    for (const between of [5, 40, 120]) {
+      const lines = ['id,yearBuilt'];
+      for (let i = 0; i < 300; i++) lines.push(`h${i},${1900 + (i % 100)}`);
+      lines.push('0,"stray quote');
+      for (let i = 1; i < 20; i++) lines.push(`a${i},${1900 + i}`);
+      lines.push('x,1"9');
+      for (let i = 0; i < between; i++) lines.push(`b${i},${1950 + (i % 50)}`);
+      lines.push(`long,${'9'.repeat(30_000)}`);
+      for (let i = 0; i < 300; i++) lines.push(`c${i},2000`);
+      const text = Buffer.from(`${lines.join('\n')}\n`);
+      const here = flat(await collect(packedBatches(sourceOf(text), 'csv', tables, 500, limit)));
+      assert.deepEqual(
+        here.rejects.map((r) => r.line),
+        [302, 322, 323 + between],
+        'the stray quote, the line of the next one, the line beyond the limit',
+      );
+      for (const workers of [2, 3]) {
+        const pool = new ParserPool(workers);
+        try {
+          const request = { ...CSV_REQUEST, blockBytes: 200, maxRecordBytes: limit };
+          const batches = await collect(pool.parse(sourceOf(text), request).batches);
+          assert.deepEqual(flat(batches), here, `${workers} workers, ${between} lines between`);
+          assert.equal(batches.at(-1)?.bytesRead, text.byteLength);
+        } finally {
+          await pool.close();
+        }
+      }
+    }
+  });
+
+  it('a CSV header beyond the size limit fails the file as unreadable, every way it is parsed', async () => {
+    const csv = `id,${'x'.repeat(9000)}\n1,2\n`;
+    const tables = new JobTables(plan);
+    await assert.rejects(
+      collect(packedBatches(sourceOf(Buffer.from(csv)), 'csv', tables, 500, 5000)),
+      /header line of the file cannot be read: a record of 9,003 bytes/,
+    );
+    for (const workers of [1, 2]) {
+      const pool = new ParserPool(workers);
+      try {
+        const request = { ...CSV_REQUEST, blockBytes: 4096, maxRecordBytes: 5000 };
+        await assert.rejects(
+          collect(pool.parse(sourceOf(Buffer.from(csv)), request).batches),
+          /header line of the file cannot be read: a record of 9,003 bytes/,
+        );
+      } finally {
+        await pool.close();
       }
     }
   });
