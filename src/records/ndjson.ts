@@ -12,6 +12,7 @@ import {
   NUL_REASON,
   toColumnValue,
 } from './normalize.js';
+import { InexactNumber, parseExact } from './numbers.js';
 import {
   boundedLines,
   bytesBeyond,
@@ -44,9 +45,9 @@ function fieldDecoders(type: DataType): (key: string) => Decoder | null {
 }
 
 /**
- * One NDJSON line as a JSON object, or undefined with a reject (its line number and text) when
- * it is not one, holds a NUL or is longer than `maxBytes`; blank lines are undefined too, with
- * no reject.
+ * One NDJSON line as a JSON object, its numbers exact (numbers.ts), or undefined with a reject
+ * (its line number and text) when it is not one, holds a NUL or a number that cannot be stored
+ * as written, or is longer than `maxBytes`; blank lines are undefined too, with no reject.
  */
 function parseLine(
   line: string,
@@ -62,10 +63,14 @@ function parseLine(
   if (line.length === 0 || /^\s*$/.test(line)) return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(line);
+    value = parseExact(line);
   } catch (error) {
     // A raw NUL in a string makes the line invalid JSON too: the NUL is what to say.
-    const reason = hasNul(line) ? NUL_REASON : `not valid JSON: ${(error as Error).message}`;
+    const reason = hasNul(line)
+      ? NUL_REASON
+      : error instanceof InexactNumber
+        ? error.message
+        : `not valid JSON: ${(error as Error).message}`;
     rejects.push({ line: lineNo, raw: cutRaw(line), reason });
     return undefined;
   }

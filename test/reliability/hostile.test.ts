@@ -270,6 +270,101 @@ for (const kind of destinationKinds()) {
     }
 
     for (const [parsing, workers] of PARSINGS) {
+      test(`numbers past a double are kept exactly or rejected with their reason, never changed${parsing}`, async () => {
+        const files = {
+          json: [
+            '{"id":"n1","yearBuilt":9007199254740993,"prices":[{"amountMin":1.5,"listingId":9007199254740993}]}',
+            '{"id":"n2","yearBuilt":-9223372036854775808}',
+            '{"id":"n3","yearBuilt":1e400}',
+            '{"id":"n4","numBedroom":99999999999999999999999}',
+            '{"id":"n5","floorSizeValue":1.5}',
+            '{"id":"n6","floorSizeValue":9007199254740993}',
+          ],
+          csv: [
+            'id,yearBuilt,numBedroom,floorSizeValue,prices',
+            'n1,9007199254740993,,,"[{""amountMin"":1.5,""listingId"":9007199254740993}]"',
+            'n2,-9223372036854775808,,,',
+            'n3,1e400,,,',
+            'n4,,99999999999999999999999,,',
+            'n5,,,1.5,',
+            'n6,,,9007199254740993,',
+          ],
+        };
+        for (const [format, lines] of Object.entries(files)) {
+          hostile.serve(lines, 6);
+          const t = await target(`numbers-${format}-${workers}`);
+          const file = pipeline(
+            t,
+            `numbers-${format}-${workers}`,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          assert.equal(run.summary.jobs[0].loaded, 3, format);
+          assert.equal(run.summary.jobs[0].rejected, 3, format);
+          // Read back as text: a driver would read an integer past 2^53 as a rounded number.
+          const homes = await t.all<{ id: string; y: string | null; f: string | null }>(
+            'select id, cast("yearBuilt" as text) as y, cast("floorSizeValue" as text) as f from homes order by id',
+          );
+          assert.deepEqual(
+            homes.map((h) => [h.id, h.y, h.f]),
+            [
+              ['n1', '9007199254740993', null],
+              ['n2', '-9223372036854775808', null],
+              ['n5', null, '1.5'],
+            ],
+            format,
+          );
+          const child = await t.one<{ listing: string }>(
+            `select cast("listingId" as text) as listing from homes__prices where _parent_id = 'n1'`,
+          );
+          assert.equal(child.listing, '9007199254740993', `${format}: in a child table`);
+          const rejects = await t.all<{ line: number; reason: string }>(
+            'select line, reason from _sluice_rejects order by line',
+          );
+          const at = format === 'csv' ? 1 : 0;
+          assert.deepEqual(
+            rejects.map((r) => [Number(r.line), r.reason]),
+            [
+              [
+                3 + at,
+                "yearBuilt: the number 1e400 cannot be stored exactly: beyond a double's range",
+              ],
+              [
+                4 + at,
+                'numBedroom: the number 99999999999999999999999 cannot be stored exactly: an integer beyond 64 bits',
+              ],
+              [
+                6 + at,
+                'homes: floorSizeValue: the number 9007199254740993 cannot be stored exactly: the column is floating point, which rounds an integer past 2^53',
+              ],
+            ],
+            format,
+          );
+        }
+        // Alone in its batch, the number is written as an integer (as COPY text, by parse
+        // workers for PostgreSQL) into the table's floating-point column: refused all the same.
+        hostile.serve([
+          '{"id":"f1","floorSizeValue":9007199254740993}',
+          '{"id":"f2","address":"2 Oak Ave"}',
+        ]);
+        const t = await target(`numbers-float-${workers}`);
+        const file = pipeline(
+          t,
+          `numbers-float-${workers}`,
+          `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+        );
+        const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+        assert.equal(run.code, 0, run.stdout + run.stderr);
+        assert.equal(run.summary.jobs[0].rejected, 1);
+        const [kept] = await t.all<{ id: string }>('select id from homes');
+        assert.equal(kept?.id, 'f2');
+        const [reject] = await t.all<{ raw: string }>('select raw from _sluice_rejects');
+        assert.match(reject!.raw, /"floorSizeValue":9007199254740993/, 'its row, digits and all');
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
       test(`a single record of 100 MB is one reject with its size, found in bounded memory; the rest loads, exit 0${parsing}`, async () => {
         for (const format of ['json', 'csv'] as const) {
           const huge = hugeRecordFile(format, 100);

@@ -554,6 +554,110 @@ describe('parsing in worker threads', () => {
     }
   });
 
+  it('numbers past a double: exact as bigints or rejected as written, top level and nested, every way a file is parsed', async () => {
+    const lines = [
+      '{"id":"p1","yearBuilt":9007199254740993,"prices":[{"amountMin":1.5,"listingId":9007199254740993}],"extra":{"big":9007199254740995}}',
+      '{"id":"p2","yearBuilt":-9223372036854775808}',
+      '{"id":"p3","yearBuilt":1e400}',
+      '{"id":"p4","numBedroom":99999999999999999999999}',
+      '{"id":"p5","floorSizeValue":1.5,"address":"1234567890123456789 Main St, Suite e400"}',
+      '{"id":"p6","prices":[{"amountMin":1e-400}]}',
+    ];
+    const reasons = [
+      {
+        line: 3,
+        reason: "yearBuilt: the number 1e400 cannot be stored exactly: beyond a double's range",
+      },
+      {
+        line: 4,
+        reason:
+          'numBedroom: the number 99999999999999999999999 cannot be stored exactly: an integer beyond 64 bits',
+      },
+      {
+        line: 6,
+        reason:
+          'prices.amountMin: the number 1e-400 cannot be stored exactly: a double rounds it to 0',
+      },
+    ];
+    const ndjson = `${lines.join('\n')}\n`;
+    for (const nested of ['json', 'tables'] as const) {
+      const ways = await everyWay(ndjson, 'json', propertiesPlan(`nested: ${nested}`));
+      for (const [way, { rows, rejects }] of Object.entries(ways)) {
+        const what = `NDJSON, nested ${nested}, ${way}`;
+        assert.deepEqual(
+          rejects.map(({ line, reason }) => ({ line, reason })),
+          reasons,
+          what,
+        );
+        assert.deepEqual(
+          rows.map((r) => r.row.id),
+          ['p1', 'p2', 'p5'],
+          what,
+        );
+        const [p1, p2, p5] = rows;
+        assert.equal(p1!.row.yearBuilt, 9007199254740993n, what);
+        assert.equal(p2!.row.yearBuilt, -9223372036854775808n, what);
+        assert.equal(p5!.row.floorSizeValue, 1.5, what);
+        assert.equal(p5!.row.address, '1234567890123456789 Main St, Suite e400', what);
+        if (nested === 'json') {
+          assert.equal(p1!.row.prices, '[{"amountMin":1.5,"listingId":9007199254740993}]', what);
+          assert.equal(p1!.row.extra, '{"big":9007199254740995}', what);
+        } else {
+          assert.equal(p1!.row.extra__big, 9007199254740995n, what);
+          assert.deepEqual(
+            p1!.related?.get('homes__prices'),
+            [{ _parent_id: 'p1', _position: 0, amountMin: 1.5, listingId: 9007199254740993n }],
+            what,
+          );
+        }
+      }
+    }
+    // CSV: number cells and numbers in JSON cells alike (a field the catalogue does not know
+    // stays text, as ever).
+    const columns = 'id,yearBuilt,numBedroom,prices';
+    const csv = [
+      columns,
+      'p1,9007199254740993,,"[{""amountMin"":1.5,""listingId"":9007199254740993}]"',
+      'p2,-9223372036854775808.0,,',
+      'p3,1e400,,',
+      'p4,,99999999999999999999999,',
+      'p5,1999,1.5e0,',
+      'p6,,,"[{""amountMin"":1e-400}]"',
+    ].join('\n');
+    const ways = await everyWay(`${csv}\n`, 'csv', plan);
+    for (const [way, { rows, rejects }] of Object.entries(ways)) {
+      assert.deepEqual(
+        rejects.map(({ line, reason }) => ({ line, reason })),
+        [
+          {
+            line: 4,
+            reason: "yearBuilt: the number 1e400 cannot be stored exactly: beyond a double's range",
+          },
+          {
+            line: 5,
+            reason:
+              'numBedroom: the number 99999999999999999999999 cannot be stored exactly: an integer beyond 64 bits',
+          },
+          {
+            line: 7,
+            reason:
+              'prices: amountMin: the number 1e-400 cannot be stored exactly: a double rounds it to 0',
+          },
+        ],
+        `CSV, ${way}`,
+      );
+      const [p1, p2, p5] = rows;
+      assert.equal(p1!.row.yearBuilt, 9007199254740993n, `CSV, ${way}`);
+      assert.deepEqual(
+        p1!.related?.get('homes__prices'),
+        [{ _parent_id: 'p1', _position: 0, amountMin: 1.5, listingId: 9007199254740993n }],
+        `CSV, ${way}`,
+      );
+      assert.equal(p2!.row.yearBuilt, -9223372036854775808n, `CSV, ${way}`);
+      assert.equal(p5!.row.numBedroom, 1.5, `CSV, ${way}`);
+    }
+  });
+
   it('a CSV header beyond the size limit fails the file as unreadable, every way it is parsed', async () => {
     const csv = `id,${'x'.repeat(9000)}\n1,2\n`;
     const tables = new JobTables(plan);
