@@ -69,11 +69,10 @@ export function parseExact(text: string): unknown {
   if (!MAY_NOT_FIT.test(text)) return JSON.parse(text);
   const tokens = numberTokens(text).filter((t) => MAY_NOT_FIT.test(text.slice(t.start, t.end)));
   if (tokens.length === 0) return JSON.parse(text);
-  // The strings that name the numbers begin with a control character the text does not hold,
-  // raw or escaped: no string of the text can be taken for one.
-  const mark = unusedControl(text);
-  if (mark === undefined) return JSON.parse(text);
-  const escaped = `\\u000${mark.charCodeAt(0)}`;
+  // The strings that name the numbers begin with a character the text does not hold, raw or
+  // escaped: no string of the text can be taken for one.
+  const mark = unusedMark(text);
+  const escaped = `\\u${mark.charCodeAt(0).toString(16)}`;
   let named = '';
   let at = 0;
   tokens.forEach((token, i) => {
@@ -133,13 +132,20 @@ function stringEnd(text: string, open: number): number {
   return text.length;
 }
 
-/** A control character (U+0000 to U+0009) that `text` holds neither raw nor escaped. */
-function unusedControl(text: string): string | undefined {
-  for (let code = 0; code < 10; code++) {
-    const c = String.fromCharCode(code);
-    if (!text.includes(c) && !text.includes(`\\u000${code}`)) return c;
+/**
+ * A character of Unicode's private use area that `text` holds neither raw nor escaped: the
+ * first one tried, but for text made to hold them. Those tried are written `\ueDDD` with
+ * decimal digits, so that an escape of one has two spellings only (`e` or `E`).
+ */
+function unusedMark(text: string): string {
+  for (let n = 0; n < 1000; n++) {
+    const hex = `e${String(n).padStart(3, '0')}`;
+    const mark = String.fromCharCode(Number.parseInt(hex, 16));
+    const escaped = [`\\u${hex}`, `\\uE${hex.slice(1)}`];
+    if (!text.includes(mark) && !escaped.some((e) => text.includes(e))) return mark;
   }
-  return undefined;
+  // Never so in a record: it would have to hold all thousand of them.
+  throw new InexactNumber('its numbers cannot be read exactly: the text holds every mark tried');
 }
 
 /**

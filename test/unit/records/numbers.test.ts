@@ -49,6 +49,12 @@ describe('numbers kept exactly or refused (numbers.ts)', () => {
     assert.deepEqual(value.nested, { deep: [1, 9007199254740997n] });
     assert.equal(value.small, 12);
     assert.equal(value.real, 0.0025);
+    // Strings holding the character that names numbers in the first place: another is taken.
+    const marked = '{"a":"\ue000 and \\ue001 and \\uE002","b":9007199254740993}';
+    assert.deepEqual(parseExact(marked), {
+      a: '\ue000 and \ue001 and \ue002',
+      b: 9007199254740993n,
+    });
     // A text with no number past a double is JSON.parse's own, errors and all.
     assert.deepEqual(parseExact('{"a":1}'), { a: 1 });
     assert.throws(() => parseExact('{"a": 99999999999999999 x}'), SyntaxError);
