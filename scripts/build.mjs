@@ -1,7 +1,9 @@
 // Builds dist/ from src/: JavaScript through esbuild (one file per source file, no bundling, in
 // well under a second), and with `--types` the declarations through tsc (for the package).
-// `npm ci` runs it (prepare) without --types, so `npm ci --omit=dev` gives a working install:
-// esbuild is a dependency, TypeScript only a dev dependency.
+// `npm ci` runs it (prepare) without --types. esbuild and TypeScript are dev dependencies: users
+// install the package, which holds dist/ already (npm pack runs prepack, which builds), so none
+// of them downloads a build tool. A clone installed with --omit=dev has no esbuild: it is told
+// to install it (or `npm ci`, then `npm prune --omit=dev`), not left with a broken install.
 // dist/ is rebuilt in place, never removed first: a run may be importing from it meanwhile (the
 // first `npx sluice` in this folder installs the folder into npx's cache, which runs prepare, while
 // a scheduled run of the same install goes on). Each JavaScript file and source map is written to
@@ -25,7 +27,6 @@ import {
 } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const out = outDir();
@@ -55,6 +56,15 @@ function sources(dir, found = []) {
   return found;
 }
 
+let build;
+try {
+  ({ build } = await import('esbuild'));
+} catch {
+  console.error(
+    'build.mjs: esbuild is not installed (it is a dev dependency): build with `npm ci`, then `npm prune --omit=dev` for a production install',
+  );
+  process.exit(1);
+}
 const built = await build({
   absWorkingDir: root,
   entryPoints: sources('src'),

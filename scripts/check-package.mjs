@@ -1,11 +1,12 @@
 // The package as users get it, checked the way they use it (.ci/run runs this after the tests):
-//  1. `npm pack`, the tarball installed with `--omit=dev` into an empty folder; `import('sluice')`
-//     and `import('sluice/emulator')` give the public API; the installed `sluice` command runs a
-//     pipeline against the emulator into SQLite.
-//  2. A clone of this repository installed with `npm ci --omit=dev` has a working command.
+//  1. `npm pack`, the tarball installed with `--omit=dev` into an empty folder: no build tool
+//     (esbuild) and no fastify come with it; the emulator asks for fastify by name; once it is
+//     installed, `import('sluice')` and `import('sluice/emulator')` give the public API and the
+//     installed `sluice` command runs a pipeline against the emulator into SQLite.
+//  2. A clone of this repository, `npm ci` then `npm prune --omit=dev`, has a working command.
 // Usage: node scripts/check-package.mjs   (needs the npm registry, as npm ci does)
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,6 +48,23 @@ try {
   );
   step('install the tarball with --omit=dev into an empty folder');
   npm(['install', tarball, '--omit=dev'], app);
+  for (const tool of ['esbuild', 'fastify', 'typescript']) {
+    if (existsSync(join(app, 'node_modules', tool))) {
+      throw new Error(
+        `${tool} was installed with sluice: it is for development (or the emulator) only`,
+      );
+    }
+  }
+  step('the emulator without fastify asks for it by name');
+  writeFileSync(
+    join(app, 'no-fastify.mjs'),
+    "import { startEmulator } from 'sluice/emulator';\ntry { await startEmulator({ port: 0 }); console.log('started'); } catch (e) { console.log(e.code, e.message); }\n",
+  );
+  const asked = await run(process.execPath, ['no-fastify.mjs'], { cwd: app });
+  if (!/SLUICE_USAGE .*npm install fastify@5/.test(asked.stdout)) {
+    throw new Error(`the emulator without fastify: ${asked.stdout}${asked.stderr}`);
+  }
+  npm(['install', 'fastify@5'], app);
 
   step(
     "import('sluice') and import('sluice/emulator'), and run a pipeline with the installed command",
@@ -96,20 +114,21 @@ try {
   process.stdout.write(checked.stdout);
   if (checked.code !== 0) throw new Error(`the installed package failed:\n${checked.stderr}`);
 
-  step('a clone of the repository, npm ci --omit=dev');
+  step('a clone of the repository, npm ci, then npm prune --omit=dev');
   const clone = join(work, 'clone');
   execFileSync('git', ['clone', '--quiet', root, clone]);
-  npm(['ci', '--omit=dev'], clone);
+  npm(['ci'], clone);
+  npm(['prune', '--omit=dev'], clone);
   const started = Date.now();
   const fields = await run(process.execPath, ['bin/sluice.js', 'fields', 'properties', '--json'], {
     cwd: clone,
   });
   if (fields.code !== 0 || JSON.parse(fields.stdout).type !== 'properties') {
-    throw new Error(`sluice from npm ci --omit=dev failed:\n${fields.stderr}`);
+    throw new Error(`sluice pruned to its dependencies failed:\n${fields.stderr}`);
   }
   const viaNpx = await run('npx', ['sluice', '--version'], { cwd: clone });
   if (viaNpx.code !== 0) throw new Error(`npx sluice failed:\n${viaNpx.stderr}`);
-  step(`npm ci --omit=dev gives a working command (first run ${Date.now() - started} ms)`);
+  step(`pruned to its dependencies, a working command (first run ${Date.now() - started} ms)`);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

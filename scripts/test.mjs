@@ -1,6 +1,8 @@
 // Runs the test suite with Node's own test runner through tsx.
 // Node 20 does not expand globs for --test, so the files are listed here.
-// Usage: node scripts/test.mjs [dir-or-file ...]   (default: test/)
+// Usage: node scripts/test.mjs [--wire live|contract|real] [dir-or-file ...]   (default: test/)
+// --wire sets SLUICE_TEST_WIRE: the wire mode of every emulator whose test names none (CI runs
+// the end-to-end files once more against the contract's forms: npm run test:e2e-contract).
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +25,14 @@ function collect(path, out) {
 const build = spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);
 
-const roots = process.argv.slice(2);
+const args = process.argv.slice(2);
+const env = { ...process.env };
+const wireAt = args.indexOf('--wire');
+if (wireAt >= 0) {
+  env.SLUICE_TEST_WIRE = args[wireAt + 1] ?? '';
+  args.splice(wireAt, 2);
+}
+const roots = args;
 const explicit = roots.some((r) => r.includes('reliability'));
 // The long end-to-end files start first, so that short ones fill the gaps at the end instead of
 // one long file running alone on the last core.
@@ -42,6 +51,6 @@ if (files.length === 0) {
 const result = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--test', '--test-concurrency=3', '--test-reporter=spec', ...files],
-  { stdio: 'inherit' },
+  { stdio: 'inherit', env },
 );
 process.exit(result.status ?? 1);

@@ -220,6 +220,160 @@ export const FIELDS: Record<DataType, FieldMap> = {
   },
 };
 
+/** A view the service makes for everyone: usable in searches and downloads, readable, fixed. */
+export interface PremadeView {
+  type: DataType;
+  /** The fields it selects, as a created view names them. */
+  fields: readonly string[];
+}
+
+const everyField = (type: DataType): readonly string[] => Object.keys(FIELDS[type]);
+const except = (type: DataType, ...left: string[]) =>
+  everyField(type).filter((field) => !left.includes(field));
+
+const PROPERTY_PLACE = ['id', 'address', 'city', 'province', 'postalCode', 'country'];
+const BUSINESS_PLACE = ['id', 'name', 'address', 'city', 'province', 'postalCode', 'country'];
+const PRODUCT_NAME = ['id', 'name', 'brand', 'manufacturer', 'categories', 'primaryCategories'];
+const DATES = ['dateAdded', 'dateUpdated'];
+
+/**
+ * The pre-made views, by the names the service's guides and its customers' public clients use:
+ * v4 names are singular (`property_flat_prices`), v3 names plural (`products_pricesFlat`); the
+ * service has no pre-made people view that they show. Where a name selects fields the data
+ * types here do not have (menus, product and property reviews), its list keeps the fields that
+ * place the record and the nearest ones there are. The emulator serves them (a view's fields
+ * decide a file's columns); `validate` accepts exactly these names without a `views:` entry.
+ */
+export const PREMADE_VIEWS: Readonly<Record<string, PremadeView>> = {
+  // v4
+  property_flat_prices: {
+    type: 'properties',
+    fields: [
+      ...PROPERTY_PLACE,
+      'propertyType',
+      'mostRecentPriceAmount',
+      'mostRecentPriceDate',
+      'prices',
+      ...DATES,
+    ],
+  },
+  property_flat_reviews: {
+    type: 'properties',
+    fields: [...PROPERTY_PLACE, 'propertyType', 'descriptions', ...DATES],
+  },
+  property_preview: {
+    type: 'properties',
+    fields: [
+      ...PROPERTY_PLACE,
+      'propertyType',
+      'numBedroom',
+      'numBathroom',
+      'floorSizeValue',
+      'mostRecentStatus',
+      'mostRecentPriceAmount',
+    ],
+  },
+  property_sourceURLs: {
+    type: 'properties',
+    fields: [...PROPERTY_PLACE, 'sourceURLs', ...DATES],
+  },
+  business_all_nested: { type: 'businesses', fields: everyField('businesses') },
+  business_basic: {
+    type: 'businesses',
+    fields: [
+      ...BUSINESS_PLACE,
+      'latitude',
+      'longitude',
+      'categories',
+      'primaryCategories',
+      'phones',
+      'websites',
+      ...DATES,
+    ],
+  },
+  business_flat_menus: {
+    type: 'businesses',
+    fields: [...BUSINESS_PLACE, 'categories', 'primaryCategories', 'features', ...DATES],
+  },
+  business_flat_reviews: {
+    type: 'businesses',
+    fields: [...BUSINESS_PLACE, 'reviews', ...DATES],
+  },
+  business_no_reviews: { type: 'businesses', fields: except('businesses', 'reviews') },
+  product_all_nested: { type: 'products', fields: everyField('products') },
+  product_flat_prices: {
+    type: 'products',
+    fields: [
+      'id',
+      'name',
+      'brand',
+      'prices',
+      'mostRecentPriceAmount',
+      'mostRecentPriceDate',
+      ...DATES,
+    ],
+  },
+  product_flat_reviews: {
+    type: 'products',
+    fields: [...PRODUCT_NAME, 'merchants', ...DATES],
+  },
+  // v3
+  properties_all: { type: 'properties', fields: everyField('properties') },
+  properties_all_nested: { type: 'properties', fields: everyField('properties') },
+  businesses_all: { type: 'businesses', fields: everyField('businesses') },
+  businesses_all_nested: { type: 'businesses', fields: everyField('businesses') },
+  businesses_all_nested_no_reviews: {
+    type: 'businesses',
+    fields: except('businesses', 'reviews'),
+  },
+  businesses_all_menusFlat: {
+    type: 'businesses',
+    fields: [...BUSINESS_PLACE, 'categories', 'primaryCategories', 'features', ...DATES],
+  },
+  businesses_basic: {
+    type: 'businesses',
+    fields: [
+      ...BUSINESS_PLACE,
+      'latitude',
+      'longitude',
+      'categories',
+      'primaryCategories',
+      'phones',
+      'websites',
+      ...DATES,
+    ],
+  },
+  products_all: { type: 'products', fields: everyField('products') },
+  products_basicFields: {
+    type: 'products',
+    fields: [
+      'id',
+      'name',
+      'brand',
+      'manufacturer',
+      'categories',
+      'primaryCategories',
+      'upc',
+      'ean',
+    ],
+  },
+  products_pricesFlat: {
+    type: 'products',
+    fields: ['id', 'name', 'brand', 'prices', 'mostRecentPriceAmount', 'mostRecentPriceDate'],
+  },
+  products_reviewsFlat: {
+    type: 'products',
+    fields: [...PRODUCT_NAME, 'merchants', ...DATES],
+  },
+  products_keysSourceURLs: { type: 'products', fields: ['id', 'keys', 'sourceURLs'] },
+  products_multiValuedFieldsNested: { type: 'products', fields: everyField('products') },
+};
+
+/** The pre-made view of that name, or undefined (never a property of Object.prototype). */
+export function premadeView(name: string): PremadeView | undefined {
+  return Object.hasOwn(PREMADE_VIEWS, name) ? PREMADE_VIEWS[name] : undefined;
+}
+
 /** Singular name of a data type as the service's messages use it ("business schema"). */
 export const SCHEMA_NAME: Record<DataType, string> = {
   properties: 'property',

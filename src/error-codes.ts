@@ -84,6 +84,7 @@ const CODES = {
     'the database refused the login or a right (wrong password or role)',
   ),
   SLUICE_DESTINATION_MISSING: fix('no such database or schema'),
+  SLUICE_DESTINATION_TLS: fix('the database and the URL disagree on TLS (sslmode, certificates)'),
   SLUICE_DESTINATION_UNUSABLE: fix('not a database, a directory, read-only, damaged'),
   SLUICE_DESTINATION_LIMIT: fix('beyond what the database can hold (too many columns)'),
   SLUICE_DESTINATION_DATA: fix('the data cannot be written as it is (duplicate merge keys)'),
@@ -100,6 +101,11 @@ const CODES = {
   SLUICE_CREDIT_GUARD: {
     exit: EXIT.creditGuard,
     meaning: 'the credit guard refused a job (too few credits left, or max_credits)',
+  },
+  SLUICE_BUDGET: {
+    exit: EXIT.creditGuard,
+    meaning:
+      "a job would pass the pipeline's budget for the period (budget:); it renews with the next period",
   },
 
   // --- done, with less than was asked for (exit 4) -------------------------------------------
@@ -160,7 +166,7 @@ const EXIT_MEANINGS: Record<ExitCode, string> = {
   0: 'done',
   1: 'failed, and worth a retry: the service or the database failed, a timeout, a held lock',
   2: 'a mistake to fix: running again unchanged fails the same way',
-  3: 'refused before anything was spent: the credit guard, or the service (402)',
+  3: 'refused before anything was spent: the credit guard, a budget, or the service (402)',
   4: 'done with less than asked for: a download cancelled on the service (what was paid is loaded)',
   130: 'interrupted (Ctrl-C, SIGTERM); run again to pick up where it stopped',
 };

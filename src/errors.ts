@@ -96,14 +96,25 @@ export class NetworkError extends SluiceError {
   }
 }
 
-/** The job would spend more credits than are left, or than its cap allows. */
+/**
+ * The job would spend more credits than are left, than its cap allows, or than is left of one
+ * of the pipeline's budgets (`SLUICE_BUDGET`).
+ */
 export class CreditGuardError extends SluiceError {
   readonly needed: number;
   readonly remaining: number;
   readonly type: string;
 
-  constructor(message: string, init: { needed: number; remaining: number; type: string }) {
-    super(message, { code: 'SLUICE_CREDIT_GUARD' });
+  constructor(
+    message: string,
+    init: {
+      needed: number;
+      remaining: number;
+      type: string;
+      code?: 'SLUICE_CREDIT_GUARD' | 'SLUICE_BUDGET';
+    },
+  ) {
+    super(message, { code: init.code ?? 'SLUICE_CREDIT_GUARD' });
     this.name = 'CreditGuardError';
     this.needed = init.needed;
     this.remaining = init.remaining;

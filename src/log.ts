@@ -22,7 +22,7 @@ const REDACT = [
  * lines (`--log-format json`) for orchestrators that parse them.
  */
 export function createLogger(
-  options: { format?: LogFormat; level?: string; stream?: Writable } = {},
+  options: { format?: LogFormat; level?: string; stream?: Writable; color?: boolean } = {},
 ): Logger {
   const level = options.level ?? 'info';
   const redact = { paths: REDACT, censor: '[redacted]' };
@@ -39,7 +39,9 @@ export function createLogger(
     );
   }
   const stream = options.stream ?? process.stderr;
-  const colorize = Boolean((stream as { isTTY?: boolean }).isTTY);
+  // Colours on a terminal, unless NO_COLOR (https://no-color.org) says none.
+  const colorize =
+    Boolean((stream as { isTTY?: boolean }).isTTY) && (options.color ?? !process.env.NO_COLOR);
   return pino(
     { level, base: undefined, redact },
     pretty({

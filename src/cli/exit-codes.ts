@@ -1,6 +1,6 @@
 import { EXIT, exitCodeOf } from '../error-codes.js';
-import { QueryError, SluiceError } from '../errors.js';
-import type { ErrorInfo, RunSummary } from '../pipeline/outcome.js';
+import { PipelineSpecError, QueryError, SluiceError, UsageError } from '../errors.js';
+import { type ErrorInfo, errorInfo, type RunSummary } from '../pipeline/outcome.js';
 
 export { EXIT } from '../error-codes.js';
 
@@ -32,7 +32,8 @@ function indent(text: string): string {
 /**
  * The exit code of a pipeline run: 0 when it succeeded, 130 when interrupted; a failure is 2
  * when any error in it is a mistake to fix (a retry alone cannot make the run succeed), else 1;
- * 3 when the credit guard refused a job and nothing else failed.
+ * 3 when the credit guard refused a job and nothing else failed; 4 when every job ended but a
+ * download was cancelled on the service (what it held is loaded).
  */
 export function exitCodeOfRun(summary: Pick<RunSummary, 'status' | 'error' | 'jobs'>): number {
   switch (summary.status) {
@@ -40,6 +41,8 @@ export function exitCodeOfRun(summary: Pick<RunSummary, 'status' | 'error' | 'jo
       return EXIT.ok;
     case 'refused':
       return EXIT.creditGuard;
+    case 'incomplete':
+      return EXIT.incomplete;
     case 'interrupted':
       return EXIT.interrupted;
     default: {
@@ -52,4 +55,58 @@ export function exitCodeOfRun(summary: Pick<RunSummary, 'status' | 'error' | 'jo
         : EXIT.failed;
     }
   }
+}
+
+/** The code of the UsageError for what yargs itself rejects (unknown command, missing argument). */
+export const ARGUMENTS_CODE = 'SLUICE_USAGE_ARGUMENTS';
+
+/** An error as the machine contract's error document carries it. */
+export function errorDocument(error: unknown): {
+  status: 'error';
+  error: {
+    code: string;
+    message: string;
+    retryable: boolean;
+    step?: string;
+    file?: string;
+    line?: number;
+  };
+} {
+  const info = errorInfo(error);
+  const doc: ReturnType<typeof errorDocument>['error'] = {
+    code: info.code,
+    message: info.code === 'SLUICE_INTERNAL' ? info.message : describeError(error),
+    retryable: info.retryable,
+  };
+  if (error instanceof PipelineSpecError) {
+    doc.step = 'pipeline-file';
+    doc.file = error.file;
+    if (error.line !== undefined) doc.line = error.line;
+  } else if (error instanceof UsageError && error.code === ARGUMENTS_CODE) {
+    doc.step = 'arguments';
+  } else if (info.stage !== undefined) {
+    doc.step = info.stage;
+  }
+  return { status: 'error', error: doc };
+}
+
+/** Exit codes from the worst: a run interrupted, a mistake to fix, a failure, refused, incomplete. */
+const SEVERITY: readonly number[] = [
+  EXIT.interrupted,
+  EXIT.invalidInput,
+  EXIT.failed,
+  EXIT.creditGuard,
+  EXIT.incomplete,
+  EXIT.ok,
+];
+
+/** The exit code of several runs: the worst of theirs (see SEVERITY). */
+export function worstExitCode(codes: readonly number[]): number {
+  const rank = (code: number) => {
+    const at = SEVERITY.indexOf(code);
+    return at < 0 ? SEVERITY.indexOf(EXIT.failed) : at;
+  };
+  let worst: number = EXIT.ok;
+  for (const code of codes) if (rank(code) < rank(worst)) worst = code;
+  return worst;
 }

@@ -1,7 +1,7 @@
+import { readFileSync } from 'node:fs';
 import yargs, { type Argv } from 'yargs';
-import { contextOf, PipelineSpecError, SluiceError, UsageError } from '../errors.js';
+import { contextOf, SluiceError, UsageError } from '../errors.js';
 import type { LogFormat } from '../log.js';
-import { errorInfo } from '../pipeline/outcome.js';
 import { registerAccount } from './commands/account.js';
 import { registerDownloads } from './commands/downloads.js';
 import { type EmulatorArgs, emulatorOptions, runEmulator } from './commands/emulator.js';
@@ -12,14 +12,11 @@ import { registerRealTime } from './commands/realtime.js';
 import { registerSearch } from './commands/search.js';
 import { registerViews } from './commands/views.js';
 import type { CliContext } from './context.js';
-import { describeError, EXIT, exitCodeFor } from './exit-codes.js';
+import { ARGUMENTS_CODE, describeError, EXIT, errorDocument, exitCodeFor } from './exit-codes.js';
 import { processIo, writeJson, writeLine, wroteJson } from './output.js';
 import { Terminal } from './terminal.js';
 
 export type { CliContext } from './context.js';
-
-/** The code of the UsageError for what yargs itself rejects (unknown command, missing argument). */
-const ARGUMENTS_CODE = 'SLUICE_USAGE_ARGUMENTS';
 
 /** Declares the commands; each handler is a thin call into a library function. */
 export function buildCli(argv: string[], ctx: CliContext): Argv {
@@ -68,28 +65,57 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
   ]) {
     cli = register(cli, ctx);
   }
-  return cli
-    .command(
-      'emulator',
-      'Run a local emulator of the data-search service (v4 and v3)',
-      (y) => emulatorOptions(y),
-      (args) => runEmulator(args as unknown as EmulatorArgs, ctx),
-    )
-    .completion(
-      'completion',
-      'Print a shell completion script (bash, zsh): sluice completion >> ~/.bashrc',
-    )
-    .demandCommand(1, 'Name a command: see sluice --help')
-    .strict()
-    .recommendCommands()
-    .help()
-    .alias('h', 'help')
-    .version()
-    .wrap(Math.min(110, process.stdout.columns ?? 100))
-    .fail((message, error) => {
-      // Validation failures from yargs arrive as a message; errors from handlers pass through.
-      throw error ?? new UsageError(message, ARGUMENTS_CODE);
-    });
+  return (
+    cli
+      .command(
+        'emulator',
+        'Run a local emulator of the data-search service (v4 and v3)',
+        (y) => emulatorOptions(y),
+        (args) => runEmulator(args as unknown as EmulatorArgs, ctx),
+      )
+      .completion(
+        'completion',
+        'Print a shell completion script (bash, zsh): sluice completion >> ~/.bashrc',
+      )
+      .demandCommand(1, 'Name a command: see sluice --help')
+      .strict()
+      .recommendCommands()
+      .help()
+      .alias('h', 'help')
+      // `--version` is answered before the command line is parsed (see `main`): yargs would read
+      // the version of whatever package.json it finds first, the host project's when sluice is
+      // installed as a dependency.
+      .version(false)
+      .option('version', { type: 'boolean', describe: 'Show the version of sluice' })
+      .wrap(Math.min(110, process.stdout.columns ?? 100))
+      .fail((message, error) => {
+        // Validation failures from yargs arrive as a message; errors from handlers pass through.
+        throw error ?? new UsageError(arguments_(message, argv), ARGUMENTS_CODE);
+      })
+  );
+}
+
+/** What yargs said of a command line, as a person can act on it. */
+function arguments_(message: string, argv: readonly string[]): string {
+  const command = argv.find((a) => !a.startsWith('-'));
+  const missing = /^Not enough non-option arguments: got (\d+), need at least (\d+)/.exec(message);
+  if (missing && command !== undefined) {
+    return PIPELINE_COMMANDS.includes(command)
+      ? `sluice ${command} needs a pipeline file: e.g. sluice ${command} pipelines/demo.yaml`
+      : `sluice ${argv.filter((a) => !a.startsWith('-')).join(' ')}: needs ${missing[2]} argument${missing[2] === '1' ? '' : 's'} here, got ${missing[1]}: see sluice ${command} --help`;
+  }
+  if (argv.includes('--dry-run')) {
+    return 'unknown option --dry-run: to see what a run would do and cost without spending anything, use sluice plan FILE';
+  }
+  return message;
+}
+
+const PIPELINE_COMMANDS = ['validate', 'plan', 'run', 'status'];
+
+/** sluice's own version, from its package.json (two folders up from src/cli or dist/cli). */
+export function sluiceVersion(): string {
+  const file = new URL('../../package.json', import.meta.url);
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
 }
 
 /** The global flags that decide how a command reports, read before the command line is. */
@@ -129,36 +155,6 @@ export function reportFlags(argv: readonly string[], env: NodeJS.ProcessEnv): Re
   };
 }
 
-/** An error as the machine contract's error document carries it. */
-export function errorDocument(error: unknown): {
-  status: 'error';
-  error: {
-    code: string;
-    message: string;
-    retryable: boolean;
-    step?: string;
-    file?: string;
-    line?: number;
-  };
-} {
-  const info = errorInfo(error);
-  const doc: ReturnType<typeof errorDocument>['error'] = {
-    code: info.code,
-    message: info.code === 'SLUICE_INTERNAL' ? info.message : describeError(error),
-    retryable: info.retryable,
-  };
-  if (error instanceof PipelineSpecError) {
-    doc.step = 'pipeline-file';
-    doc.file = error.file;
-    if (error.line !== undefined) doc.line = error.line;
-  } else if (error instanceof UsageError && error.code === ARGUMENTS_CODE) {
-    doc.step = 'arguments';
-  } else if (info.stage !== undefined) {
-    doc.step = info.stage;
-  }
-  return { status: 'error', error: doc };
-}
-
 /** Runs the CLI and returns its exit code; never throws. */
 export async function main(argv: string[], partial: Partial<CliContext> = {}): Promise<number> {
   const controller = new AbortController();
@@ -166,7 +162,12 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
   const env = partial.env ?? process.env;
   const flags = reportFlags(argv, env);
   const terminal =
-    partial.terminal ?? new Terminal(io.stderr, { format: flags.logFormat, level: flags.logLevel });
+    partial.terminal ??
+    new Terminal(io.stderr, {
+      format: flags.logFormat,
+      level: flags.logLevel,
+      color: !env.NO_COLOR,
+    });
   const ctx: CliContext = {
     io,
     signal: partial.signal ?? controller.signal,
@@ -183,6 +184,12 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
     process.once('SIGTERM', onSignal);
   }
   try {
+    if (argv.includes('--version') || argv.includes('--version=true')) {
+      const version = sluiceVersion();
+      if (flags.json) writeJson(io.stdout, { name: 'sluice', version });
+      else writeLine(io.stdout, version);
+      return EXIT.ok;
+    }
     await buildCli(argv, ctx).parseAsync();
     return ctx.exitCode ?? EXIT.ok;
   } catch (caught) {

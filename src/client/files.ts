@@ -6,6 +6,22 @@ import { type EventSink, reasonOf } from './events.js';
 import type { HttpTransport, StreamResponse } from './http.js';
 import type { CallOptions, DownloadInfo, ResultFileRef } from './types.js';
 
+/**
+ * A result file that came damaged or short is fetched again by whoever reads it whole (the
+ * loader, `downloads fetch`), this many times in all, the first included.
+ */
+export const FILE_TRIES = 3;
+
+/**
+ * Whether a file's transfer went wrong in a way fetching it again may mend: gzip that does not
+ * decode, or fewer records than the service said (found by the reader: a body that ends cleanly
+ * carries no sign of it). A cut mid-body is resumed here, not fetched again.
+ */
+export function isTransferFault(error: unknown): boolean {
+  const code = error instanceof SluiceError ? error.code : undefined;
+  return code === 'SLUICE_FILE_DAMAGED' || code === 'SLUICE_FILE_INCOMPLETE';
+}
+
 export interface OpenFileOptions {
   http: HttpTransport;
   file: ResultFileRef;
@@ -118,52 +134,47 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
             skip = received;
           }
         }
-        try {
-          for await (const chunk of res.body as AsyncIterable<Buffer>) {
-            if (skip > 0) {
-              if (chunk.length <= skip) {
-                skip -= chunk.length;
-                continue;
-              }
-              const rest = chunk.subarray(skip);
-              skip = 0;
-              received += rest.length;
-              yield rest;
+        const chunks = (res.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+        for (;;) {
+          let chunk: Buffer | undefined;
+          try {
+            chunk = await nextChunk(chunks, received, total, file.name);
+          } catch (error) {
+            if (options.signal?.aborted) throw options.signal.reason;
+            if (error instanceof SluiceError && error.code !== 'SLUICE_FILE_SHORT') throw error;
+            if (resumes >= maxResumes) {
+              throw new SluiceError(
+                `result file ${file.name}: the connection broke ${resumes + 1} times; gave up after ${received} bytes`,
+                { code: 'SLUICE_NETWORK', cause: error },
+              );
+            }
+            resumes += 1;
+            emit({
+              type: 'file-resumed',
+              downloadId,
+              file: file.name,
+              fromByte: received,
+              resume: resumes,
+              reason: reasonOf(error),
+            });
+            res.body.destroy();
+            res = undefined;
+            res = await get(received, etag);
+            break;
+          }
+          if (chunk === undefined) return;
+          if (skip > 0) {
+            if (chunk.length <= skip) {
+              skip -= chunk.length;
               continue;
             }
-            received += chunk.length;
-            yield chunk;
+            chunk = chunk.subarray(skip);
+            skip = 0;
           }
-          if (total !== undefined && received < total) {
-            throw new SluiceError(
-              `result file ${file.name} ended after ${received} of ${total} bytes`,
-              {
-                code: 'SLUICE_FILE_SHORT',
-              },
-            );
-          }
-          return;
-        } catch (error) {
-          if (options.signal?.aborted) throw options.signal.reason;
-          if (error instanceof SluiceError && error.code !== 'SLUICE_FILE_SHORT') throw error;
-          if (resumes >= maxResumes) {
-            throw new SluiceError(
-              `result file ${file.name}: the connection broke ${resumes + 1} times; gave up after ${received} bytes`,
-              { code: 'SLUICE_NETWORK', cause: error },
-            );
-          }
-          resumes += 1;
-          emit({
-            type: 'file-resumed',
-            downloadId,
-            file: file.name,
-            fromByte: received,
-            resume: resumes,
-            reason: reasonOf(error),
-          });
-          res.body.destroy();
-          res = undefined;
-          res = await get(received, etag);
+          received += chunk.length;
+          // Outside the try above: what the consumer throws here (a full disk, say) is its own
+          // failure, not the connection's, and is never answered with a resume.
+          yield chunk;
         }
       }
     } finally {
@@ -174,9 +185,54 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
 
   const raw = Readable.from(bytes(), { objectMode: false });
   if (!gzip) return raw;
-  const gunzip = createGunzip();
+  return Readable.from(gunzipped(raw, file.name), { objectMode: false });
+}
+
+/**
+ * The next chunk of a response body, undefined at its end; a body that ends before the bytes its
+ * server announced (`total`, counted from `received` so far) throws SLUICE_FILE_SHORT.
+ */
+async function nextChunk(
+  chunks: AsyncIterator<Buffer>,
+  received: number,
+  total: number | undefined,
+  name: string,
+): Promise<Buffer | undefined> {
+  const next = await chunks.next();
+  if (!next.done) return next.value;
+  if (total !== undefined && received < total) {
+    throw new SluiceError(`result file ${name} ended after ${received} of ${total} bytes`, {
+      code: 'SLUICE_FILE_SHORT',
+    });
+  }
+  return undefined;
+}
+
+/**
+ * A gzip file's decoded bytes. What zlib refuses (a damaged file, one cut short, text sent as
+ * gzip) is SLUICE_FILE_DAMAGED naming the file, a transfer fault that fetching it again may mend.
+ */
+async function* gunzipped(raw: Readable, name: string): AsyncGenerator<Buffer> {
   // pipeline() passes errors both ways and tears the pair down together.
-  return pipeline(raw, gunzip, () => {});
+  const decoded = pipeline(raw, createGunzip(), () => {});
+  try {
+    for await (const chunk of decoded as AsyncIterable<Buffer>) yield chunk;
+  } catch (error) {
+    if (!isZlibError(error)) throw error;
+    throw new SluiceError(
+      `result file ${name} is damaged: it could not be decompressed (zlib: ${(error as Error).message})`,
+      { code: 'SLUICE_FILE_DAMAGED', cause: error },
+    );
+  } finally {
+    decoded.destroy();
+    raw.destroy();
+  }
+}
+
+/** zlib's own errors carry a `Z_` code (Z_DATA_ERROR, Z_BUF_ERROR for a stream cut short). */
+function isZlibError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('Z_');
 }
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {

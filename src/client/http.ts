@@ -64,12 +64,17 @@ export interface HttpRequest {
   signal?: AbortSignal;
   /** This request's time bound for retries and their waits, in place of `maxRetryTimeMs`. */
   maxWaitMs?: number | undefined;
+  /**
+   * For `json()`: a redirect (3xx) is this request's answer, as the v3 download start's 303 to
+   * its request is. Any other JSON call refuses a 3xx: the service's API never redirects one.
+   */
+  redirectIsAnswer?: boolean;
 }
 
 export interface JsonResponse {
   status: number;
   headers: IncomingHttpHeaders;
-  /** The parsed JSON body; undefined for an empty or non-JSON body. */
+  /** The parsed JSON body; undefined for an empty body (and for a redirect's non-JSON body). */
   body: unknown;
 }
 
@@ -99,6 +104,12 @@ export const DEFAULT_TRANSPORT_OPTIONS = {
 const RETRY_STATUSES = new Set([429, 500, 502, 503, 504]);
 /** Statuses that say the service refused before doing any work. */
 const REFUSED_STATUSES = new Set([429, 503]);
+/** Redirects a result file's GET follows; a storage service may send any of them. */
+const FOLLOWED_REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Redirects followed per result-file GET: more is a loop, not a storage service's answer. */
+const MAX_REDIRECTS = 5;
+/** Headers that carry credentials: never sent on to another host than the one they were for. */
+const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 /** Network error codes raised before any byte of the request left this machine. */
 const NOT_SENT_CODES = new Set([
   'ECONNREFUSED',
@@ -118,6 +129,8 @@ const NOT_SENT_CODES = new Set([
  */
 export class HttpTransport {
   readonly #agent: Agent;
+  /** Per origin: no request before this time, as the service asked (see `#send`). */
+  readonly #pausedUntil = new Map<string, number>();
   readonly #options: Required<Omit<TransportOptions, 'onRetry'>> &
     Pick<TransportOptions, 'onRetry'>;
 
@@ -140,22 +153,45 @@ export class HttpTransport {
     });
   }
 
-  /** A JSON exchange. Statuses below 400 (303 included) are answers; the rest throw ApiError. */
+  /**
+   * A JSON exchange. A status of 400 or more throws ApiError; a redirect throws
+   * SLUICE_API_NOT_JSON, naming where it points, unless the request takes it as its answer
+   * (`redirectIsAnswer`); a body that is not JSON throws SLUICE_API_NOT_JSON saying what came
+   * instead, and JSON that does not parse SLUICE_API_BAD_JSON. An empty body is an answer (a
+   * DELETE's, say): `body` is undefined.
+   */
   async json(req: HttpRequest): Promise<JsonResponse> {
     const res = await this.#send(req);
     if (res.statusCode >= 400) throw await toApiError(req, res);
+    const redirect = res.statusCode >= 300 && res.statusCode < 400;
+    if (redirect && !req.redirectIsAnswer) {
+      await discard(res);
+      throw unexpectedRedirect(req, res);
+    }
     const text = await res.body.text();
-    return { status: res.statusCode, headers: res.headers, body: parseBody(req, res, text) };
+    // A redirect's body is a note for browsers (HTML or nothing); its Location is the answer.
+    const body = redirect ? lenientBody(text) : parseBody(req, res, text);
+    return { status: res.statusCode, headers: res.headers, body };
   }
 
   /**
    * A streamed exchange, for result files. The body is the caller's to consume or destroy; a
-   * status of 400 or more throws ApiError with the body read.
+   * status of 400 or more throws ApiError with the body read. Redirects are followed (storage
+   * services send them), at most MAX_REDIRECTS, with the request's headers (a Range stays a
+   * Range) less any credentials when the host changes; a redirect that cannot be followed
+   * throws SLUICE_API_BAD_RESPONSE, so a 3xx is never taken for the file.
    */
   async stream(req: HttpRequest): Promise<StreamResponse> {
-    const res = await this.#send(req);
-    if (res.statusCode >= 400) throw await toApiError(req, res);
-    return { status: res.statusCode, headers: res.headers, body: res.body };
+    let hop = req;
+    for (let redirects = 0; ; redirects++) {
+      const res = await this.#send(hop);
+      if (res.statusCode >= 400) throw await toApiError(hop, res);
+      if (res.statusCode < 300 || res.statusCode >= 400) {
+        return { status: res.statusCode, headers: res.headers, body: res.body };
+      }
+      await discard(res);
+      hop = redirectedRequest(req, hop, res, redirects);
+    }
   }
 
   /** The transport's clock (the `now` option), in milliseconds. */
@@ -182,10 +218,22 @@ export class HttpTransport {
       body = JSON.stringify(req.json);
       headers['content-type'] = 'application/json';
     }
+    const origin = originOf(req.url);
+    /** Until when this request has already waited (its own backoff, a pause). */
+    let waited = 0;
     for (let attempt = 1; ; attempt++) {
       let failure: SluiceError;
       let retryAfterMs: number | undefined;
       let reason: string;
+      // The service asked a request to wait (429 or 503 with Retry-After): every request to it
+      // waits as long (within its own time bound), not only the one it answered. Jobs run at
+      // once poll together; one told to slow down slows them all.
+      const paused = (this.#pausedUntil.get(origin) ?? 0) - Math.max(o.now(), waited);
+      if (paused > 0) {
+        const wait = Math.min(paused, Math.max(0, deadline - o.now()));
+        waited = Math.max(waited, o.now() + wait);
+        await o.sleep(wait, req.signal);
+      }
       try {
         const res = await request(req.url, {
           method: req.method,
@@ -199,6 +247,10 @@ export class HttpTransport {
           (idempotent || REFUSED_STATUSES.has(res.statusCode));
         if (!retryable) return res;
         retryAfterMs = parseRetryAfter(res.headers['retry-after'], o.now());
+        if (retryAfterMs !== undefined && REFUSED_STATUSES.has(res.statusCode)) {
+          const until = o.now() + retryAfterMs;
+          if (until > (this.#pausedUntil.get(origin) ?? 0)) this.#pausedUntil.set(origin, until);
+        }
         failure = await toApiError(req, res);
         reason = `HTTP ${res.statusCode}`;
       } catch (error) {
@@ -218,6 +270,7 @@ export class HttpTransport {
         throw failure;
       }
       o.onRetry?.({ method: req.method, path: pathOf(req.url), attempt, delayMs, reason });
+      waited = Math.max(waited, o.now() + delayMs);
       await o.sleep(delayMs, req.signal);
     }
   }
@@ -335,6 +388,94 @@ export function pathOf(url: string): string {
   }
 }
 
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
+/** A URL for messages: no user, password, query or fragment (a signature, a token). */
+function bareUrl(url: URL): string {
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
+function locationOf(res: Dispatcher.ResponseData): string | undefined {
+  const value = res.headers.location;
+  const location = (Array.isArray(value) ? value[0] : value)?.trim();
+  return location ? location : undefined;
+}
+
+/** Where a redirect points, for messages; undefined when it points nowhere usable. */
+function redirectTarget(req: HttpRequest, res: Dispatcher.ResponseData): URL | undefined {
+  const location = locationOf(res);
+  if (location === undefined) return undefined;
+  try {
+    return new URL(location, req.url);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The request to send after redirect `res` to `hop` (the `redirects`th followed for `first`),
+ * or the error that ends the exchange: no usable Location, not HTTP, or one redirect too many.
+ */
+function redirectedRequest(
+  first: HttpRequest,
+  hop: HttpRequest,
+  res: Dispatcher.ResponseData,
+  redirects: number,
+): HttpRequest {
+  const where = `${first.method} ${pathOf(first.url)}`;
+  const status = res.statusCode;
+  const target = redirectTarget(hop, res);
+  const fail = (problem: string) =>
+    new SluiceError(`${where}: ${problem}`, { code: 'SLUICE_API_BAD_RESPONSE' });
+  if (!FOLLOWED_REDIRECTS.has(status)) {
+    const to = target ? ` to ${bareUrl(target)}` : '';
+    throw fail(`the server answered ${status}${to}, a redirect that is not followed`);
+  }
+  if (target === undefined) {
+    throw fail(`the server answered ${status} without a usable Location to go to`);
+  }
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+    throw fail(`the server redirected to ${target.protocol} URL, which is not HTTP`);
+  }
+  if (redirects >= MAX_REDIRECTS) {
+    throw fail(
+      `the server redirected more than ${MAX_REDIRECTS} times (last to ${bareUrl(target)}); a redirect loop`,
+    );
+  }
+  const headers = { ...hop.headers };
+  if (target.origin !== new URL(hop.url).origin) {
+    for (const name of Object.keys(headers)) {
+      if (CREDENTIAL_HEADERS.includes(name.toLowerCase())) delete headers[name];
+    }
+  }
+  return { ...hop, url: target.href, headers };
+}
+
+/** A redirect where the service's API never sends one: a login page, a proxy, http for https. */
+function unexpectedRedirect(req: HttpRequest, res: Dispatcher.ResponseData): SluiceError {
+  const target = redirectTarget(req, res);
+  const to = target ? `a redirect to ${bareUrl(target)}` : 'a redirect without a Location';
+  return new SluiceError(
+    `${req.method} ${pathOf(req.url)}: expected JSON from the service, got ${res.statusCode}, ${to}; check that the service URL points at the service's API`,
+    { code: 'SLUICE_API_NOT_JSON' },
+  );
+}
+
+/** Reads what is left of a body that is not wanted, so its connection can be used again. */
+async function discard(res: Dispatcher.ResponseData): Promise<void> {
+  try {
+    await res.body.dump();
+  } catch {
+    // The status is what matters; a body cut short adds nothing.
+  }
+}
+
 async function toApiError(req: HttpRequest, res: Dispatcher.ResponseData): Promise<ApiError> {
   let text = '';
   try {
@@ -373,22 +514,48 @@ function askedToWait(failure: ApiError, retryAfterMs: number, budgetMs: number):
   });
 }
 
+/**
+ * The JSON of an answer. Text that begins as JSON does (`{` or `[`) and does not parse was cut
+ * short or broken on the way: SLUICE_API_BAD_JSON, worth a retry. Any other text that does not
+ * parse (an HTML page, a proxy's note) is not the service speaking: SLUICE_API_NOT_JSON, which
+ * says what came instead.
+ */
 function parseBody(req: HttpRequest, res: Dispatcher.ResponseData, text: string): unknown {
   if (text.trim() === '') return undefined;
-  const type = String(res.headers['content-type'] ?? '');
-  const looksJson = /json/i.test(type) || /^\s*[[{]/.test(text);
-  if (!looksJson) return undefined;
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new SluiceError(
-      `${req.method} ${pathOf(req.url)}: the service sent a body that is not valid JSON`,
-      {
+    const where = `${req.method} ${pathOf(req.url)}`;
+    if (/^\s*[[{]/.test(text)) {
+      throw new SluiceError(`${where}: the service sent a body that is not valid JSON`, {
         code: 'SLUICE_API_BAD_JSON',
         cause: error,
-      },
+      });
+    }
+    const type = String(res.headers['content-type'] ?? '') || 'no content type';
+    throw new SluiceError(
+      `${where}: expected JSON from the service, got ${res.statusCode} (${type}): ${visiblePrefix(text)}; check that the service URL points at the service's API`,
+      { code: 'SLUICE_API_NOT_JSON' },
     );
   }
+}
+
+/** A redirect's body: its JSON when it has some, else nothing. */
+function lenientBody(text: string): unknown {
+  try {
+    return text.trim() === '' ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The first characters of a body, quoted, with control characters shown as escapes. */
+function visiblePrefix(text: string, length = 200): string {
+  const head = text.slice(0, length).replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+    const named: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+    return named[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+  });
+  return `"${head}"${text.length > length ? '...' : ''}`;
 }
 
 function errorCode(error: unknown): string | undefined {

@@ -88,10 +88,19 @@ export interface AccountInfo {
   email: string;
   firstName?: string;
   lastName?: string;
+  /**
+   * How the account is billed. `per-type`: each data type has an allotment of its own, and
+   * `credits` says what is left of each. `legacy`: no data type has an allotment (all 0, or
+   * none sent) and the service counts one total instead (`totalUsed`): what is left is not
+   * said, and `credits` holds only what the service sent (zeros).
+   */
+  plan: AccountPlan;
   credits: Record<CreditType, { allotted: number; used: number; remaining: number }>;
-  /** `num_credits_used` of legacy plans, when the service sends it. */
+  /** `num_credits_used`: the total of legacy plans, when the service sends it (any plan). */
   totalUsed?: number;
 }
+
+export type AccountPlan = 'per-type' | 'legacy';
 
 export interface AccountChanges {
   email?: string;

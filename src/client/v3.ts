@@ -268,6 +268,8 @@ export class V3Client implements ServiceClient {
       headers: { authorization: this.#authorization },
       // A GET, but a download start spends credits all the same.
       idempotent: !download,
+      // The real service answers a download start with a 303 to the request it made.
+      redirectIsAnswer: download,
       signal: options?.signal,
       maxWaitMs: options?.maxWaitMs,
     });

@@ -29,6 +29,7 @@ import {
 import type {
   AccountChanges,
   AccountInfo,
+  AccountPlan,
   CallOptions,
   CountResult,
   DownloadInfo,
@@ -418,13 +419,25 @@ function toAccount(value: unknown): AccountInfo {
     const used = optionalNumber(body[`${type}_credits_used`]) ?? 0;
     credits[type] = { allotted, used, remaining: Math.max(0, allotted - used) };
   }
+  const totalUsed = optionalNumber(body.num_credits_used);
   return {
     email,
     ...optional('firstName', optionalString(body.first_name)),
     ...optional('lastName', optionalString(body.last_name)),
+    plan: accountPlan(credits, totalUsed),
     credits,
-    ...optional('totalUsed', optionalNumber(body.num_credits_used)),
+    ...optional('totalUsed', totalUsed),
   };
+}
+
+/**
+ * A legacy plan has no allotment per data type, only the total counter (`num_credits_used`):
+ * read as per-type, it would be an account with nothing left of anything, and the credit guard
+ * would refuse every job it could pay for. An account with neither is per-type and empty.
+ */
+function accountPlan(credits: AccountInfo['credits'], totalUsed: number | undefined): AccountPlan {
+  const allotments = CREDIT_TYPES.some((type) => credits[type].allotted > 0);
+  return !allotments && totalUsed !== undefined ? 'legacy' : 'per-type';
 }
 
 function toView(value: unknown, operation: string): ViewInfo {
@@ -454,12 +467,16 @@ function toDownloadStart(res: JsonResponse): DownloadStart {
   };
 }
 
+/**
+ * A download object. The records so far are `num_downloaded` where the service sends it (its
+ * `num_records` is then the number the download will hold), else `num_records` (the contract).
+ */
 function toDownload(value: unknown, operation: string): DownloadInfo {
   const body = asObject(value, operation);
   return {
     id: idOf(body.id ?? body.download_id, operation),
     state: downloadState(body.status, operation),
-    numRecords: optionalNumber(body.num_records ?? body.num_downloaded) ?? 0,
+    numRecords: optionalNumber(body.num_downloaded ?? body.num_records) ?? 0,
     ...optional('numFound', optionalNumber(body.num_found)),
     files: resultFiles(body.results, operation),
     ...optional('createdAt', optionalString(body.created_at)),

@@ -1,10 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import Fastify, {
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
+import type {
+  default as Fastify,
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
 } from 'fastify';
+import { SluiceError } from '../errors.js';
+import { acceptFormBodies } from './bodies.js';
 import { registerControl } from './routes/control.js';
 import { registerFiles } from './routes/files.js';
 import { registerV3 } from './routes/v3.js';
@@ -30,7 +33,7 @@ export function sendProblem(
   const path = request.url.split('?')[0] ?? '';
   const { contentType, body } = errorBody(
     apiOf(path),
-    ctx.options.wire,
+    ctx.forms.errorsList,
     problem.status,
     problem.message,
     problem.details,
@@ -75,8 +78,12 @@ function toProblem(error: FastifyError): HttpProblem {
   return new HttpProblem(status, message);
 }
 
-export function buildApp(ctx: EmulatorContext): FastifyInstance {
-  const app = Fastify({
+/**
+ * The emulator's HTTP server, on fastify (`fastify`: the module's default export, which the
+ * caller loads: see `loadFastify`).
+ */
+export function buildApp(ctx: EmulatorContext, fastify: typeof Fastify): FastifyInstance {
+  const app = fastify({
     logger: false,
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
@@ -196,9 +203,26 @@ export function buildApp(ctx: EmulatorContext): FastifyInstance {
     ),
   );
 
+  if (ctx.forms.lenientBodies) acceptFormBodies(app);
   registerV4(app, ctx);
   registerV3(app, ctx);
   registerFiles(app, ctx);
   registerControl(app, ctx);
   return app;
+}
+
+/**
+ * fastify, which only the emulator uses: an optional dependency of sluice (installed with it for
+ * development, not for every user of the package), asked for by name when it is missing.
+ */
+export async function loadFastify(): Promise<typeof Fastify> {
+  try {
+    return (await import('fastify')).default;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new SluiceError(
+      'the emulator runs on the fastify package, which is not installed here: npm install fastify@5 (sluice itself does not need it)',
+      { code: 'SLUICE_USAGE', cause: error },
+    );
+  }
 }

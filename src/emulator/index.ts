@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.js';
+import { buildApp, loadFastify } from './app.js';
 import { Clock } from './clock.js';
 import { Dataset } from './data/dataset.js';
 import { FaultInjector } from './faults.js';
@@ -13,9 +13,11 @@ import { SearchEngine } from './search.js';
 import type { EmulatorContext } from './service.js';
 import { UrlSigner } from './signing.js';
 import { EmulatorState } from './state.js';
+import { WIRE_FORMS } from './wire.js';
 import { World } from './world.js';
 
 export {
+  type AccountPlan,
   DEFAULT_CREDENTIALS,
   DEFAULT_OPTIONS,
   type EmulatorOptions,
@@ -34,19 +36,22 @@ export interface RunningEmulator {
   close(): Promise<void>;
 }
 
-export function createEmulator(partial: Partial<EmulatorOptions> = {}): {
+export async function createEmulator(partial: Partial<EmulatorOptions> = {}): Promise<{
   app: FastifyInstance;
   context: EmulatorContext;
-} {
+}> {
   const options = resolveOptions(partial);
   const clock = new Clock();
   const context: EmulatorContext = {
     options,
+    forms: WIRE_FORMS[options.wire],
     clock,
     state: new EmulatorState(clock, {
       email: options.email,
       password: options.password,
       credits: options.credits,
+      plan: options.plan,
+      totalCredits: options.totalCredits,
       queueMs: options.queueMs,
       rate: options.rate,
     }),
@@ -61,14 +66,14 @@ export function createEmulator(partial: Partial<EmulatorOptions> = {}): {
     faults: new FaultInjector(options.faults, options.seed),
     signer: new UrlSigner(options.signingKey ?? randomBytes(32).toString('hex')),
   };
-  return { app: buildApp(context), context };
+  return { app: buildApp(context, await loadFastify()), context };
 }
 
 /** Starts the emulator on `host:port` (port 0 picks a free one). */
 export async function startEmulator(
   partial: Partial<EmulatorOptions> = {},
 ): Promise<RunningEmulator> {
-  const { app, context } = createEmulator({ port: 0, ...partial });
+  const { app, context } = await createEmulator({ port: 0, ...partial });
   const { host, port } = context.options;
   await app.listen({ host, port });
   const address = app.server.address();

@@ -1,6 +1,21 @@
 import type { CreditType } from '../catalog.js';
 
-export type WireMode = 'contract' | 'real';
+/**
+ * What the emulator answers in (wire.ts has the forms of each):
+ * - `live`: the forms the live service sends its customers today, the ones the vendor's guides
+ *   and the clients written from them expect; it also accepts what those clients send.
+ * - `contract`: the forms of the interface document, strictly, in and out.
+ * - `real`: `live`, plus every older variant real clients have met, all at once.
+ */
+export const WIRE_MODES = ['live', 'contract', 'real'] as const;
+export type WireMode = (typeof WIRE_MODES)[number];
+
+/**
+ * How the account is billed: an allotment per data type, or a legacy plan with one total for
+ * every type (its per-type fields answer 0, `num_credits_used` counts the total).
+ */
+export type AccountPlan = 'per-type' | 'legacy';
+export const ACCOUNT_PLANS: readonly AccountPlan[] = ['per-type', 'legacy'];
 
 export interface EmulatorOptions {
   host: string;
@@ -10,6 +25,11 @@ export interface EmulatorOptions {
   /** Multiplies the default data sizes (20k properties, 10k businesses, 5k products, 15k people). */
   scale: number;
   wire: WireMode;
+  /**
+   * Records per page of the lists (`GET /downloads`, `/views`, v3 `/requests`), or 0 for none:
+   * a client that does not page then sees only the first (see routes/paging.ts).
+   */
+  pageSize: number;
   /** Fault specification, see faults.ts (`503=0.1,429=0.05,cut=0.2`). */
   faults: string;
   email: string;
@@ -33,6 +53,10 @@ export interface EmulatorOptions {
   churn: number;
   /** Credits allotted per data type when the emulator starts or is reset. */
   credits: Record<CreditType, number>;
+  /** The account's plan when the emulator starts or is reset. */
+  plan: AccountPlan;
+  /** A legacy plan's total for every data type: past it, a search is refused with 402. */
+  totalCredits: number;
   /** Serve result files gzip-encoded to clients that accept it (the live service does not). */
   gzipFiles: boolean;
   /** Where result files are written before they are served; a fresh temp dir by default. */
@@ -63,7 +87,8 @@ export const DEFAULT_OPTIONS: EmulatorOptions = {
   port: 8787,
   seed: 1,
   scale: 1,
-  wire: 'contract',
+  wire: 'live',
+  pageSize: 0,
   faults: '',
   ...DEFAULT_CREDENTIALS,
   tokenTtlMs: 60 * 60 * 1000,
@@ -74,6 +99,8 @@ export const DEFAULT_OPTIONS: EmulatorOptions = {
   churn: DEFAULT_CHURN,
   gzipFiles: false,
   credits: { business: 1_000_000, people: 1_000_000, product: 1_000_000, property: 1_000_000 },
+  plan: 'per-type',
+  totalCredits: 100_000_000,
 };
 
 export function resolveOptions(partial: Partial<EmulatorOptions> = {}): EmulatorOptions {
@@ -96,8 +123,25 @@ export function resolveOptions(partial: Partial<EmulatorOptions> = {}): Emulator
       `emulator option churn must be a fraction per day from 0 to ${MAX_CHURN}, got ${String(options.churn)}`,
     );
   }
-  if (options.wire !== 'contract' && options.wire !== 'real') {
-    throw new RangeError(`emulator option wire must be contract or real, got ${options.wire}`);
+  if (!ACCOUNT_PLANS.includes(options.plan)) {
+    throw new RangeError(
+      `emulator option plan must be ${ACCOUNT_PLANS.join(' or ')}, got ${String(options.plan)}`,
+    );
+  }
+  if (!Number.isSafeInteger(options.totalCredits) || options.totalCredits < 0) {
+    throw new RangeError(
+      `emulator option totalCredits must be a whole number of credits, got ${String(options.totalCredits)}`,
+    );
+  }
+  if (!(WIRE_MODES as readonly string[]).includes(options.wire)) {
+    throw new RangeError(
+      `emulator option wire must be one of ${WIRE_MODES.join(', ')}, got ${options.wire}`,
+    );
+  }
+  if (!(Number.isInteger(options.pageSize) && options.pageSize >= 0)) {
+    throw new RangeError(
+      `emulator option pageSize must be a whole number, 0 for no paging, got ${String(options.pageSize)}`,
+    );
   }
   return options;
 }

@@ -11,7 +11,7 @@ import { projection } from './views.js';
 
 /**
  * One CSV cell as the service writes it: arrays of objects as JSON text, arrays of strings
- * comma-joined, and (in the real wire form) whole numbers with a trailing `.0`.
+ * comma-joined, and (wire form `wholeNumbersAsFloat`) whole numbers with a trailing `.0`.
  */
 export function csvCell(value: unknown, wholeNumbersAsFloat: boolean): string {
   if (value === undefined || value === null) return '';
@@ -27,11 +27,15 @@ export function csvCell(value: unknown, wholeNumbersAsFloat: boolean): string {
   return /[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
-export function csvRow(columns: readonly string[], record: Record<string, unknown>, real: boolean) {
+export function csvRow(
+  columns: readonly string[],
+  record: Record<string, unknown>,
+  wholeNumbersAsFloat: boolean,
+) {
   let line = '';
   for (let i = 0; i < columns.length; i++) {
     if (i > 0) line += ',';
-    line += csvCell(record[columns[i]!], real);
+    line += csvCell(record[columns[i]!], wholeNumbersAsFloat);
   }
   return `${line}\n`;
 }
@@ -45,7 +49,7 @@ function contentKey(
   engine: SearchEngine,
   d: Download,
   records: { from: number; to: number },
-  options: { real: boolean; corrupt: number },
+  options: { wholeNumbersAsFloat: boolean; corrupt: number },
 ): string {
   const world = engine.world;
   const what = JSON.stringify([
@@ -54,7 +58,7 @@ function contentKey(
     d.viewFields ?? null,
     d.format,
     records.from,
-    options.real,
+    options.wholeNumbersAsFloat,
     options.corrupt,
     // Changes are dated from the origin; a reset moves it (and empties the spool).
     world.origin,
@@ -117,7 +121,7 @@ export class FileSpool {
     d: Download,
     n: number,
     records: { from: number; to: number },
-    options: { real: boolean; gzip: boolean; corrupt: number },
+    options: { wholeNumbersAsFloat: boolean; gzip: boolean; corrupt: number },
   ): Promise<{ path: string; size: number }> {
     // Spooled by content, not by download: two downloads of the same records in the same form
     // share their files, so a benchmark can warm the spool before it measures a loader.
@@ -140,7 +144,7 @@ export class FileSpool {
     engine: SearchEngine,
     d: Download,
     { from, to }: { from: number; to: number },
-    { real, corrupt }: { real: boolean; corrupt: number },
+    { wholeNumbersAsFloat, corrupt }: { wholeNumbersAsFloat: boolean; corrupt: number },
     path: string,
   ): Promise<{ path: string; size: number }> {
     await mkdir(this.#dir, { recursive: true });
@@ -154,7 +158,9 @@ export class FileSpool {
         if (corrupt > 0 && unitHash(p) < corrupt) chunk += malformed(d.format, columns.length, p);
         else
           chunk +=
-            d.format === 'csv' ? csvRow(columns, record, real) : `${JSON.stringify(record)}\n`;
+            d.format === 'csv'
+              ? csvRow(columns, record, wholeNumbersAsFloat)
+              : `${JSON.stringify(record)}\n`;
         if (chunk.length >= CHUNK_BYTES) {
           if (!out.write(chunk)) await once(out, 'drain');
           chunk = '';

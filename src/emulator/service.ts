@@ -1,4 +1,4 @@
-import type { DataType } from '../catalog.js';
+import { type DataType, premadeView } from '../catalog.js';
 import { QueryError } from '../errors.js';
 import type { Clock } from './clock.js';
 import type { FaultInjector } from './faults.js';
@@ -8,17 +8,13 @@ import { csvCell, fileName } from './render.js';
 import type { AddressMatching, SearchEngine } from './search.js';
 import type { UrlSigner } from './signing.js';
 import { type Download, type EmulatorState, HttpProblem, type TargetedUpdate } from './state.js';
-import {
-  PREMADE_VIEWS,
-  projection,
-  unknownViewFields,
-  type View,
-  viewHasPeopleKeys,
-} from './views.js';
-import { isoDate } from './wire.js';
+import { projection, unknownViewFields, type View, viewHasPeopleKeys } from './views.js';
+import { isoDate, type WireForms } from './wire.js';
 
 export interface EmulatorContext {
   options: EmulatorOptions;
+  /** The forms of `options.wire` (wire.ts). */
+  forms: WireForms;
   clock: Clock;
   state: EmulatorState;
   engine: SearchEngine;
@@ -58,8 +54,8 @@ export function viewFields(ctx: EmulatorContext, name: string | undefined): stri
   if (name === undefined || name === '') return undefined;
   const own = ctx.state.views.get(name);
   if (own) return own.fields;
-  const premade = PREMADE_VIEWS[name];
-  if (premade) return premade.fields;
+  const premade = premadeView(name);
+  if (premade) return [...premade.fields];
   throw new HttpProblem(400, `view does not exist: ${name}`, [
     { field: 'view', message: `no view named '${name}'` },
   ]);
@@ -71,8 +67,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
   const now = ctx.clock.now();
   const fields = viewFields(ctx, req.view);
   if (req.autoTrace) {
-    const plans = state.account.allotted;
-    if (!(plans.property > 0 && plans.people > 0)) {
+    if (!(state.hasPlan('property') && state.hasPlan('people'))) {
       throw new HttpProblem(
         403,
         'auto_trace requires both a people data plan and a property data plan',
@@ -122,12 +117,12 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
     if (delivered === 0) return { numFound, delivered, records: [], autoTrace: req.autoTrace };
     state.requireCredits(req.type, req.autoTrace, delivered);
     const { columns, project } = projection(req.type, fields);
-    const real = ctx.options.wire === 'real';
+    const asFloat = ctx.forms.wholeNumbersAsFloat;
     const records: Record<string, unknown>[] = [];
     for (let p = 0; p < delivered; p++) {
       const record = project(engine.record(req.type, matches.at(p), req.autoTrace, now));
       // A csv preview shows the records as the CSV file would hold them: one text cell a field.
-      records.push(req.format === 'csv' ? csvShaped(columns, record, real) : record);
+      records.push(req.format === 'csv' ? csvShaped(columns, record, asFloat) : record);
     }
     state.charge(req.type, req.autoTrace, delivered);
     return { numFound, delivered, records, autoTrace: req.autoTrace };
@@ -164,10 +159,10 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
   return { numFound, delivered: target, records: [], download, autoTrace: req.autoTrace };
 }
 
-function csvShaped(columns: string[], record: Record<string, unknown>, real: boolean) {
+function csvShaped(columns: string[], record: Record<string, unknown>, asFloat: boolean) {
   const out: Record<string, string> = {};
   for (const column of columns) {
-    const cell = csvCell(record[column], real);
+    const cell = csvCell(record[column], asFloat);
     if (cell !== '')
       out[column] = cell.startsWith('"') ? cell.slice(1, -1).replaceAll('""', '"') : cell;
   }
@@ -218,7 +213,7 @@ export function resultFiles(
 export function createView(ctx: EmulatorContext, name: string, fields: string[]): View {
   checkViewName(name);
   checkViewFields(fields);
-  if (ctx.state.views.has(name) || PREMADE_VIEWS[name]) {
+  if (ctx.state.views.has(name) || premadeView(name)) {
     throw new HttpProblem(409, `a view named '${name}' already exists`, [
       { field: 'name', message: 'already exists' },
     ]);
@@ -237,7 +232,7 @@ export function updateView(
   const name = next.name ?? view.name;
   checkViewName(name);
   if (next.fields) checkViewFields(next.fields);
-  if (name !== current && (ctx.state.views.has(name) || PREMADE_VIEWS[name])) {
+  if (name !== current && (ctx.state.views.has(name) || premadeView(name))) {
     throw new HttpProblem(409, `a view named '${name}' already exists`, [
       { field: 'name', message: 'already exists' },
     ]);
@@ -255,7 +250,7 @@ export function updateView(
 export function ownView(ctx: EmulatorContext, name: string): View {
   const view = ctx.state.views.get(name);
   if (view) return view;
-  if (PREMADE_VIEWS[name]) {
+  if (premadeView(name)) {
     throw new HttpProblem(403, `'${name}' is a pre-made view and cannot be changed`);
   }
   throw new HttpProblem(404, `view '${name}' not found`);

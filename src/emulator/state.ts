@@ -1,6 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { CREDIT_TYPE_OF, CREDIT_TYPES, type CreditType, type DataType } from '../catalog.js';
 import type { Clock } from './clock.js';
+import type { AccountPlan } from './options.js';
 import type { MatchSet } from './search.js';
 import type { View } from './views.js';
 
@@ -21,14 +22,23 @@ export interface Account {
   password: string;
   first_name: string;
   last_name: string;
+  /**
+   * `per-type`: each data type has its allotment (`allotted`, `used`). `legacy`: the older
+   * plans, with no allotment per data type (those fields answer 0) and one total for every
+   * type instead (`total`), which `num_credits_used` counts. The per-type figures are kept
+   * meanwhile, for a switch back.
+   */
+  plan: AccountPlan;
   allotted: Record<CreditType, number>;
   used: Record<CreditType, number>;
+  /** A legacy plan's total: the credits it allows, and what was used of them. */
+  total: { allotted: number; used: number };
 }
 
 export type DownloadStatus = 'queued' | 'in_progress' | 'completed' | 'cancelled';
 
 export interface Download {
-  /** Integer id: the v3 request id, and the v4 id in the real wire form. */
+  /** Integer id: the v3 request id, and the v4 id where the wire form has integer ids. */
   seq: number;
   /** String id of the v4 contract form. */
   publicId: string;
@@ -107,6 +117,8 @@ export class EmulatorState {
       email: string;
       password: string;
       credits: Record<CreditType, number>;
+      plan: AccountPlan;
+      totalCredits: number;
       queueMs: number;
       rate: number;
     },
@@ -120,8 +132,10 @@ export class EmulatorState {
       password: this.initial.password,
       first_name: 'Demo',
       last_name: 'User',
+      plan: this.initial.plan,
       allotted: { ...this.initial.credits },
       used: { business: 0, people: 0, product: 0, property: 0 },
+      total: { allotted: this.initial.totalCredits, used: 0 },
     };
     this.views.clear();
     this.downloads.length = 0;
@@ -162,6 +176,11 @@ export class EmulatorState {
     return this.account.allotted[type] - this.account.used[type];
   }
 
+  /** Whether the account may search a data type: a legacy plan's total covers every type. */
+  hasPlan(type: CreditType): boolean {
+    return this.account.plan === 'legacy' || this.account.allotted[type] > 0;
+  }
+
   /**
    * Credits that running downloads will still take. A new search must fit in what is left
    * after them, so two downloads cannot together overspend an allotment.
@@ -178,6 +197,10 @@ export class EmulatorState {
 
   /** Refuses, before any record is delivered, a request that needs more credits than are left. */
   requireCredits(type: DataType, autoTrace: boolean, records: number): void {
+    if (this.account.plan === 'legacy') {
+      this.requireTotal(creditTypesOf(type, autoTrace).length * records);
+      return;
+    }
     for (const credit of creditTypesOf(type, autoTrace)) {
       const available = this.remaining(credit) - this.committed(credit);
       if (records > available) {
@@ -195,8 +218,25 @@ export class EmulatorState {
     }
   }
 
+  /** A legacy plan's refusal: the request would take the total past what the plan allows. */
+  private requireTotal(needed: number): void {
+    const { allotted, used } = this.account.total;
+    const committed = CREDIT_TYPES.reduce((sum, t) => sum + this.committed(t), 0);
+    const available = Math.max(0, allotted - used - committed);
+    if (needed > available) {
+      throw new HttpProblem(
+        402,
+        `Not enough credits: this request needs ${needed}, ${available} remain on the plan`,
+        [{ field: 'num_records', message: `exceeds the credits left on the plan (${available})` }],
+      );
+    }
+  }
+
   charge(type: DataType, autoTrace: boolean, records: number): void {
-    for (const credit of creditTypesOf(type, autoTrace)) this.account.used[credit] += records;
+    for (const credit of creditTypesOf(type, autoTrace)) {
+      if (this.account.plan === 'legacy') this.account.total.used += records;
+      else this.account.used[credit] += records;
+    }
   }
 
   progress(d: Download, now: number): number {
@@ -248,15 +288,19 @@ export function creditTypesOf(type: DataType, autoTrace: boolean): CreditType[] 
 }
 
 export function accountBody(account: Account): Record<string, unknown> {
+  const legacy = account.plan === 'legacy';
   const body: Record<string, unknown> = {
     email: account.email,
     first_name: account.first_name,
     last_name: account.last_name,
-    num_credits_used: CREDIT_TYPES.reduce((sum, t) => sum + account.used[t], 0),
+    num_credits_used: legacy
+      ? account.total.used
+      : CREDIT_TYPES.reduce((sum, t) => sum + account.used[t], 0),
   };
+  // A legacy plan's per-type fields are there, and zero: it has no allotment per data type.
   for (const t of CREDIT_TYPES) {
-    body[`${t}_credits_allotted`] = account.allotted[t];
-    body[`${t}_credits_used`] = account.used[t];
+    body[`${t}_credits_allotted`] = legacy ? 0 : account.allotted[t];
+    body[`${t}_credits_used`] = legacy ? 0 : account.used[t];
   }
   return body;
 }

@@ -8,37 +8,6 @@ export interface View {
 
 const allFields = (type: DataType) => Object.keys(FIELDS[type]);
 
-/**
- * Pre-made views, named as the service names them. They cannot be changed or deleted. The
- * `_nested` and `_all` forms select the same fields here (the emulator writes nested values the
- * same way for both); `pricesFlat` and `basicFields` are subsets.
- */
-export const PREMADE_VIEWS: Record<string, { type: DataType; fields: string[] }> = {
-  properties_all: { type: 'properties', fields: allFields('properties') },
-  properties_all_nested: { type: 'properties', fields: allFields('properties') },
-  businesses_all: { type: 'businesses', fields: allFields('businesses') },
-  businesses_all_nested: { type: 'businesses', fields: allFields('businesses') },
-  products_all: { type: 'products', fields: allFields('products') },
-  products_basicFields: {
-    type: 'products',
-    fields: [
-      'id',
-      'name',
-      'brand',
-      'manufacturer',
-      'categories',
-      'primaryCategories',
-      'upc',
-      'ean',
-    ],
-  },
-  products_pricesFlat: {
-    type: 'products',
-    fields: ['id', 'name', 'brand', 'prices', 'mostRecentPriceAmount', 'mostRecentPriceDate'],
-  },
-  people_all: { type: 'people', fields: allFields('people') },
-};
-
 const KNOWN_PATHS = new Set(
   (Object.keys(FIELDS) as DataType[]).flatMap((type) => fieldPaths(type)),
 );

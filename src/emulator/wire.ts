@@ -1,6 +1,90 @@
 import { STATUS_CODES } from 'node:http';
 import type { WireMode } from './options.js';
 
+/**
+ * Where the wire modes differ, one entry each: what the emulator sends, and what it accepts.
+ * The contract (shared/service-interface.md) leaves some forms unshown or allows two; the live
+ * service's are those its guides and its customers' clients expect (shared/wire-notes.md adds
+ * the older variants that `real` sends as well).
+ */
+export interface WireForms {
+  /**
+   * A v4 download start: its status, whether it carries the search answer (`num_found`,
+   * `total_cost`, `download_id`, `records`) and whether the download object (`id`, `status`,
+   * `num_records`, `num_downloaded`). Clients written from the guides read `id` and `status`
+   * from a 200; contract clients read `download_id`; an older client wants the bare 202 object.
+   */
+  v4Start: { status: 200 | 202; searchAnswer: boolean; downloadObject: boolean };
+  /**
+   * v4 download objects carry `num_downloaded` (the records so far) and `num_records` the
+   * records they will hold; without it, `num_records` is the records so far.
+   */
+  numDownloaded: boolean;
+  /** v4 `results` as plain URL strings, or as objects with `url`. */
+  urlStrings: boolean;
+  /** v4 download ids as integers (the sequence number), or the 24-digit string. */
+  integerIds: boolean;
+  /** A working v4 download says `started`/`running`, or `queued`/`in_progress`. */
+  startedRunning: boolean;
+  /** v4 error bodies as `{"errors": [...]}`, or `{error, message, code, details}`. */
+  errorsList: boolean;
+  /** v4 search answers also itemize the cost per credit type (`property_cost`, ...). */
+  costPerType: boolean;
+  /** A v3 download start answers 303 to `/v3/requests/{id}`, or the request in an array. */
+  v3Redirect: boolean;
+  /** v3 previews name the count `estimated total`, or `num_found` with `total_cost`. */
+  estimatedTotal: boolean;
+  /** Whole numbers in CSV files and CSV previews are written `2022.0`. */
+  wholeNumbersAsFloat: boolean;
+  /**
+   * Request bodies as real clients send them: form-encoded as well as JSON, unknown fields
+   * ignored, and `num_records` optional (a download of every match, a preview of 10). Else the
+   * contract's: JSON only, known fields only, `num_records` required.
+   */
+  lenientBodies: boolean;
+}
+
+const LIVE: WireForms = {
+  v4Start: { status: 200, searchAnswer: true, downloadObject: true },
+  numDownloaded: true,
+  urlStrings: true,
+  integerIds: false,
+  startedRunning: false,
+  errorsList: false,
+  costPerType: false,
+  v3Redirect: true,
+  estimatedTotal: false,
+  wholeNumbersAsFloat: false,
+  lenientBodies: true,
+};
+
+export const WIRE_FORMS: Record<WireMode, WireForms> = {
+  live: LIVE,
+  contract: {
+    v4Start: { status: 200, searchAnswer: true, downloadObject: false },
+    numDownloaded: false,
+    urlStrings: false,
+    integerIds: false,
+    startedRunning: false,
+    errorsList: false,
+    costPerType: false,
+    v3Redirect: false,
+    estimatedTotal: false,
+    wholeNumbersAsFloat: false,
+    lenientBodies: false,
+  },
+  real: {
+    ...LIVE,
+    v4Start: { status: 202, searchAnswer: false, downloadObject: true },
+    integerIds: true,
+    startedRunning: true,
+    errorsList: true,
+    costPerType: true,
+    estimatedTotal: true,
+    wholeNumbersAsFloat: true,
+  },
+};
+
 export type Api = 'v4' | 'v3' | 'files' | 'control';
 
 export function apiOf(path: string): Api {
@@ -12,12 +96,12 @@ export function apiOf(path: string): Api {
 
 /**
  * The error body the service sends for a status, in the shapes of service-interface.md section 7
- * (v4 `{error, message, code, details}`, v3 by status) or, for v4 in the real wire form, the
+ * (v4 `{error, message, code, details}`, v3 by status) or, for v4 with `errorsList`, the
  * `{"errors": [...]}` shape of wire-notes.md.
  */
 export function errorBody(
   api: Api,
-  wire: WireMode,
+  errorsList: boolean,
   status: number,
   message: string,
   details: { field: string; message: string }[],
@@ -36,7 +120,7 @@ export function errorBody(
     if (status === 400) body = { error: message };
     else if (status >= 500) body = { error: name, message, code: status, requestId: requestId() };
     else body = { error: name, message, code: status };
-  } else if (api === 'v4' && wire === 'real') {
+  } else if (api === 'v4' && errorsList) {
     body = { errors: [message, ...details.map((d) => `${d.field}: ${d.message}`)] };
   } else {
     body = { error: name, message, code: status, details };

@@ -151,6 +151,8 @@ export interface LockOptions {
   onWait?: (where: string) => void;
   /** Time between attempts while waiting (default 1 s). */
   pollMs?: number;
+  /** Who takes the lock (a run id), for the message another holder gets. */
+  holder?: string;
 }
 
 /** The state tables, as the run sees them. */
@@ -160,6 +162,7 @@ export interface State {
     pipeline: string;
     startedAt: string;
     resumes: string | null;
+    runKey?: string | null;
   }): Promise<void>;
   finishRun(
     runId: string,
@@ -170,12 +173,14 @@ export interface State {
   ): Promise<void>;
   runsLeftRunning(pipeline: string): Promise<RunRow[]>;
   latestRun(pipeline: string, before?: string): Promise<RunRow | undefined>;
+  runByKey(pipeline: string, key: string): Promise<RunRow | undefined>;
   run(runId: string): Promise<RunRow | undefined>;
   runChain(root: string): Promise<RunRow[]>;
   saveJob(row: JobRow): Promise<void>;
   jobsOfRuns(runIds: readonly string[]): Promise<JobRow[]>;
   openAttempt(pipeline: string, job: string): Promise<Attempt | undefined>;
   attemptsOfRuns(runIds: readonly string[]): Promise<Attempt[]>;
+  attemptsSince(pipeline: string, since: string): Promise<Attempt[]>;
   knownDownloadIds(): Promise<Set<string>>;
   insertAttempt(attempt: Attempt): Promise<void>;
   updateAttempt(
@@ -218,6 +223,12 @@ export interface Destination {
    * Takes an exclusive lock named `name` for the life of the handle, so that two runs of a
    * pipeline never both start a download. The operating system or the database server
    * releases it when the process dies. Fails with SLUICE_LOCKED when held and not waiting.
+   *
+   * A lock can also be lost while its holder lives (its PostgreSQL session ends, its lock file is
+   * deleted), and another run take it: so taking it also makes this handle the holder of the
+   * name's lease in the state tables, and from then on every transaction of this handle, and
+   * every write of its state, first checks that it still is; if another run has taken the lease,
+   * it fails with SLUICE_LOCK_LOST and commits nothing more.
    */
   lock(name: string, options: LockOptions): Promise<Lock>;
 

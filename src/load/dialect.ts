@@ -30,6 +30,11 @@ export interface Dialect<C> {
   readonly readOnly: boolean;
   /** State statements outside any transaction. */
   readonly db: Kysely<StateDatabase>;
+  /**
+   * Rows can be locked against other writers for the rest of a transaction (PostgreSQL). SQLite
+   * needs none: a transaction there is the one writer.
+   */
+  readonly rowLocks: boolean;
 
   /**
    * Runs `work` in one transaction on one connection; `db` runs state statements inside it.
@@ -84,6 +89,11 @@ export interface Dialect<C> {
     filter?: PairFilter,
   ): Promise<[unknown, unknown][]>;
   lock(name: string, options: LockOptions): Promise<Lock>;
+  /**
+   * For the rest of the transaction, a statement waits at most `ms` for a lock another session
+   * holds, then fails with SLUICE_DESTINATION_BUSY (SQLite: its busy timeout stands).
+   */
+  waitAtMost(conn: C, ms: number): Promise<void>;
   /** A driver's error as a SluiceError that says what to do (and never holds a password). */
   translate(error: unknown): unknown;
   close(): Promise<void>;

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { copyCell, plainRows, withSuffix } from '../schema/copy-text.js';
+import { ColumnNames, type Naming } from '../schema/naming.js';
 import { hasChanges, packedColumns, packRows, planChanges } from '../schema/plan.js';
 import {
   type Column,
@@ -21,9 +22,8 @@ export interface LoaderInternals<C> {
   readonly capabilities: DestinationCapabilities;
   readonly dialect: Dialect<C>;
   readonly store: StateStore;
+  readonly naming: Naming;
   committedColumns(table: string): Map<string, ColumnType> | undefined;
-  bind(name: string): string;
-  sourceOf(physical: string): string;
   physical(table: string, stagedBy?: string): string;
   indexName(table: string, purpose: 'key' | 'parent'): string;
 }
@@ -42,6 +42,8 @@ export class LoaderTransaction<C> implements FileTransaction {
   readonly #indexed = new Set<string>();
   readonly #parentIndexed = new Set<string>();
   readonly #indexes = new Map<string, Promise<{ name: string }[]>>();
+  /** Each table's columns for the row keys written to it, as of the columns seen (`#columns`). */
+  readonly #names = new Map<string, ColumnNames>();
 
   constructor(
     readonly loader: LoaderInternals<C>,
@@ -68,7 +70,19 @@ export class LoaderTransaction<C> implements FileTransaction {
       columns = described && new Map(described.map((c) => [c.name, c.type]));
     }
     this.tables.set(table, columns);
+    // Worked out again from the columns as they are now (the same names: see ColumnNames).
+    this.#names.delete(table);
     return columns;
+  }
+
+  /** The physical columns of a (physical) table for row keys, once its columns are seen. */
+  #namesOf(table: string): ColumnNames {
+    let names = this.#names.get(table);
+    if (names === undefined) {
+      names = new ColumnNames(this.loader.naming, this.tables.get(table)?.keys() ?? []);
+      this.#names.set(table, names);
+    }
+    return names;
   }
 
   /**
@@ -77,12 +91,18 @@ export class LoaderTransaction<C> implements FileTransaction {
    */
   async ensure(target: WriteTarget, wanted: Iterable<Column>): Promise<Map<string, ColumnType>> {
     const table = this.loader.physical(target.table, target.stagedBy);
-    const bound = [...wanted].map((c) => ({ name: this.loader.bind(c.name), type: c.type }));
+    const logical = [...wanted];
+    const bind = () => {
+      const names = this.#namesOf(table);
+      return logical.map((c) => ({ name: names.physical(c.name), type: c.type }));
+    };
     let existing = await this.#columns(table);
+    let bound = bind();
     let changes = planChanges(existing && toColumns(existing), bound);
     if (hasChanges(changes) && this.besideOthers()) {
       // Another file of the run may have made the change already: looked at again, as committed.
       existing = await this.#columns(table, true);
+      bound = bind();
       changes = planChanges(existing && toColumns(existing), bound);
       if (hasChanges(changes) && this.besideOthers()) {
         throw new DestinationError(
@@ -96,6 +116,7 @@ export class LoaderTransaction<C> implements FileTransaction {
       await this.#dialect.lockTable(this.conn, table);
       existing = await this.#columns(table, true);
       this.known.add(table);
+      bound = bind();
       changes = planChanges(existing && toColumns(existing), bound);
     }
     if (!hasChanges(changes)) {
@@ -112,11 +133,11 @@ export class LoaderTransaction<C> implements FileTransaction {
     }
     const columns = new Map(existing);
     if (changes.create) {
-      await this.#dialect.createTable(this.conn, table, withSource(this.loader, changes.add));
+      await this.#dialect.createTable(this.conn, table, this.#withSource(table, changes.add));
       for (const c of changes.add) columns.set(c.name, c.type);
     } else {
       if (changes.add.length > 0) {
-        await this.#dialect.addColumns(this.conn, table, withSource(this.loader, changes.add));
+        await this.#dialect.addColumns(this.conn, table, this.#withSource(table, changes.add));
         for (const c of changes.add) columns.set(c.name, c.type);
       }
       for (const change of changes.widen) {
@@ -145,7 +166,8 @@ export class LoaderTransaction<C> implements FileTransaction {
   async #ensureKeyIndex(table: string, target: WriteTarget): Promise<void> {
     if (target.mode !== 'merge' || target.key.length === 0 || this.#indexed.has(table)) return;
     const name = this.loader.indexName(table, 'key');
-    const columns = target.key.map((k) => this.loader.bind(k));
+    const names = this.#namesOf(table);
+    const columns = target.key.map((k) => names.physical(k));
     const existing = await this.#indexesOf(table);
     if (!existing.some((i) => i.name === name)) {
       try {
@@ -179,7 +201,7 @@ export class LoaderTransaction<C> implements FileTransaction {
     if (existing.some((i) => i.name === name)) return;
     await this.#dialect.createIndex(this.conn, table, {
       name,
-      columns: [this.loader.bind(column)],
+      columns: [this.#namesOf(table).physical(column)],
       unique: false,
     });
     this.#indexes.set(table, Promise.resolve([...existing, { name }]));
@@ -225,10 +247,11 @@ export class LoaderTransaction<C> implements FileTransaction {
     const table = this.loader.physical(target.table, target.stagedBy);
     // Rows are written whole, every column of the table: a field now absent becomes NULL, and
     // (as values) one statement serves every batch of the table.
+    const names = this.#namesOf(table);
     const bound: BoundColumn[] = [...columns].map(([name, type]) => ({
       name,
       type,
-      source: this.loader.sourceOf(name),
+      source: names.logical(name),
     }));
     const inexact = inexactRows(packed, bound, target.table);
     if (inexact.length > 0) {
@@ -240,7 +263,7 @@ export class LoaderTransaction<C> implements FileTransaction {
     }
     const text = this.loader.capabilities.copyText ? asCopyText(packed, bound) : undefined;
     let all = text ? undefined : inTableOrder(plainRows(packed), bound);
-    const key = target.key.map((k) => this.loader.bind(k));
+    const key = target.key.map((k) => names.physical(k));
     const insert = (some: TableRows) =>
       this.#dialect.insert(this.conn, table, bound, some, target.mode, key);
     try {
@@ -290,7 +313,8 @@ export class LoaderTransaction<C> implements FileTransaction {
     if (values.length === 0) return;
     const table = this.loader.physical(target.table, target.stagedBy);
     if ((await this.#columns(table)) === undefined) return;
-    await this.#dialect.deleteWhereIn(this.conn, table, this.loader.bind(column), values);
+    const physical = this.#namesOf(table).physical(column);
+    await this.#dialect.deleteWhereIn(this.conn, table, physical, values);
   }
 
   async addRejects(rows: readonly RejectRow[]): Promise<void> {
@@ -308,6 +332,7 @@ export class LoaderTransaction<C> implements FileTransaction {
   async drop(table: string): Promise<void> {
     await this.#dialect.drop(this.conn, table);
     this.tables.set(table, undefined);
+    this.#names.delete(table);
     this.known.add(table);
     this.#forgetIndexes(table);
   }
@@ -316,6 +341,12 @@ export class LoaderTransaction<C> implements FileTransaction {
     this.#indexes.delete(table);
     this.#indexed.delete(table);
     this.#parentIndexed.delete(table);
+  }
+
+  /** Columns as written, with the row key each one's values come from. */
+  #withSource(table: string, columns: readonly Column[]): BoundColumn[] {
+    const names = this.#namesOf(table);
+    return columns.map((c) => ({ ...c, source: names.logical(c.name) }));
   }
 
   /** Swaps this pipeline's staging table of `logical` in for the live one. */
@@ -343,6 +374,8 @@ export class LoaderTransaction<C> implements FileTransaction {
     await this.#dialect.swap(this.conn, staging, target, renames);
     this.tables.set(target, columns);
     this.tables.set(staging, undefined);
+    this.#names.delete(target);
+    this.#names.delete(staging);
     this.known.add(target);
     this.known.add(staging);
     this.#forgetIndexes(target);
@@ -464,8 +497,4 @@ function asCopyText(packed: PackedRows, columns: readonly BoundColumn[]): TableR
 
 function toColumns(map: Map<string, ColumnType>): Column[] {
   return [...map].map(([name, type]) => ({ name, type }));
-}
-
-function withSource<C>(loader: LoaderInternals<C>, columns: readonly Column[]): BoundColumn[] {
-  return columns.map((c) => ({ ...c, source: loader.sourceOf(c.name) }));
 }

@@ -1,4 +1,8 @@
-import { Naming } from '../schema/naming.js';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Kysely } from 'kysely';
+import { SluiceError } from '../errors.js';
+import { ColumnNames, Naming } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType } from '../schema/types.js';
 import type {
@@ -15,7 +19,8 @@ import type {
 import type { Dialect } from './dialect.js';
 import { DestinationError } from './errors.js';
 import { type LoaderInternals, LoaderTransaction } from './loader-transaction.js';
-import { StateStore } from './state-store.js';
+import { type LeaseRow, StateStore } from './state-store.js';
+import type { StateDatabase } from './state-tables.js';
 import { migrateStateTables, StateVersionError } from './state-tables.js';
 
 /**
@@ -33,8 +38,10 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   readonly #store: StateStore;
   /** Committed column types per physical table. */
   readonly #tables = new Map<string, Map<string, ColumnType>>();
-  /** Physical column name -> the row key it holds (they differ only for names over the limit). */
-  readonly #sources = new Map<string, string>();
+  /** The lease this handle holds (see `lock`): checked before anything is written. */
+  #fence: { name: string; holder: string } | undefined;
+  /** The state tables are known to be there, at this version. */
+  #stateReady = false;
 
   constructor(dialect: Dialect<C>) {
     this.#dialect = dialect;
@@ -57,6 +64,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   }
 
   async ensureState(): Promise<void> {
+    if (this.#stateReady) return;
     await this.#guard(async () => {
       try {
         await this.#dialect.migrationTransaction((conn, db) =>
@@ -69,14 +77,59 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
         throw error;
       }
     });
+    this.#stateReady = true;
   }
 
   async hasState(): Promise<boolean> {
     return this.#guard(async () => (await this.#dialect.describe('_sluice_runs')) !== undefined);
   }
 
-  lock(name: string, options: LockOptions): Promise<Lock> {
-    return this.#guard(() => this.#dialect.lock(name, options));
+  async lock(name: string, options: LockOptions): Promise<Lock> {
+    await this.ensureState(); // the lease lives in the state tables
+    const held = await this.#guard(() => this.#dialect.lock(name, options));
+    const holder = randomUUID();
+    const by = `${options.holder ? `run ${options.holder}, ` : ''}process ${process.pid} on ${hostname()}`;
+    try {
+      await this.#guard(() =>
+        this.#dialect.transaction(async (conn, db) => {
+          // A holder that lost its lock may be committing a file, the lease locked against a
+          // takeover until it ends: it is alive and writing, so this run does not take over.
+          await this.#dialect.waitAtMost(conn, LEASE_WAIT_MS);
+          await this.#store.takeLease({ name, holder, taken_at: new Date().toISOString(), by }, db);
+        }),
+      );
+    } catch (error) {
+      await held.release();
+      if ((error as { code?: unknown }).code !== 'SLUICE_DESTINATION_BUSY') throw error;
+      throw new SluiceError(
+        `${held.where} was free, but the run that held it before is still committing to ${this.description}`,
+        { code: 'SLUICE_LOCKED', cause: error },
+      );
+    }
+    this.#fence = { name, holder };
+    return {
+      where: held.where,
+      release: async () => {
+        if (this.#fence?.holder === holder) this.#fence = undefined;
+        await held.release();
+      },
+    };
+  }
+
+  /**
+   * Runs `work` in a transaction that first checks this handle still holds its lease (see
+   * `lock`); on PostgreSQL the lease row stays locked until the transaction ends, so no run can
+   * take the lease over while one of this handle's transactions is under way.
+   */
+  async #fenced<T>(work: (conn: C, db: Kysely<StateDatabase>) => Promise<T>): Promise<T> {
+    return this.#dialect.transaction(async (conn, db) => {
+      const fence = this.#fence;
+      if (fence !== undefined) {
+        const lease = await this.#store.lease(fence.name, db, this.#dialect.rowLocks);
+        if (lease?.holder !== fence.holder) throw lockLost(fence.name, this.description, lease);
+      }
+      return work(conn, db);
+    });
   }
 
   physicalName(table: string): string {
@@ -159,13 +212,14 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     columns: [string, string],
     filter?: PairFilter,
   ): Promise<[unknown, unknown][]> {
-    return this.#guard(() =>
-      this.#dialect.readPairs(
-        this.naming.table(table),
-        [this.naming.column(columns[0]), this.naming.column(columns[1])],
-        filter,
-      ),
-    );
+    return this.#guard(async () => {
+      const physical = this.naming.table(table);
+      // The columns the rows were written to, as the table's columns say (see ColumnNames).
+      const described = await this.#dialect.describe(physical);
+      const names = new ColumnNames(this.naming, described?.map((c) => c.name) ?? []);
+      const [a, b] = columns.map((c) => names.physical(c)) as [string, string];
+      return this.#dialect.readPairs(physical, [a, b], filter);
+    });
   }
 
   async close(): Promise<void> {
@@ -186,17 +240,6 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     return this.#tables.get(table);
   }
 
-  /** A physical column name for a row key, remembered so that rows can be read back into it. */
-  bind(name: string): string {
-    const physical = this.naming.column(name);
-    if (physical !== name) this.#sources.set(physical, name);
-    return physical;
-  }
-
-  sourceOf(physical: string): string {
-    return this.#sources.get(physical) ?? physical;
-  }
-
   physical(table: string, stagedBy?: string): string {
     return this.#physical(table, stagedBy);
   }
@@ -207,7 +250,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   ): Promise<T> {
     return this.#guard(async () => {
       let done: LoaderTransaction<C> | undefined;
-      const result = await this.#dialect.transaction(async (conn, db) => {
+      const result = await this.#fenced(async (conn, db) => {
         const tx = new LoaderTransaction(this, conn, db, besideOthers);
         const value = await work(tx);
         done = tx;
@@ -238,10 +281,24 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     }
   }
 
-  /** The state store with every call's driver errors translated. */
+  /**
+   * The state store with every call's driver errors translated, and its writes of a run's work
+   * (downloads asked for and their progress, jobs) checked against the lease, in a transaction
+   * of their own: a run that lost its lock neither buys nor records anything more.
+   */
   #guarded(store: StateStore): State {
+    const fenced: Partial<State> = {
+      insertAttempt: (attempt) => this.#fenced((_, db) => store.insertAttempt(attempt, db)),
+      updateAttempt: (id, changes) => this.#fenced((_, db) => store.updateAttempt(id, changes, db)),
+      saveJob: (row) => this.#fenced((_, db) => store.saveJob(row, db)),
+    };
     return new Proxy(store, {
       get: (target, property, receiver) => {
+        const write = fenced[property as keyof State];
+        if (write !== undefined) {
+          return (...args: unknown[]) =>
+            this.#guard(() => (write as (...a: unknown[]) => Promise<unknown>)(...args));
+        }
         const value = Reflect.get(target, property, receiver);
         if (typeof value !== 'function') return value;
         return (...args: unknown[]) =>
@@ -249,4 +306,20 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
       },
     }) as State;
   }
+}
+
+/** How long taking a lease waits for a holder's transaction that has it locked (PostgreSQL). */
+const LEASE_WAIT_MS = 5000;
+
+function lockLost(name: string, where: string, lease: LeaseRow | undefined): SluiceError {
+  const what = name.startsWith('pipeline:')
+    ? `pipeline '${name.slice('pipeline:'.length)}'`
+    : `the lock ${name}`;
+  const who = lease
+    ? `${lease.by ?? 'another run'} took it over at ${lease.taken_at}`
+    : 'its lease is gone';
+  return new SluiceError(
+    `this run no longer holds ${what} on ${where} (its lock ended while it ran: a PostgreSQL session that was closed, a lock file that was deleted) and ${who}; it stopped before committing anything more, and what it committed stays. The run that holds it now goes on; if none does, run again`,
+    { code: 'SLUICE_LOCK_LOST' },
+  );
 }

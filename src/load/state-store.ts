@@ -22,6 +22,7 @@ export type JobRow = StateDatabase['_sluice_jobs'];
 export type FileRow = StateDatabase['_sluice_files'];
 export type RejectRow = StateDatabase['_sluice_rejects'];
 export type CursorRow = StateDatabase['_sluice_cursors'];
+export type LeaseRow = StateDatabase['_sluice_leases'];
 
 export type AttemptStatus =
   | 'requested'
@@ -71,6 +72,7 @@ export class StateStore {
     pipeline: string;
     startedAt: string;
     resumes: string | null;
+    runKey?: string | null;
   }): Promise<void> {
     await this.db
       .insertInto('_sluice_runs')
@@ -86,8 +88,21 @@ export class StateStore {
         error_message: null,
         resumes: run.resumes,
         credits: null,
+        run_key: run.runKey ?? null,
       })
       .execute();
+  }
+
+  /** The latest run of a pipeline with this key (`--run-key`). */
+  async runByKey(pipeline: string, key: string): Promise<RunRow | undefined> {
+    return this.db
+      .selectFrom('_sluice_runs')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .where('run_key', '=', key)
+      .orderBy('started_at', 'desc')
+      .orderBy('run_id', 'desc')
+      .executeTakeFirst();
   }
 
   async finishRun(
@@ -187,6 +202,17 @@ export class StateStore {
       .execute();
   }
 
+  /** A pipeline's attempts asked for at or after `since` (ISO), for its credit budgets. */
+  async attemptsSince(pipeline: string, since: string): Promise<Attempt[]> {
+    return this.db
+      .selectFrom('_sluice_downloads')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .where('requested_at', '>=', since)
+      .orderBy('requested_at')
+      .execute();
+  }
+
   /** Every download id any pipeline of this destination knows, so none is adopted twice. */
   async knownDownloadIds(): Promise<Set<string>> {
     const rows = await this.db
@@ -197,8 +223,8 @@ export class StateStore {
     return new Set(rows.map((r) => r.download_id!));
   }
 
-  async insertAttempt(attempt: Attempt): Promise<void> {
-    await this.db.insertInto('_sluice_downloads').values(attempt).execute();
+  async insertAttempt(attempt: Attempt, db: Db = this.db): Promise<void> {
+    await db.insertInto('_sluice_downloads').values(attempt).execute();
   }
 
   async updateAttempt(
@@ -280,6 +306,27 @@ export class StateStore {
       .where('pipeline', '=', pipeline)
       .where('job', '=', job)
       .execute();
+  }
+
+  // --- leases -----------------------------------------------------------------------------
+
+  /** Makes `lease` the holder of its name, whoever held it before. */
+  async takeLease(lease: LeaseRow, db: Db = this.db): Promise<void> {
+    const { name, ...rest } = lease;
+    await db
+      .insertInto('_sluice_leases')
+      .values(lease)
+      .onConflict((oc) => oc.column('name').doUpdateSet(rest))
+      .execute();
+  }
+
+  /**
+   * The holder of a lease. `share`: the row is locked against a takeover until the transaction
+   * ends (destinations with row locks; SQLite's one writer needs none).
+   */
+  async lease(name: string, db: Db, share: boolean): Promise<LeaseRow | undefined> {
+    const query = db.selectFrom('_sluice_leases').selectAll().where('name', '=', name);
+    return (share ? query.forShare() : query).executeTakeFirst();
   }
 
   // --- status -----------------------------------------------------------------------------

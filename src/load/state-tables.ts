@@ -8,9 +8,11 @@ import type { Kysely } from 'kysely';
  * Version 1 (sluice 0.1) had runs, downloads, files and rejects, created by two drifting copies
  * of the DDL (SQLite and PostgreSQL differed in keys, indexes and integer types). Version 2 adds
  * `_sluice_meta`, per-job outcomes (`_sluice_jobs`), cursors (`_sluice_cursors`) and columns for
- * stages, errors, credits and what a download was asked for.
+ * stages, errors, credits and what a download was asked for. Version 3 adds `_sluice_leases`:
+ * which run holds each pipeline, checked inside every transaction (see `Loader.lock`), and runs'
+ * keys (`run --run-key`).
  */
-export const STATE_VERSION = 2;
+export const STATE_VERSION = 3;
 
 type ColumnKind = 'text' | 'bigint';
 
@@ -52,6 +54,8 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('error_message'),
       text('resumes'),
       text('credits'),
+      // v3
+      text('run_key'),
     ],
     primaryKey: ['run_id'],
     indexes: [{ name: '_sluice_runs_by_pipeline', columns: ['pipeline', 'started_at'] }],
@@ -154,6 +158,12 @@ export const STATE_TABLES: readonly StateTable[] = [
     primaryKey: ['pipeline', 'job'],
     indexes: [],
   },
+  {
+    name: '_sluice_leases',
+    columns: [text('name', true), text('holder', true), text('taken_at', true), text('by')],
+    primaryKey: ['name'],
+    indexes: [],
+  },
 ];
 
 /** Indexes of version 1 whose names or columns differ in version 2. */
@@ -174,6 +184,8 @@ export interface StateDatabase {
     error_message: string | null;
     resumes: string | null;
     credits: string | null;
+    /** The orchestrator's key for the run (`--run-key`): its retries finish it, never redo it. */
+    run_key: string | null;
   };
   _sluice_jobs: {
     run_id: string;
@@ -246,6 +258,15 @@ export interface StateDatabase {
     updated_at: string;
     run_id: string;
     download_id: string | null;
+  };
+  _sluice_leases: {
+    /** The lock's name (`pipeline:<name>`). */
+    name: string;
+    /** The token of the lock's latest holder: only that holder may write. */
+    holder: string;
+    taken_at: string;
+    /** Who took it, for messages: the run, the process and the host. */
+    by: string | null;
   };
 }
 

@@ -1,8 +1,10 @@
+import type { LimitFunction } from 'p-limit';
 import type { ServiceClient } from '../client/types.js';
 import type { Destination, JobRow } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import type { ShapePlan } from '../records/tables.js';
 import { type Clock, isoAt } from './clock.js';
+import type { RunGuard } from './guard.js';
 import type { JobOutcome } from './outcome.js';
 import type { Progress } from './progress.js';
 import type { Resumable } from './resume.js';
@@ -22,8 +24,17 @@ export interface RunContext {
   fresh: boolean;
   /** Incremental jobs ignore their cursors, and reset them once loaded. */
   fullRefresh: boolean;
+  /** The orchestrator's key for the run (`--run-key`). */
+  runKey?: string;
   /** The interrupted run this one finishes, when it does (see resume.ts). */
   resume?: Resumable;
+  /** The credit guard of the run, and the order in which its jobs start downloads. */
+  guard: RunGuard;
+  /**
+   * Jobs loading at once: each takes a turn here once its download is complete, so a destination
+   * with one writer (SQLite) loads them one after another, in the order their downloads end.
+   */
+  loads: LimitFunction;
   signal?: AbortSignal;
 }
 

@@ -1,4 +1,5 @@
-import { ApiError } from '../errors.js';
+import type { DownloadInfo } from '../client/types.js';
+import { ApiError, SluiceError } from '../errors.js';
 import type { Attempt } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import type { JobTables } from '../records/tables.js';
@@ -12,7 +13,7 @@ import {
   loadFiles,
   prepareTables,
 } from './load.js';
-import { inStage, type JobOutcome, markCommitted } from './outcome.js';
+import { errorInfo, inStage, type JobOutcome, markCommitted } from './outcome.js';
 import type { JobSpec } from './spec.js';
 
 /** A job that downloads: its own, or one part of an owner lookup. */
@@ -55,21 +56,52 @@ export async function runDownloadJob(
   outcome.stage = 'extract';
   const polled = await inStage('extract', () => waitForDownload(ctx, job, download.attempt, log));
   countCredits(ctx, job, download.attempt, polled.info, outcome);
-  outcome.stage = 'load';
-  await loadFiles(load, download.attempt, polled.info);
-  outcome.stage = 'finish';
-  await inStage('finish', () => finishJob(load, download.attempt, polled.info));
+  // The download is ready: the job waits for its turn at the destination's writers.
+  ctx.progress.phase(job.name, 'queued', undefined);
+  const cancelled = await ctx.loads(async () => {
+    outcome.stage = 'load';
+    await loadFiles(load, download.attempt, polled.info);
+    outcome.stage = 'finish';
+    const cancelled =
+      polled.info.state === 'cancelled' && !polled.timedOut
+        ? cancelledOnService(job, download.attempt, polled.info, outcome)
+        : undefined;
+    const ended = polled.timedOut ? 'timed_out' : cancelled ? 'cancelled' : undefined;
+    await inStage('finish', () => finishJob(load, download.attempt, polled.info, ended));
+    return cancelled;
+  });
   markCommitted(outcome);
   if (polled.timedOut) {
     outcome.status = 'timed_out';
     outcome.message = polled.timedOut;
-    outcome.error = {
-      code: 'SLUICE_TIMEOUT',
-      message: polled.timedOut,
-      retryable: true,
-      stage: 'extract',
-    };
+    outcome.error = errorInfo(
+      new SluiceError(polled.timedOut, { code: 'SLUICE_TIMEOUT' }),
+      'extract',
+    );
+  } else if (cancelled) {
+    outcome.status = 'cancelled';
+    outcome.message = cancelled.message;
+    outcome.error = errorInfo(cancelled, 'extract');
+    log.warn(cancelled.message);
   }
+}
+
+/**
+ * A download someone else cancelled (in the portal, another program): the records it holds are
+ * paid for and loaded, and the job says it got fewer than it asked for.
+ */
+function cancelledOnService(
+  job: JobSpec,
+  attempt: Attempt,
+  info: DownloadInfo,
+  outcome: JobOutcome,
+): SluiceError {
+  const asked = attempt.num_requested ?? job.records ?? attempt.num_found;
+  const of = asked === null || asked === undefined ? '' : ` of the ${Number(asked)} asked for`;
+  return new SluiceError(
+    `download ${attempt.download_id} was cancelled on the service, not by this run: loaded the ${outcome.loaded + outcome.rejected} records it holds${of} (${info.numRecords} paid for); run again to buy the job anew`,
+    { code: 'SLUICE_DOWNLOAD_CANCELLED' },
+  );
 }
 
 /** Whether the service answers 404 for an attempt's download. */

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { DownloadInfo } from '../client/types.js';
-import { CreditGuardError, SluiceError } from '../errors.js';
+import { ApiError, CreditGuardError, SluiceError } from '../errors.js';
 import type { Attempt } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import { verifyDownload } from './adopt.js';
+import { budgetStandings } from './budget.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
-import { estimateJob, searchRequestOf } from './estimate.js';
+import { searchRequestOf } from './estimate.js';
 import { describeRange, rangeOf, rangeQuery, reattachedRange } from './incremental.js';
 import { inStage, type JobOutcome } from './outcome.js';
 import type { JobSpec } from './spec.js';
@@ -34,6 +35,22 @@ export async function ensureDownload(
   outcome: JobOutcome,
   log: Logger,
   /** Runs once the guard has passed, before a new download is asked for (or none is needed). */
+  beforeNew: () => Promise<void>,
+): Promise<DownloadToLoad | undefined> {
+  // The jobs of a run start their downloads in the file's order, one after another (RunGuard).
+  await ctx.guard.turn(job.name);
+  try {
+    return await ensureDownloadInTurn(ctx, job, outcome, log, beforeNew);
+  } finally {
+    ctx.guard.end(job.name);
+  }
+}
+
+async function ensureDownloadInTurn(
+  ctx: RunContext,
+  job: JobSpec,
+  outcome: JobOutcome,
+  log: Logger,
   beforeNew: () => Promise<void>,
 ): Promise<DownloadToLoad | undefined> {
   const { destination, client, signal } = ctx;
@@ -105,10 +122,17 @@ export async function ensureDownload(
   if (range) log.info(describeRange(range));
   outcome.stage = 'guard';
   const request = searchRequestOf(job, rangeQuery(job.query, range));
-  const estimate = await inStage('guard', () => estimateJob(client, job, { signal, request }));
+  // What the jobs before this one bought is in the state tables already: it counts.
+  const budgets = await inStage('guard', () => budgetStandings(ctx.spec, state, ctx.clock.now()));
+  const estimate = await inStage('guard', () => ctx.guard.check(job, request, signal, budgets));
   outcome.found = estimate.found;
   const refusal = estimate.refusals[0];
   if (refusal) throw new CreditGuardError(refusal.message, refusal);
+  if (estimate.legacy) {
+    log.info(
+      `the account is on a legacy plan (${estimate.legacy.total_used} credits used in all): the service does not say what is left, so the guard checked max_credits${ctx.spec.budgets.length > 0 ? ' and the budgets' : ''} only; the service refuses (402) a download the account cannot pay for`,
+    );
+  }
   outcome.stage = 'extract';
   await beforeNew();
   if (estimate.found === 0) {
@@ -146,22 +170,36 @@ export async function ensureDownload(
   };
   // Written BEFORE the request that pays: a crash from here on is found by the next run.
   await state.insertAttempt(fresh);
-  const start = await client.startDownload(
-    { ...request, ...(job.records === undefined ? {} : { numRecords: job.records }) },
-    {
-      ...(signal ? { signal } : {}),
-      // After an ambiguous failure, a download that appeared is adopted only if it is ours.
-      verify: async (candidate) =>
-        (
-          await verifyDownload(
-            ctx,
-            job,
-            { query: request.query, requestedAt: now, records: estimate.records },
-            candidate,
-          )
-        ).ours,
-    },
-  );
+  const start = await client
+    .startDownload(
+      { ...request, ...(job.records === undefined ? {} : { numRecords: job.records }) },
+      {
+        ...(signal ? { signal } : {}),
+        // After an ambiguous failure, a download that appeared is adopted only if it is ours.
+        verify: async (candidate) =>
+          (
+            await verifyDownload(
+              ctx,
+              job,
+              { query: request.query, requestedAt: now, records: estimate.records },
+              candidate,
+            )
+          ).ours,
+      },
+    )
+    .catch(async (error: unknown) => {
+      // The service answered that it will not pay for it (402): no download was started, so
+      // the request is closed here rather than left for the next run to look for (and for the
+      // budgets to count as maybe bought).
+      if (error instanceof ApiError && error.status === 402) {
+        await state.updateAttempt(fresh.attempt_id, {
+          status: 'abandoned',
+          message: `the service refused to start it: ${error.message}`,
+          updated_at: isoAt(ctx.clock),
+        });
+      }
+      throw error;
+    });
   fresh.download_id = start.id;
   fresh.status = 'started';
   fresh.started_at = isoAt(ctx.clock);
@@ -281,7 +319,7 @@ export async function waitForDownload(
       maxWaitMs: Math.max(0, deadline - clock.now()),
     });
     if (polls === 1) await checkpoint(ctx, 'polling', job.name);
-    progress.update(info.numRecords, target);
+    progress.update(job.name, info.numRecords, target);
     if (info.numRecords !== attempt.num_records) {
       attempt.num_records = info.numRecords;
       await state.updateAttempt(attempt.attempt_id, {

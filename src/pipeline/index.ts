@@ -1,3 +1,4 @@
+export { type BudgetStanding, budgetStandings } from './budget.js';
 export type { Clock } from './clock.js';
 export { type CreditEstimate, estimateJob } from './estimate.js';
 export type {
@@ -10,16 +11,19 @@ export type {
   RunSummary,
   Stage,
 } from './outcome.js';
-export { type PlanReport, planPipeline, savedCursors } from './plan.js';
+export { type PlanReport, planPipeline, savedState } from './plan.js';
 export { noProgress, type Progress } from './progress.js';
 export {
   clientFor,
+  destinationOf,
   openPipelineDestination,
   type RunOptions,
   runPipeline,
 } from './run.js';
+export { jobMatcher, selectJobs, unmatchedPatterns } from './select.js';
 export {
   type JobSpec,
+  type LoadOptions,
   loadPipeline,
   type PipelineSpec,
   parsePipeline,

@@ -22,7 +22,7 @@ export async function runJob(ctx: RunContext, job: JobSpec): Promise<JobOutcome>
   } catch (error) {
     settle(ctx, outcome, error, log);
   } finally {
-    ctx.progress.done();
+    ctx.progress.done(job.name, outcome.status);
     outcome.seconds = Math.round((ctx.clock.now() - started) / 10) / 100;
   }
   return outcome;
@@ -39,8 +39,11 @@ function settle(ctx: RunContext, outcome: JobOutcome, error: unknown, log: Logge
     return;
   }
   outcome.error = info;
-  if (error instanceof CreditGuardError) outcome.status = 'refused';
-  else if (info.code === 'SLUICE_TIMEOUT') outcome.status = 'timed_out';
+  // The service's own refusal (402, credits exhausted) stops a job before it spends, as the
+  // guard does: on a legacy plan, where the guard cannot know what is left, it is the refusal.
+  if (error instanceof CreditGuardError || info.code === 'SLUICE_API_402') {
+    outcome.status = 'refused';
+  } else if (info.code === 'SLUICE_TIMEOUT') outcome.status = 'timed_out';
   else outcome.status = 'failed';
   if (info.code === 'SLUICE_INTERNAL') log.error({ err: error }, info.message);
   else log.error(info.message);

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import pLimit from 'p-limit';
+import { FILE_TRIES, isTransferFault } from '../client/index.js';
 import type { DownloadInfo, ResultFileRef } from '../client/types.js';
 import { SluiceError } from '../errors.js';
 import type { Attempt } from '../load/destination.js';
@@ -7,12 +8,19 @@ import type { ParseJob } from '../records/index.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import { jobRow, type RunContext } from './context.js';
+import { DownloadRecords } from './download-records.js';
 import { creditsFor } from './estimate.js';
 import { cursorChange } from './incremental.js';
 import { FileReader, maxRecordBytes, parseWorkers } from './normalize.js';
 import { inStage, type JobOutcome, markStage } from './outcome.js';
 import type { JobSpec } from './spec.js';
-import { FilesInFlight, type JobLoad, TooManyRejects, writeFile } from './write-file.js';
+import {
+  FilesInFlight,
+  type FileWritten,
+  type JobLoad,
+  TooManyRejects,
+  writeFile,
+} from './write-file.js';
 
 export type { JobLoad } from './write-file.js';
 
@@ -98,7 +106,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
   }
   outcome.files_loaded = loaded.size;
   progress.phase(job.name, 'load', info.numRecords);
-  progress.update(outcome.loaded + outcome.rejected);
+  progress.update(job.name, outcome.loaded + outcome.rejected);
   const pending = info.files.filter((file) => !loaded.has(file.index));
   const workers = parseWorkers(ctx.env, info.numRecords);
   const files = Math.min(
@@ -122,11 +130,16 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
   );
   const limit = pLimit(files);
   const inFlight = new FilesInFlight();
+  const records = new DownloadRecords(downloadId, info.numRecords, info.files, loaded);
   /** The first file to fail: no file starts after it, those under way finish. */
   let failure: { error: unknown } | undefined;
   const loadOne = async (file: ResultFileRef) => {
     try {
-      const counts = await loadFile(load, reader, file, downloadId, inFlight, files > 1);
+      const counts = await loadFile(load, reader, file, downloadId, {
+        inFlight,
+        shared: files > 1,
+        records,
+      });
       if (counts === undefined) return; // another file failed before this one began
       outcome.files_loaded += 1;
       await checkpoint(ctx, 'file-committed', job.name, file.index);
@@ -165,21 +178,27 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
 }
 
 /**
- * Loads one file in one transaction, again if it loses a conflict; once it commits, its rows
- * and rejects count in the job's outcome. `shared`: other files are loaded beside it; one that
- * must change a table, or loses a conflict, is loaded again alone. Undefined when another file
- * failed before this one began, or while it waited to be loaded again alone.
+ * Loads one file in one transaction, again if it loses a conflict, fetched again if it came
+ * damaged or short; once it commits, its rows and rejects count in the job's outcome. `shared`:
+ * other files are loaded beside it; one that must change a table, or loses a conflict, is
+ * loaded again alone. `records`: the download's records, which its last file checks. Undefined
+ * when another file failed before this one began, or while it waited to be loaded again alone.
  */
 async function loadFile(
   load: JobLoad,
   reader: FileReader,
   file: ResultFileRef,
   downloadId: string,
-  inFlight: FilesInFlight,
-  shared: boolean,
-): Promise<{ rows: number; rejects: number } | undefined> {
+  {
+    inFlight,
+    shared,
+    records,
+  }: { inFlight: FilesInFlight; shared: boolean; records: DownloadRecords },
+): Promise<FileWritten | undefined> {
   const { ctx, log, outcome } = load;
   let alone = false;
+  /** Transfer faults of this file so far. */
+  let faults = 0;
   for (let attempt = 1; ; attempt++) {
     const counts = await inFlight.open(alone);
     if (counts === undefined) return undefined;
@@ -192,7 +211,16 @@ async function loadFile(
         ctx.destination.loadFile(
           async (tx) => {
             try {
-              return await writeFile(load, tx, file, downloadId, batches, inFlight, counts);
+              return await writeFile(
+                load,
+                tx,
+                file,
+                downloadId,
+                batches,
+                inFlight,
+                counts,
+                records,
+              );
             } catch (error) {
               if (error instanceof TooManyRejects) tooMany = error;
               throw error;
@@ -203,13 +231,25 @@ async function loadFile(
       );
       // Committed: counted in the outcome at the moment it leaves the files in flight.
       inFlight.close(counts);
+      records.committed(file);
       outcome.loaded += done.rows;
       outcome.rejected += done.rejects;
+      if (done.downloadRecords !== undefined && done.downloadRecords > records.expected) {
+        log.warn(
+          `download ${downloadId}: its files hold ${done.downloadRecords} records, more than the ${records.expected} the service counts; all are loaded`,
+        );
+      }
       return done;
     } catch (error) {
       inFlight.close(counts);
+      records.rolledBack(file);
       const code = (error as { code?: unknown }).code;
-      const again = code === 'SLUICE_DESTINATION_CONFLICT' && attempt < CONFLICT_RETRIES;
+      const conflict = code === 'SLUICE_DESTINATION_CONFLICT' && attempt < CONFLICT_RETRIES;
+      // Damaged or short: fetched again (FILE_TRIES in all), its transaction rolled back.
+      const transfer = isTransferFault(error);
+      if (transfer) faults++;
+      const fetchAgain = transfer && faults < FILE_TRIES;
+      const again = conflict || fetchAgain;
       // No file starts after one that fails (while its rejects are being kept, say).
       if (!again) inFlight.stop();
       if (tooMany) {
@@ -221,7 +261,13 @@ async function loadFile(
         });
         throw markStage(tooMany.error, 'load');
       }
-      if (again) {
+      if (fetchAgain) {
+        // Not a conflict: the tries a conflict gets are left as they were.
+        attempt--;
+        log.info(`${file.name}: ${(error as Error).message}; fetching it again`);
+        continue;
+      }
+      if (conflict) {
         // A conflict beside other files (only ever the first try's) sends the file on alone,
         // and does not use up the tries a conflict with another session gets.
         if (shared && !counts.alone) attempt--;
@@ -230,11 +276,27 @@ async function loadFile(
         log.info(`${file.name}: ${(error as Error).message}; loading it again${how}`);
         continue;
       }
+      if (transfer)
+        throw markStage(stayedFaulty(error as SluiceError, file, faults, records), 'load');
       throw error;
     } finally {
       parsing?.cancel();
     }
   }
+}
+
+/** The error for a file that came damaged or short each of the `tries` times it was fetched. */
+function stayedFaulty(
+  error: SluiceError,
+  file: ResultFileRef,
+  tries: number,
+  records: DownloadRecords,
+): SluiceError {
+  if (error.code === 'SLUICE_FILE_INCOMPLETE') return records.incomplete(file, tries);
+  return new SluiceError(
+    `${error.message}; fetched ${tries} times, it never came whole: it was not recorded as loaded and the download is kept: run again later to fetch it anew, without buying anything again`,
+    { code: error.code, cause: error },
+  );
 }
 
 /**
@@ -245,6 +307,8 @@ export async function finishJob(
   load: JobLoad,
   attempt: Attempt | undefined,
   info: DownloadInfo | undefined,
+  /** How the job ended, when not loaded (or empty, without a download). */
+  ended?: 'timed_out' | 'cancelled',
 ): Promise<void> {
   const { ctx, job, tables, outcome } = load;
   const swap =
@@ -258,7 +322,7 @@ export async function finishJob(
         }
       : undefined;
   const now = isoAt(ctx.clock);
-  const status = info === undefined ? 'empty' : info.state === 'cancelled' ? 'timed_out' : 'loaded';
+  const status = info === undefined ? 'empty' : (ended ?? 'loaded');
   const startedAt = attempt?.requested_at ?? now;
   const cursor = await cursorChange(load, attempt, info);
   await ctx.destination.finishJob({

@@ -25,11 +25,17 @@ export type JobStatus =
   | 'failed'
   | 'refused'
   | 'timed_out'
+  /**
+   * Its download was cancelled on the service, not by this run: the records it holds (paid
+   * for) are loaded, fewer than the job asked for.
+   */
+  | 'cancelled'
   | 'interrupted'
   /** Loaded by the interrupted run this run resumed: not downloaded again. */
   | 'skipped';
 
-export type RunStatus = 'succeeded' | 'failed' | 'refused' | 'interrupted';
+/** `incomplete`: every job ended, but some with less than it asked for (a cancelled download). */
+export type RunStatus = 'succeeded' | 'failed' | 'refused' | 'incomplete' | 'interrupted';
 
 export interface ErrorInfo {
   code: ErrorCode;
@@ -157,6 +163,7 @@ export function runStatus(
     return 'failed';
   }
   if (jobs.some((j) => j.status === 'refused')) return 'refused';
+  if (jobs.some((j) => j.status === 'cancelled')) return 'incomplete';
   return 'succeeded';
 }
 

@@ -1,33 +1,58 @@
-import type { CreditType } from '../catalog.js';
+import { type CreditType, premadeView } from '../catalog.js';
 import type { ServiceClient } from '../client/types.js';
-import type { CursorRow } from '../load/destination.js';
+import { PipelineSpecError } from '../errors.js';
+import type { Attempt, CursorRow } from '../load/destination.js';
+import { type BudgetStanding, budgetStandings } from './budget.js';
 import {
+  type AccountCredits,
+  accountCredits,
+  type BudgetLeft,
   type CreditEstimate,
   checkCredits,
   creditsFor,
-  creditsLeft,
-  type Remaining,
   searchRequestOf,
 } from './estimate.js';
 import { rangeOf, rangeQuery } from './incremental.js';
 import { openPipelineDestination } from './run.js';
+import { selectJobs } from './select.js';
 import type { PipelineSpec } from './spec.js';
 
 /**
  * What `run` would do and spend, found out for free: the views it would create or update, and
  * per job the records its query matches and the credit guard's verdict, job after job as `run`
- * meets them (each job's purchase lowers what is left for the next). Works before any run: a
- * view the service does not have yet is left out of the count (a view decides the fields, never
- * which records match).
+ * meets them (each job's purchase lowers what is left for the next, of the account's credits
+ * and of the pipeline's budgets). Works before any run: a view the service does not have yet
+ * is left out of the count (a view decides the fields, never which records match).
  */
 export interface PlanReport {
   pipeline: string;
-  guard: 'pass' | 'refuse';
+  /**
+   * `refuse` when the guard refuses a job; `unknown` when it refuses none but the account
+   * cannot say what is left (a legacy plan: the service refuses what it cannot pay, with a 402);
+   * else `pass`.
+   */
+  guard: 'pass' | 'refuse' | 'unknown';
+  /** How the account is billed: per-type allotments, a legacy total, or unknown (v3). */
+  account: { plan: 'per-type' | 'legacy' | 'none'; total_used?: number };
   views: { create: string[]; update: string[]; unchanged: string[] };
   jobs: PlannedJob[];
+  /** Each budget in its current period, and what would be left of it after the planned jobs. */
+  budgets: PlannedBudget[];
+}
+
+export interface PlannedBudget extends BudgetStanding {
+  /** What the planned jobs the guard lets through would take of it. */
+  planned: number;
+  /** limit - spent - planned. */
+  left: number;
 }
 
 export interface PlannedJob extends CreditEstimate {
+  /**
+   * The download an earlier run started for this job and did not finish: `run` re-attaches to
+   * it, and pays nothing more (its run paid, and the budgets count it there).
+   */
+  reattaches?: string;
   /** An incremental job: its range, and what it saves against a full refresh. */
   incremental?: {
     cursor: string;
@@ -47,6 +72,26 @@ export interface PlanOptions {
   cursors?: ReadonlyMap<string, CursorRow>;
   /** Plan a `run --full-refresh`. */
   fullRefresh?: boolean;
+  /** Plan only the jobs these names or globs name (`--job`). */
+  jobs?: string[];
+  /** The pipeline's budgets as they stand (savedState); absent, nothing counts as spent. */
+  budgets?: readonly BudgetStanding[];
+  /** Unfinished downloads of earlier runs, by job (savedState): `run` re-attaches to them. */
+  open?: ReadonlyMap<string, Attempt>;
+}
+
+/**
+ * The views jobs name that are neither declared nor pre-made, each with the first job naming
+ * it: the service must hold them (a view made in its portal, say).
+ */
+function serviceViews(spec: PipelineSpec): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const job of spec.jobs) {
+    const view = job.view;
+    if (view === undefined || Object.hasOwn(spec.views, view) || premadeView(view)) continue;
+    if (!names.has(view)) names.set(view, job.name);
+  }
+  return names;
 }
 
 export async function planPipeline(
@@ -57,7 +102,9 @@ export async function planPipeline(
   const { signal } = options;
   const views: PlanReport['views'] = { create: [], update: [], unchanged: [] };
   const declared = Object.entries(spec.views);
-  if (declared.length > 0 && client.api === 'v4') {
+  const fromService = serviceViews(spec);
+  // v3 cannot list views: its searches are left to say whether a view exists.
+  if ((declared.length > 0 || fromService.size > 0) && client.api === 'v4') {
     const existing = new Map((await client.listViews({ signal })).map((v) => [v.name, v]));
     for (const [name, { fields }] of declared) {
       const current = existing.get(name);
@@ -65,17 +112,42 @@ export async function planPipeline(
       else if (current.fields.join('\u0000') !== fields.join('\u0000')) views.update.push(name);
       else views.unchanged.push(name);
     }
+    for (const [name, job] of fromService) {
+      if (existing.has(name)) continue;
+      const held = [...existing.keys()].slice(0, 10).join(', ');
+      throw new PipelineSpecError(
+        `view '${name}' is not declared under views:, not a pre-made view, and not one the service lists (${held ? `it lists: ${held}` : 'it lists none'})`,
+        { file: spec.file, path: `jobs.${job}.view` },
+      );
+    }
   }
   const notThere = new Set([...views.create, ...views.update]);
-  const left: Remaining = await creditsLeft(client, signal);
+  const account = await accountCredits(client, signal);
+  const budgets: BudgetLeft[] = (
+    options.budgets ?? (await budgetStandings(spec, undefined, Date.now()))
+  ).map((b) => ({ ...b, planned: 0 }));
   const jobs: PlannedJob[] = [];
-  for (const job of spec.jobs) {
+  for (const job of selectJobs(spec, options.jobs)) {
     let estimate: PlannedJob;
     const from = job.people_keys_from;
     if (from !== undefined) {
       // At most one person per property the other job loads, one people credit each.
       const properties = jobs.find((e) => e.job === from)?.records ?? 0;
-      estimate = checkCredits(job, properties, properties, { people: properties }, left);
+      estimate = checkCredits(
+        job,
+        properties,
+        properties,
+        { people: properties },
+        account,
+        budgets,
+      );
+    } else if (reattached(job, options.open?.get(job.name))) {
+      const open = options.open!.get(job.name)!;
+      const records = Number(open.num_requested ?? open.num_found ?? 0);
+      estimate = {
+        ...checkCredits(job, Number(open.num_found ?? records), records, {}, account),
+        reattaches: open.download_id!,
+      };
     } else {
       const range = rangeOf(job, options.cursors?.get(job.name), options.fullRefresh === true);
       const count = async (query: string) => {
@@ -85,7 +157,7 @@ export async function planPipeline(
         return { numFound, records: Math.min(job.records ?? numFound, numFound) };
       };
       const { numFound, records } = await count(rangeQuery(job.query, range));
-      estimate = checkCredits(job, numFound, records, creditsFor(job, records), left);
+      estimate = checkCredits(job, numFound, records, creditsFor(job, records), account, budgets);
       if (range) {
         const full = range.from === null ? records : (await count(job.query)).records;
         const total = (n: number) =>
@@ -100,26 +172,71 @@ export async function planPipeline(
       }
     }
     jobs.push(estimate);
-    if (estimate.refusals.length === 0 && left !== undefined) {
-      for (const [type, n] of Object.entries(estimate.needed) as [CreditType, number][]) {
-        left[type] = (left[type] ?? 0) - n;
-      }
-    }
+    if (estimate.refusals.length === 0) spend(estimate.needed, account, budgets);
   }
-  const guard = jobs.some((e) => e.refusals.length > 0) ? 'refuse' : 'pass';
-  return { pipeline: spec.name, guard, views, jobs };
+  const guard = jobs.some((e) => e.verdict === 'refuse')
+    ? 'refuse'
+    : account.plan === 'legacy'
+      ? 'unknown'
+      : 'pass';
+  return {
+    pipeline: spec.name,
+    guard,
+    account:
+      account.plan === 'legacy'
+        ? { plan: 'legacy', total_used: account.totalUsed }
+        : { plan: account.plan },
+    views,
+    jobs,
+    budgets: budgets.map((b) => ({ ...b, left: b.limit - b.spent - b.planned })),
+  };
 }
 
 /**
- * The saved cursors of the pipeline's incremental jobs, read from its destination without
- * writing anything; none when it has no state yet (the next run is a first run).
+ * Whether `run` would re-attach to the job's open download instead of buying one: it was
+ * started (its id is known) for the job as it is now. One whose id was never heard, `run`
+ * looks for on the service first, which `plan` does not do: it plans a new one.
  */
-export async function savedCursors(
+function reattached(job: PipelineSpec['jobs'][number], open: Attempt | undefined): boolean {
+  return open !== undefined && open.download_id !== null && open.spec_hash === job.downloadHash;
+}
+
+/** A job the guard lets through lowers what is left for the jobs after it. */
+function spend(
+  needed: Partial<Record<CreditType, number>>,
+  account: AccountCredits,
+  budgets: BudgetLeft[],
+): void {
+  for (const [type, n] of Object.entries(needed) as [CreditType, number][]) {
+    if (account.plan === 'per-type') account.left[type] = (account.left[type] ?? 0) - n;
+    for (const budget of budgets) if (budget.type === type) budget.planned += n;
+  }
+}
+
+/** What `plan` reads of the pipeline's state tables: cursors, and what its budgets spent. */
+export interface SavedState {
+  /** Saved cursors of incremental jobs, by job; none with `fullRefresh`. */
+  cursors: Map<string, CursorRow>;
+  budgets: BudgetStanding[];
+  /** Unfinished downloads of earlier runs, by job (read only with budgets: see PlanOptions). */
+  open: Map<string, Attempt>;
+}
+
+/**
+ * The saved cursors of the pipeline's incremental jobs and its budgets in their periods at
+ * `now`, read from its destination without writing anything; none spent and no cursor when it
+ * has no state yet (the next run is a first run). The destination is opened only when the
+ * pipeline has incremental jobs or budgets.
+ */
+export async function savedState(
   spec: PipelineSpec,
   env: NodeJS.ProcessEnv,
-): Promise<Map<string, CursorRow>> {
+  options: { now: number; fullRefresh?: boolean },
+): Promise<SavedState> {
   const cursors = new Map<string, CursorRow>();
-  if (!spec.jobs.some((j) => j.incremental)) return cursors;
+  const open = new Map<string, Attempt>();
+  const wantCursors = options.fullRefresh !== true && spec.jobs.some((j) => j.incremental);
+  if (!wantCursors && spec.budgets.length === 0) return { cursors, budgets: [], open };
   const destination = await openPipelineDestination(spec, env, { readOnly: true }).catch(
     (error: unknown) => {
       if ((error as { code?: unknown }).code === 'SLUICE_NO_STATE') return undefined;
@@ -127,11 +244,20 @@ export async function savedCursors(
     },
   );
   try {
-    if (destination && (await destination.hasState())) {
-      for (const row of await destination.state.cursors(spec.name)) cursors.set(row.job, row);
+    const state = destination && (await destination.hasState()) ? destination.state : undefined;
+    if (state && wantCursors) {
+      for (const row of await state.cursors(spec.name)) cursors.set(row.job, row);
     }
+    // The budgets count an unfinished download where it was bought: planned again as a new
+    // purchase, it would count twice, and refuse a run that buys nothing.
+    if (state && spec.budgets.length > 0) {
+      for (const job of spec.jobs) {
+        const attempt = await state.openAttempt(spec.name, job.name);
+        if (attempt) open.set(job.name, attempt);
+      }
+    }
+    return { cursors, budgets: await budgetStandings(spec, state, options.now), open };
   } finally {
     await destination?.close();
   }
-  return cursors;
 }

@@ -29,8 +29,17 @@ export async function findResumable(
   if (spec.resumeWindow <= 0) return undefined;
   const run = await state.latestRun(spec.name, exclude);
   if (!run || (run.status !== 'interrupted' && run.status !== 'failed')) return undefined;
+  const resumable = await resumableRun(state, run);
+  if (now - Date.parse(resumable.endedAt) > spec.resumeWindow) return undefined;
+  return resumable;
+}
+
+/**
+ * What resuming `run` means, whenever it ended: the jobs its chain of resumes loaded. A run of an
+ * orchestrator's key (`--run-key`) that did not succeed is resumed whatever the resume window.
+ */
+export async function resumableRun(state: State, run: RunRow): Promise<Resumable> {
   const endedAt = run.finished_at ?? (await lastActivity(state, run));
-  if (now - Date.parse(endedAt) > spec.resumeWindow) return undefined;
   const root = run.resumes ?? run.run_id;
   const chain = await state.runChain(root);
   const done = new Map<string, JobRow>();

@@ -1,41 +1,50 @@
 import { randomUUID } from 'node:crypto';
+import pLimit from 'p-limit';
 import { createServiceClient } from '../client/index.js';
 import type { ServiceClient } from '../client/types.js';
 import { SluiceError, UsageError } from '../errors.js';
-import type { Destination, JobRow, Lock } from '../load/destination.js';
+import type { Destination, Lock } from '../load/destination.js';
 import { openDestination } from '../load/index.js';
 import type { Logger } from '../log.js';
-import { checkpoint } from './checkpoints.js';
 import { logClientEvent } from './client-log.js';
 import { type Clock, isoAt, systemClock } from './clock.js';
-import { jobRow, type RunContext } from './context.js';
-import { runJob } from './job.js';
+import type { RunContext } from './context.js';
+import { RunGuard } from './guard.js';
 import {
   addCredits,
   type ErrorInfo,
   errorInfo,
   inStage,
-  type JobOutcome,
   markStage,
-  newOutcome,
   type RunSummary,
   runStatus,
 } from './outcome.js';
 import type { Progress } from './progress.js';
-import { findResumable, skippable } from './resume.js';
+import { findResumable, type Resumable, resumableRun } from './resume.js';
+import { loadsAtOnce, runJobs } from './schedule.js';
+import { selectJobs } from './select.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
 import { syncViews } from './views.js';
 
 export interface RunOptions {
   env?: NodeJS.ProcessEnv;
-  /** Run only these jobs (all when empty). */
+  /** Run only the jobs these names or globs name (all when empty). */
   jobs?: string[];
+  /** A pattern of `jobs` may name no job of this pipeline (several pipelines run together). */
+  lenientJobs?: boolean;
   /** Start new downloads even where an unfinished one could be re-attached. */
   fresh?: boolean;
   /** Incremental jobs download everything (or since their start) and reset their cursors. */
   fullRefresh?: boolean;
   /** Wait for another run of the same pipeline to finish instead of exiting. */
   wait?: boolean;
+  /** Jobs in flight at once, in place of the file's `max_parallel_jobs`. */
+  parallel?: number;
+  /**
+   * The orchestrator's key for this run (a logical date, a partition): a run of a key that
+   * ended is not run again (its summary is returned), one that did not is resumed.
+   */
+  runKey?: string;
   signal?: AbortSignal;
   logger: Logger;
   progress: Progress;
@@ -93,7 +102,7 @@ export function clientFor(spec: PipelineSpec, logger?: Logger): ServiceClient {
 export async function runPipeline(spec: PipelineSpec, options: RunOptions): Promise<RunSummary> {
   const env = options.env ?? process.env;
   const clock = options.clock ?? systemClock;
-  const selected = selectJobs(spec, options.jobs);
+  const selected = selectJobs(spec, options.jobs, options.lenientJobs === true);
   const log = options.logger.child({ pipeline: spec.name });
   const client = options.client ?? clientFor(spec, log);
   let destination: Destination | undefined;
@@ -107,9 +116,11 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
         }),
       ));
     await inStage('destination', () => destination!.ensureState());
+    const runId = randomUUID();
     const lock: Lock = await destination
       .lock(`pipeline:${spec.name}`, {
         wait: options.wait === true,
+        holder: runId,
         ...(options.signal ? { signal: options.signal } : {}),
         onWait: (where) =>
           log.info(
@@ -127,20 +138,31 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
         throw markStage(error, 'lock');
       });
     try {
-      const runId = randomUUID();
-      return await runLocked(spec, selected, {
+      const parallel = options.parallel ?? spec.maxParallelJobs;
+      return await runLocked(
         spec,
-        runId,
-        client,
-        destination,
-        clock,
-        logger: log.child({ run_id: runId }),
-        progress: options.progress,
-        env,
-        fresh: options.fresh === true,
-        fullRefresh: options.fullRefresh === true,
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
+        selected,
+        {
+          spec,
+          runId,
+          client,
+          destination,
+          clock,
+          logger: log.child({ run_id: runId }),
+          progress: options.progress,
+          env,
+          fresh: options.fresh === true,
+          fullRefresh: options.fullRefresh === true,
+          ...(options.runKey === undefined ? {} : { runKey: options.runKey }),
+          guard: new RunGuard(
+            client,
+            selected.filter((j) => !j.people_keys_from).map((j) => j.name),
+          ),
+          loads: pLimit(loadsAtOnce(env, destination.capabilities.concurrentWriters)),
+          ...(options.signal ? { signal: options.signal } : {}),
+        },
+        parallel,
+      );
     } finally {
       await lock.release();
     }
@@ -150,10 +172,14 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
   }
 }
 
+/** Statuses of a run that ended: its key's retries do nothing. */
+const DONE = new Set(['succeeded', 'incomplete']);
+
 async function runLocked(
   spec: PipelineSpec,
   selected: JobSpec[],
   ctx: RunContext,
+  parallel: number,
 ): Promise<RunSummary> {
   const { destination, clock, logger: log } = ctx;
   const state = destination.state;
@@ -174,11 +200,26 @@ async function runLocked(
       `run ${dead.run_id} of ${dead.started_at} ended without finishing; marked interrupted`,
     );
   }
-  const resume = ctx.fresh ? undefined : await findResumable(state, spec, clock.now());
+  let resume: Resumable | undefined;
+  if (ctx.runKey !== undefined && !ctx.fresh) {
+    const keyed = await state.runByKey(spec.name, ctx.runKey);
+    if (keyed && DONE.has(keyed.status) && keyed.summary) {
+      // A retry of a run that ended: nothing to do, and its summary says what it did.
+      log.info(
+        `run ${keyed.run_id} of key '${ctx.runKey}' ${keyed.status} at ${keyed.finished_at}: nothing to do (--fresh runs it anew)`,
+      );
+      return JSON.parse(keyed.summary) as RunSummary;
+    }
+    // One that did not end well is finished, whenever it stopped.
+    if (keyed) resume = await resumableRun(state, keyed);
+  } else if (!ctx.fresh) {
+    resume = await findResumable(state, spec, clock.now());
+  }
   if (resume) ctx.resume = resume;
   if (resume) {
+    const why = ctx.runKey === undefined ? 'within resume_window' : `key '${ctx.runKey}'`;
     log.info(
-      `resuming run ${resume.run.run_id} (${resume.run.status} at ${resume.endedAt}, within resume_window): ${
+      `resuming run ${resume.run.run_id} (${resume.run.status} at ${resume.endedAt}, ${why}): ${
         resume.done.size > 0
           ? `jobs it loaded are not downloaded again: ${[...resume.done.keys()].join(', ')}`
           : 'it loaded no job yet'
@@ -190,6 +231,7 @@ async function runLocked(
     pipeline: spec.name,
     startedAt,
     resumes: resume?.root ?? null,
+    runKey: ctx.runKey ?? null,
   });
   const summary: RunSummary = {
     pipeline: spec.name,
@@ -211,21 +253,8 @@ async function runLocked(
     if (!ctx.signal?.aborted) log.error(`views: ${runError.message}`);
   }
   if (runError === undefined) {
-    for (const job of selected) {
-      const jobStarted = isoAt(clock);
-      const loadedBefore = skippable(resume, job);
-      const outcome = loadedBefore ? skipped(job, loadedBefore) : await runJob(ctx, job);
-      if (loadedBefore) log.info({ job: job.name }, outcome.message);
-      summary.jobs.push(outcome);
-      addCredits(summary.credits, outcome.credits);
-      await state.saveJob(jobRow(ctx, job, outcome, jobStarted));
-      if (outcome.status === 'interrupted') break;
-      try {
-        await checkpoint(ctx, 'job-finished', job.name);
-      } catch {
-        break; // interrupted between jobs: the run's status says so
-      }
-    }
+    summary.jobs = await runJobs(ctx, selected, parallel);
+    for (const outcome of summary.jobs) addCredits(summary.credits, outcome.credits);
   }
   const aborted = ctx.signal?.aborted === true;
   summary.status = runStatus(summary.jobs, aborted ? undefined : runError, aborted);
@@ -242,32 +271,4 @@ async function runLocked(
     credits: JSON.stringify(summary.credits),
   });
   return summary;
-}
-
-/** A job the resumed run loaded: reported, not run. */
-function skipped(job: JobSpec, row: JobRow): JobOutcome {
-  const before = row.summary ? (JSON.parse(row.summary) as Partial<JobOutcome>) : {};
-  return {
-    ...newOutcome(job.name),
-    status: 'skipped',
-    stage: 'finish',
-    download_id: row.download_ids,
-    found: before.found ?? null,
-    tables: before.tables ?? [],
-    message: `loaded by run ${row.run_id} (${row.finished_at ?? row.started_at}), which this run resumes: not downloaded again (--fresh runs it anew)`,
-  };
-}
-
-function selectJobs(spec: PipelineSpec, names: string[] | undefined): JobSpec[] {
-  if (!names || names.length === 0) return spec.jobs;
-  return names.map((name) => {
-    const job = spec.jobs.find((j) => j.name === name);
-    if (!job) {
-      throw new UsageError(
-        `no job '${name}' in ${spec.file}; jobs: ${spec.jobs.map((j) => j.name).join(', ')}`,
-        'SLUICE_UNKNOWN_JOB',
-      );
-    }
-    return job;
-  });
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DATA_TYPES } from '../catalog.js';
+import { CREDIT_TYPES, type CreditType, DATA_TYPES } from '../catalog.js';
 
 /**
  * The pipeline file format: its zod schema (validation, defaults and the JSON Schema for
@@ -28,6 +28,12 @@ const duration = z
     message: "expected a duration such as '5s', '10m', '2h' or a number of seconds",
   })
   .transform((v) => parseDuration(v)!);
+
+/**
+ * Jobs in flight at once by default. A job in flight mostly waits for the service to prepare its
+ * download, polled every few seconds; loads take turns (SQLite) or are bounded on their own.
+ */
+export const DEFAULT_PARALLEL_JOBS = 8;
 
 const identifier = z
   .string()
@@ -87,6 +93,30 @@ const poll = z.strictObject({
     .describe('cancel the download on timeout, or leave it for a later run'),
 });
 
+export const BUDGET_PERIODS = ['day', 'week', 'month', 'year'] as const;
+export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
+
+/** `50000/month`: credits, a slash, a period (spaces around the slash allowed). */
+export const BUDGET_AMOUNT = new RegExp(`^\\s*(\\d+)\\s*/\\s*(${BUDGET_PERIODS.join('|')})\\s*$`);
+const BUDGET_HINT = `expected credits per period, such as 50000/month (periods: ${BUDGET_PERIODS.join(', ')})`;
+
+const budgetAmount = z.string().regex(BUDGET_AMOUNT, BUDGET_HINT);
+/** One budget of a credit type, or several of different periods (`[2000/day, 40000/month]`). */
+const budgetValue = z.union([budgetAmount, z.array(budgetAmount).min(1)], {
+  error: `${BUDGET_HINT}, or a list of them`,
+});
+
+const budget = z
+  .strictObject({
+    business: budgetValue.optional(),
+    people: budgetValue.optional(),
+    product: budgetValue.optional(),
+    property: budgetValue.optional(),
+  } satisfies Record<CreditType, unknown>)
+  .describe(
+    'credits the pipeline may spend per credit type and calendar period (UTC), e.g. { property: 50000/month, people: 2000/week }',
+  );
+
 const job = z.strictObject({
   type: z.enum(DATA_TYPES).describe('data type: properties, businesses, products or people'),
   query: z.string().min(1, 'a query is required, e.g. city:Austin').optional(),
@@ -142,6 +172,10 @@ export const pipelineSchema = z.strictObject({
   resume_window: duration
     .default(6 * 3_600_000)
     .describe('a run this soon after an interrupted or failed one resumes it (0: never)'),
+  max_parallel_jobs: numeric(z.number().int().min(1).max(64))
+    .default(DEFAULT_PARALLEL_JOBS)
+    .describe('jobs whose downloads the service prepares at once (1: one after another)'),
+  budget: budget.optional(),
   views: z
     .record(z.string().min(1), z.strictObject({ fields: z.array(z.string().min(1)).min(1) }))
     .default({}),
@@ -170,6 +204,13 @@ export interface JobSpec extends Omit<RawJob, 'records' | 'key' | 'table' | 'que
   loadHash: string;
 }
 
+/** A credit budget: at most `limit` credits of `type` per calendar `period` (UTC). */
+export interface Budget {
+  type: CreditType;
+  limit: number;
+  period: BudgetPeriod;
+}
+
 export interface PipelineSpec {
   file: string;
   /** The pipeline file's folder: relative `sqlite:` paths start here. */
@@ -179,10 +220,14 @@ export interface PipelineSpec {
   destination: { url: string; schema?: string };
   /** A run this soon (ms) after an interrupted or failed one finishes it instead of starting anew. */
   resumeWindow: number;
+  /** Jobs in flight at once (`max_parallel_jobs`). */
+  maxParallelJobs: number;
   /** What a lenient load noted instead of failing (e.g. credentials not set). */
   warnings: string[];
   views: Record<string, { fields: string[] }>;
   jobs: JobSpec[];
+  /** The `budget:` key, one entry per credit type and period, by credit type. */
+  budgets: Budget[];
 }
 
 /** JSON Schema of the pipeline format, for editors (`sluice schema`). */
@@ -203,6 +248,7 @@ export function knownKeys(path: string[]): string[] {
     job: Object.keys(job.shape),
     poll: Object.keys(poll.shape),
     incremental: Object.keys(incremental.shape),
+    budget: [...CREDIT_TYPES],
     view: ['fields'],
   };
   if (path.length === 0) return shapes['']!;

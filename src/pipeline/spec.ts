@@ -2,10 +2,20 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
-import { closest, FIELDS, resolveField } from '../catalog.js';
+import {
+  CREDIT_TYPES,
+  closest,
+  FIELDS,
+  PREMADE_VIEWS,
+  premadeView,
+  resolveField,
+} from '../catalog.js';
 import { PipelineSpecError, QueryError } from '../errors.js';
 import { checkQuery } from '../query/index.js';
 import {
+  BUDGET_AMOUNT,
+  type Budget,
+  type BudgetPeriod,
   type JobSpec,
   knownKeys,
   type PipelineSpec,
@@ -13,7 +23,7 @@ import {
   type RawPipeline,
 } from './spec-format.js';
 
-export type { JobSpec, PipelineSpec } from './spec-format.js';
+export type { Budget, BudgetPeriod, JobSpec, PipelineSpec } from './spec-format.js';
 export { parseDuration, pipelineJsonSchema } from './spec-format.js';
 
 /**
@@ -27,6 +37,13 @@ export interface LoadOptions {
    * `${VAR}` under `source:` is a warning in `spec.warnings`, not an error.
    */
   source?: 'required' | 'optional';
+  /**
+   * Which view names a job may use besides those declared under `views:`: `offline` (validate)
+   * only the service's pre-made ones; `service` (the default) any other name too, as one the
+   * service may hold (made in its portal, say): plan checks it against GET /views, and a run's
+   * searches would be refused before they cost anything.
+   */
+  views?: 'offline' | 'service';
 }
 
 export async function loadPipeline(
@@ -81,6 +98,7 @@ export function parsePipeline(
   }
   const warnings: string[] = [];
   const lenient = options.source === 'optional';
+  const views = options.views ?? 'service';
   interpolate(doc, doc.contents, [], { env, file, lineOf, lenient, warnings });
   let plain: unknown;
   try {
@@ -118,7 +136,7 @@ export function parsePipeline(
       path: where.join('.'),
     });
   }
-  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings });
+  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views });
 }
 
 function resolve(
@@ -126,7 +144,7 @@ function resolve(
   file: string,
   doc: Document,
   lineOf: (offset: number | undefined) => number | undefined,
-  options: { lenient: boolean; warnings: string[] },
+  options: { lenient: boolean; warnings: string[]; views: 'offline' | 'service' },
 ): PipelineSpec {
   const fail = (message: string, path: string[]): never => {
     throw new PipelineSpecError(message, {
@@ -160,10 +178,18 @@ function resolve(
   const tables = new Map<string, string>();
   const jobs = Object.entries(raw.jobs).map(([name, j]): JobSpec => {
     const at = (...rest: string[]) => ['jobs', name, ...rest];
-    if (j.view && !raw.views[j.view] && !/_(all|all_nested|basicFields|pricesFlat)$/.test(j.view)) {
-      const guess = closest(j.view, Object.keys(raw.views));
+    const declared = j.view && Object.hasOwn(raw.views, j.view) ? raw.views[j.view] : undefined;
+    const premade = j.view && !declared ? premadeView(j.view) : undefined;
+    if (premade && premade.type !== j.type) {
+      fail(`view '${j.view}' is a pre-made view of ${premade.type}, not ${j.type}`, at('view'));
+    }
+    if (j.view && !declared && !premade && options.views === 'offline') {
+      const premadeNames = Object.keys(PREMADE_VIEWS).filter(
+        (n) => PREMADE_VIEWS[n]!.type === j.type,
+      );
+      const guess = closest(j.view, [...Object.keys(raw.views), ...premadeNames]);
       fail(
-        `view '${j.view}' is not declared under views:${guess ? `; did you mean '${guess}'?` : ''}`,
+        `view '${j.view}' is not declared under views: nor a pre-made view of ${j.type}${guess ? `; did you mean '${guess}'?` : ''} (plan and run also take a view the service lists)`,
         at('view'),
       );
     }
@@ -213,7 +239,6 @@ function resolve(
       if (!(error instanceof QueryError)) throw error;
       fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, at('query'));
     }
-    const declared = j.view ? raw.views[j.view] : undefined;
     declared?.fields.forEach((field, i) => {
       const path = field.endsWith(':*') ? field.slice(0, -2) : field;
       if (!resolveField(j.type, path)) {
@@ -224,15 +249,17 @@ function resolve(
       }
     });
     const keys = Array.isArray(j.key) ? j.key : [j.key];
+    // The fields the job's view selects, when known here (declared, or pre-made).
+    const viewFields = declared?.fields ?? premade?.fields;
     // The merge key must come with the data, or every row is rejected after the credits are
     // spent: checked against the view's fields, or the data type's.
     if (j.write === 'merge' && j.people_keys_from === undefined) {
       const top =
-        declared && new Set(declared.fields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
+        viewFields && new Set(viewFields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
       for (const key of keys) {
         if (top && !top.has(key)) {
           fail(
-            `merge key '${key}' is not a field of view '${j.view}' (${declared!.fields.join(', ')}): add it to the view, or choose another key`,
+            `merge key '${key}' is not a field of view '${j.view}' (${viewFields!.join(', ')}): ${declared ? 'add it to the view, or choose another key' : 'choose another key, or a view that has it'}`,
             at('key'),
           );
         } else if (!top && !Object.hasOwn(FIELDS[j.type], key)) {
@@ -270,27 +297,48 @@ function resolve(
           at('incremental', 'cursor'),
         );
       }
-      if (declared && !declared.fields.some((f) => f.replace(/:\*$/, '') === cursor)) {
+      if (viewFields && !viewFields.some((f) => f.replace(/:\*$/, '') === cursor)) {
         fail(
-          `cursor '${cursor}' is not in view '${j.view}': add it to the view's fields, or the run cannot know how far it got`,
+          `cursor '${cursor}' is not in view '${j.view}': ${declared ? "add it to the view's fields" : 'choose a view that has it'}, or the run cannot know how far it got`,
           at('incremental', 'cursor'),
         );
       }
     }
+    // A name the destination keeps for itself is refused here, before anything is bought: the
+    // load could never make its table. Child and link tables begin with these names.
+    const reserved = (given: string, what: string, path: string[], fix: string) => {
+      const owner = reservedBy(given);
+      if (owner !== undefined) fail(`${what} is reserved: ${owner}; ${fix}`, path);
+    };
+    if (j.people_table !== undefined) {
+      reserved(
+        j.people_table,
+        `people_table '${j.people_table}'`,
+        at('people_table'),
+        'choose another name',
+      );
+    }
     const table = j.table ?? (j.people_keys_from ? (j.people_table ?? 'people') : name);
+    if (j.table !== undefined)
+      reserved(table, `table '${table}'`, at('table'), 'choose another name');
+    else if (j.people_keys_from === undefined) {
+      reserved(
+        table,
+        `the job's name '${table}', its table's name by default,`,
+        at('table'),
+        'add table: with another name',
+      );
+    }
     const other = tables.get(table);
     if (other) fail(`table '${table}' is already written by job '${other}'`, at('table'));
     tables.set(table, name);
-    if (table.startsWith('_sluice'))
-      fail("table names starting with '_sluice' are reserved", at('table'));
-    const viewFields = j.view ? raw.views[j.view]?.fields : undefined;
     const downloadHash = hash({
       api: raw.source.api,
       type: j.type,
       query,
       records: j.records,
       view: j.view ?? null,
-      viewFields: viewFields ?? null,
+      viewFields: declared?.fields ?? null,
       format: j.format,
       auto_trace: j.auto_trace,
       address_matching: j.address_matching ?? null,
@@ -313,6 +361,7 @@ function resolve(
       }),
     };
   });
+  const budgets = budgetsOf(raw, fail);
   return {
     file,
     baseDir: dirname(resolvePath(file)),
@@ -322,8 +371,51 @@ function resolve(
     views: raw.views,
     jobs,
     resumeWindow: raw.resume_window,
+    maxParallelJobs: raw.max_parallel_jobs,
     warnings: options.warnings,
+    budgets,
   };
+}
+
+/**
+ * The `budget:` key as a list, one entry per credit type and period. Two budgets of one type
+ * and period would each be checked and one of them never matter: the file says one thing twice.
+ */
+function budgetsOf(raw: RawPipeline, fail: (message: string, path: string[]) => never): Budget[] {
+  const budgets: Budget[] = [];
+  for (const type of CREDIT_TYPES) {
+    const value = raw.budget?.[type];
+    if (value === undefined) continue;
+    const amounts = typeof value === 'string' ? [value] : value;
+    amounts.forEach((amount, i) => {
+      const path = typeof value === 'string' ? ['budget', type] : ['budget', type, String(i)];
+      // The schema checked the form: credits, a slash, a period.
+      const [, limit, period] = BUDGET_AMOUNT.exec(amount)!;
+      const same = budgets.find((b) => b.type === type && b.period === period);
+      if (same) {
+        fail(`two ${type} budgets per ${period} (${same.limit} and ${limit}): keep one`, path);
+      }
+      budgets.push({ type, limit: Number(limit), period: period as BudgetPeriod });
+    });
+  }
+  return budgets;
+}
+
+/**
+ * Prefixes of table names a destination keeps for itself, compared case aside (as SQLite
+ * compares names): SQLite's own tables (`sqlite_master`, `sqlite_stat1`), PostgreSQL's catalogue
+ * (`pg_class`, found before a table of the same name), and sluice's state tables.
+ */
+const RESERVED_PREFIXES: readonly [prefix: string, owner: string][] = [
+  ['sqlite_', 'SQLite keeps names beginning sqlite_ for itself'],
+  ['pg_', 'PostgreSQL keeps names beginning pg_ for its catalogue'],
+  ['_sluice', 'sluice keeps names beginning _sluice for its state tables'],
+];
+
+/** Who reserves a table name, or undefined when it is free. */
+function reservedBy(table: string): string | undefined {
+  const folded = table.toLowerCase();
+  return RESERVED_PREFIXES.find(([prefix]) => folded.startsWith(prefix))?.[1];
 }
 
 function hash(value: unknown): string {

@@ -17,6 +17,7 @@ import {
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
+import type { DownloadRecords } from './download-records.js';
 import { type JobOutcome, markStage } from './outcome.js';
 import type { JobSpec } from './spec.js';
 
@@ -154,9 +155,17 @@ export class FilesInFlight {
   }
 }
 
+/** What a file wrote; `downloadRecords`: the download's records, when its commit completes it. */
+export interface FileWritten {
+  rows: number;
+  rejects: number;
+  downloadRecords?: number;
+}
+
 /**
- * One file's batches, written inside its transaction, with its state row last. `counts` is
- * this file's entry of `inFlight`, kept up to date batch by batch.
+ * One file's batches, written inside its transaction, with its state row last, once the file
+ * is known to be whole (`download`: its records against the download's, which throws when it is
+ * not). `counts` is this file's entry of `inFlight`, kept up to date batch by batch.
  */
 export async function writeFile(
   load: JobLoad,
@@ -166,20 +175,28 @@ export async function writeFile(
   batches: AsyncIterable<PackedBatch>,
   inFlight: FilesInFlight,
   counts: FileCounts,
-): Promise<{ rows: number; rejects: number }> {
-  const { ctx, job, outcome, tables } = load;
+  download: DownloadRecords,
+): Promise<FileWritten> {
+  const { ctx, job, outcome, tables, log } = load;
   const loadedAt = isoAt(ctx.clock);
   const main = targetOf(load, tables.main);
   const merging = main.mode === 'merge';
   let rows = 0;
   let bytes = 0;
   let written = 0;
+  /** The file's records: each is a row or a line the parser rejected (related rows are not). */
+  let records = 0;
   const kept: RejectedLine[] = [];
   // A file loaded again (after a rollback) must not keep the rejects of its earlier try.
   await tx.clearRejects(downloadId, file.name);
   const constants = { _sluice_download_id: downloadId, _sluice_loaded_at: loadedAt };
   for await (const batch of inNormalize(batches)) {
     bytes = batch.bytesRead;
+    records += batch.rows.count + batch.rejects.length;
+    // Said by the batch that read the file's header: once per file.
+    for (const warning of batch.warnings ?? []) {
+      log.warn({ file: file.name }, `${file.name}: ${warning}`);
+    }
     const packed = merging ? reading(batch.rows, main.key) : batch.rows;
     const bad = [...batch.rejects];
     /** The rows of the batch that are written, by their place in it. */
@@ -232,9 +249,13 @@ export async function writeFile(
         rejectRows(job.name, downloadId, file.name, kept, ctx),
       );
     }
-    ctx.progress.update(outcome.loaded + outcome.rejected + inFlight.rows + inFlight.rejects);
+    ctx.progress.update(
+      job.name,
+      outcome.loaded + outcome.rejected + inFlight.rows + inFlight.rejects,
+    );
     if (++written === 1) await checkpoint(ctx, 'file-batch', job.name, file.index);
   }
+  const downloadRecords = download.written(file, records);
   await tx.recordFile({
     download_id: downloadId,
     file_index: file.index,
@@ -246,7 +267,11 @@ export async function writeFile(
     loaded_at: isoAt(ctx.clock),
     run_id: ctx.runId,
   });
-  return { rows, rejects: kept.length };
+  return {
+    rows,
+    rejects: kept.length,
+    ...(downloadRecords === undefined ? {} : { downloadRecords }),
+  };
 }
 
 function rejectOf(line: number, row: Row, reason: string): RejectedLine {

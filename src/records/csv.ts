@@ -54,9 +54,8 @@ export async function* csvBatches(
 
   const drain = function* (): Generator<RecordBatch> {
     while (reader.rows.length >= batchSize) {
-      yield { rows: reader.rows.slice(0, batchSize), rejects: reader.rejects, bytesRead };
+      yield { rows: reader.rows.slice(0, batchSize), ...reader.takeNotes(), bytesRead };
       reader.rows = reader.rows.slice(batchSize);
-      reader.rejects = [];
     }
   };
 
@@ -115,8 +114,8 @@ export async function* csvBatches(
     reader.parseBlock(pending, splitter.split(pending, true), nextLine, true);
   }
   yield* drain();
-  if (reader.rows.length > 0 || reader.rejects.length > 0) {
-    yield { rows: reader.rows, rejects: reader.rejects, bytesRead };
+  if (reader.rows.length > 0 || reader.rejects.length > 0 || reader.warnings.length > 0) {
+    yield { rows: reader.rows, ...reader.takeNotes(), bytesRead };
   }
 }
 
@@ -152,6 +151,11 @@ export function csvBlock(
 export class CsvReader {
   rows: ParsedRow[] = [];
   rejects: RejectedLine[] = [];
+  /** What reading the header changed (see `distinctColumns`), said once per file. */
+  warnings: string[] = [];
+  /** The header as the file has it. */
+  #header: string[] | undefined;
+  /** The header's names, each once: the row keys. */
   #columns: string[] | undefined;
   #decoders: Decoder[] = [];
 
@@ -162,17 +166,38 @@ export class CsvReader {
     /** Records longer than this are rejected (see record-size.ts). */
     readonly maxBytes = MAX_RECORD_BYTES,
   ) {
-    if (columns !== undefined) this.#setColumns(columns);
+    if (columns !== undefined) this.#setColumns(columns, false);
   }
 
-  /** The header's names, once it has been read. */
+  /** The header's names as the file has them, once it has been read. */
   get columns(): string[] | undefined {
-    return this.#columns;
+    return this.#header;
   }
 
-  #setColumns(columns: string[]): void {
+  /**
+   * The header, read from the file or given (the file's, read by another reader, which said
+   * what it renamed). A repeated name keeps its cells in a column of its own, decoded as the
+   * field it names.
+   */
+  #setColumns(header: string[], read: boolean): void {
+    const { columns, renamed } = distinctColumns(header);
+    this.#header = header;
     this.#columns = columns;
-    this.#decoders = decodersFor(this.type, columns);
+    this.#decoders = decodersFor(this.type, header);
+    if (read && renamed.length > 0) {
+      const list = renamed.map((r) => `${r.name} (column ${r.at + 1}) as ${columns[r.at]}`);
+      this.warnings.push(
+        `the header names a column more than once; each later one loads as a column of its own: ${list.join(', ')}`,
+      );
+    }
+  }
+
+  /** The rejects and warnings so far, for a batch; the next batch starts without them. */
+  takeNotes(): { rejects: RejectedLine[]; warnings?: string[] } {
+    const { rejects, warnings } = this;
+    this.rejects = [];
+    this.warnings = [];
+    return warnings.length > 0 ? { rejects, warnings } : { rejects };
   }
 
   #reject(line: number, raw: string, reason: string): void {
@@ -200,7 +225,7 @@ export class CsvReader {
     }
     const columns = this.#columns;
     if (columns === undefined) {
-      this.#setColumns(record);
+      this.#setColumns(record, true);
       return;
     }
     if (record.length !== columns.length) {
@@ -393,6 +418,36 @@ class RecordSplitter {
     this.#pos -= offset;
     this.#recordStart -= offset;
   }
+}
+
+/**
+ * The header's names with each repeated one made distinct, so that no cell is dropped: a second
+ * `city` becomes `city__2`, a third `city__3`, or the next number that no other column has.
+ * Names left empty stay so (their cells must be empty).
+ */
+function distinctColumns(header: readonly string[]): {
+  columns: string[];
+  renamed: { name: string; at: number }[];
+} {
+  const taken = new Set(header);
+  const seen = new Map<string, number>();
+  const columns: string[] = [];
+  const renamed: { name: string; at: number }[] = [];
+  for (const [at, name] of header.entries()) {
+    const count = (seen.get(name) ?? 0) + 1;
+    seen.set(name, count);
+    if (count === 1 || name === '') {
+      columns.push(name);
+      continue;
+    }
+    let n = count;
+    while (taken.has(`${name}__${n}`)) n++;
+    const column = `${name}__${n}`;
+    taken.add(column);
+    columns.push(column);
+    renamed.push({ name, at });
+  }
+  return { columns, renamed };
 }
 
 function newlines(text: string): number {

@@ -20,7 +20,7 @@ import {
   MAX_RECORD_BYTES,
   tooLongReject,
 } from './record-size.js';
-import { cutRaw, type DecodedRecord, type RecordShape } from './shape.js';
+import { cutRaw, type DecodedRecord, LOAD_NAMES, type RecordShape } from './shape.js';
 import type { PackedBatch, RecordBatch, RejectedLine } from './types.js';
 
 /** Rows and rejects gathered from lines. */
@@ -186,7 +186,8 @@ export class NdjsonPacker {
         let at = this.#index.get(key);
         if (at === undefined) {
           at = this.#names.length;
-          this.#names.push(key);
+          // Its column, as `jsonRow` names it (never one of the load's own: see OwnNames).
+          this.#names.push(LOAD_NAMES.column(key));
           this.#index.set(key, at);
         }
         const stored = toColumnValue(v);

@@ -1,7 +1,8 @@
 import { type DataType, FIELDS, type FieldMap } from '../catalog.js';
+import { META_COLUMNS } from '../schema/plan.js';
 import { newRow, type Row } from '../schema/types.js';
 import { toColumnValue } from './normalize.js';
-import type { DecodedRecord } from './shape.js';
+import { type DecodedRecord, LOAD_NAMES, OwnNames } from './shape.js';
 
 /**
  * `nested: tables`: a record becomes one row of its table plus rows of child tables.
@@ -12,6 +13,9 @@ import type { DecodedRecord } from './shape.js';
  *   index (`<table>__people__phone_numbers`).
  * - A plain object `o` flattens into `o__sub` columns.
  * - An array of plain values stays one JSON column.
+ *
+ * A field named as a column sluice writes in its table gets one more `_` (see OwnNames): in a
+ * child table `_position` and `_parent_id` hold sluice's links, a field so named `_position_`.
  */
 
 /** Child table name part for a field: `phoneNumbers` -> `phone_numbers`. */
@@ -38,6 +42,21 @@ export function parentColumn(key: string): string {
   return `_parent_${key}`;
 }
 
+/** The names sluice writes in a record's own row, and in its child rows (see OwnNames). */
+export interface RecordNames {
+  readonly row: OwnNames;
+  readonly child: OwnNames;
+}
+
+/** What sluice writes in the tables of records keyed by `key`: made once per job. */
+export function recordNames(key: readonly string[]): RecordNames {
+  const child = ['_position', '_parent_position', ...key.map(parentColumn)];
+  return {
+    row: LOAD_NAMES,
+    child: new OwnNames([...child, ...META_COLUMNS.map((c) => c.name)]),
+  };
+}
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
@@ -54,17 +73,18 @@ export interface NestedTables {
 }
 
 /**
- * Splits a decoded record. `parentKey` holds the `_parent_<key>` values of the top-level record,
- * `null` when the record is itself the top level (then they are read from its row).
+ * Splits a decoded record into its row and its child rows, which are linked to it by `key`
+ * (`_parent_<key>`); `names`: `recordNames(key)`, what sluice writes itself in those rows.
  */
 export function splitRecord(
   record: DecodedRecord,
   table: string,
   key: readonly string[],
+  names: RecordNames,
 ): NestedTables {
   const row = newRow();
   const children = new Map<string, Row[]>();
-  flattenInto(row, record, '', table, children, undefined);
+  flattenInto(row, record, '', table, children, undefined, names);
   const links = key.map((k) => [parentColumn(k), row[k] ?? null] as const);
   for (const rows of children.values()) {
     for (const child of rows) for (const [column, value] of links) child[column] = value;
@@ -79,7 +99,10 @@ function flattenInto(
   table: string,
   children: Map<string, Row[]>,
   position: number | undefined,
+  names: RecordNames,
 ): void {
+  // Items of arrays (and objects in them) are child rows; the record and its objects its row.
+  const own = position === undefined ? names.row : names.child;
   for (const name in value) {
     const v = value[name];
     const column = prefix + name;
@@ -95,12 +118,12 @@ function flattenInto(
         if (position !== undefined) item._parent_position = position;
         item._position = i;
         rows.push(item);
-        flattenInto(item, v[i]!, '', child, children, i);
+        flattenInto(item, v[i]!, '', child, children, i, names);
       }
     } else if (isPlainObject(v)) {
-      flattenInto(row, v, `${column}__`, table, children, position);
+      flattenInto(row, v, `${column}__`, table, children, position, names);
     } else {
-      row[column] = toColumnValue(v);
+      row[own.column(column)] = toColumnValue(v);
     }
   }
 }

@@ -121,13 +121,13 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
     const { shape } = tables;
     if (request.format === 'csv') {
       const { reader, usedLines } = csvBlock(text, firstLine, message, type, shape, maxBytes);
-      const { rows, rejects, columns } = reader;
+      const { rows, columns } = reader;
       postBatch(
         {
           type: 'parsed',
           job,
           seq,
-          batch: packBatch({ rows, rejects, bytesRead: 0 }, tables),
+          batch: packBatch({ rows, ...reader.takeNotes(), bytesRead: 0 }, tables),
           ...(usedLines === undefined ? {} : { usedLines }),
           // The header goes back only from the block that read it.
           ...(columns && message.columns === undefined ? { columns } : {}),
@@ -161,7 +161,7 @@ function longLineBatch(
     // Sent before the file's header was read only when it is the header: that fails the file.
     const reader = new CsvReader(request.plan.type, tables.shape, message.columns, maxBytes);
     reader.rejectLong(firstLine, head, bytes);
-    return packBatch({ rows: [], rejects: reader.rejects, bytesRead: 0 }, tables);
+    return packBatch({ rows: [], ...reader.takeNotes(), bytesRead: 0 }, tables);
   }
   const rejects = [tooLongReject(firstLine, head, bytes, maxBytes)];
   return packBatch({ rows: [], rejects, bytesRead: 0 }, tables);

@@ -1,5 +1,5 @@
 import type { FieldMap } from '../catalog.js';
-import { packRows } from '../schema/plan.js';
+import { META_COLUMNS, packRows } from '../schema/plan.js';
 import { newRow, type Row } from '../schema/types.js';
 import { toColumnValue } from './normalize.js';
 import type { PackedBatch, ParsedRow, RecordBatch } from './types.js';
@@ -13,10 +13,50 @@ export type DecodedRecord = Record<string, unknown>;
 /** Turns a decoded record into the row the load stage writes, and rows of related tables. */
 export type RecordShape = (record: DecodedRecord) => Omit<ParsedRow, 'line'>;
 
+const UNDERSCORE = 0x5f;
+
+/**
+ * The columns sluice writes itself in a table, beside the data's fields, which a field's column
+ * never takes. A field whose name is one of them, case aside, followed by no or more underscores
+ * gets one more underscore (`_position` -> `_position_`, a field really named `_position_` ->
+ * `_position__`); other names are kept. So no two fields meet in one column (the escape is one
+ * to one), and sluice's own columns always hold their own values. Done where records are shaped,
+ * before the row holds both: the load's constants, child rows' positions and parent links.
+ */
+export class OwnNames {
+  /** Sluice's names, case folded (each begins with an underscore: see `column`). */
+  readonly #folded: ReadonlySet<string>;
+
+  constructor(names: Iterable<string>) {
+    const folded = new Set<string>();
+    for (const name of names) {
+      if (name.charCodeAt(0) !== UNDERSCORE) throw new Error(`not an own column name: ${name}`);
+      folded.add(name.toLowerCase());
+    }
+    this.#folded = folded;
+  }
+
+  /** The column of a data field named `name`. */
+  column(name: string): string {
+    // Every value of a row passes here: most names are told apart by their first character.
+    if (name.charCodeAt(0) !== UNDERSCORE) return name;
+    const folded = name.toLowerCase();
+    for (let end = folded.length; ; end--) {
+      if (this.#folded.has(end === folded.length ? folded : folded.slice(0, end))) {
+        return `${name}_`;
+      }
+      if (end === 0 || folded.charCodeAt(end - 1) !== UNDERSCORE) return name;
+    }
+  }
+}
+
+/** What sluice writes in every table of a job: the load's own columns. */
+export const LOAD_NAMES = new OwnNames(META_COLUMNS.map((c) => c.name));
+
 /** `nested: json`: every nested value is stored as JSON text in its column. */
 export function jsonRow(record: DecodedRecord): Row {
   const row = newRow();
-  for (const key in record) row[key] = toColumnValue(record[key]);
+  for (const key in record) row[LOAD_NAMES.column(key)] = toColumnValue(record[key]);
   return row;
 }
 
@@ -49,6 +89,7 @@ export function packBatch(batch: RecordBatch, tables: TableHints): PackedBatch {
     columns,
     lines: batch.rows.map((p) => p.line),
     rejects: batch.rejects,
+    ...(batch.warnings ? { warnings: batch.warnings } : {}),
     bytesRead: batch.bytesRead,
   };
   // Each related table's rows, record after record, as the writer takes them.

@@ -1,7 +1,7 @@
 import { type DataType, FIELDS, type FieldDef, type FieldMap } from '../catalog.js';
 import { META_COLUMNS, type TableDef } from '../schema/plan.js';
 import { type Column, declaredColumnType, newRow, type Row } from '../schema/types.js';
-import { childTableName, parentColumn, splitRecord, tableHints } from './nested.js';
+import { childTableName, parentColumn, recordNames, splitRecord, tableHints } from './nested.js';
 import { type DecodedRecord, jsonRow, type RecordShape } from './shape.js';
 
 /**
@@ -203,18 +203,20 @@ export class JobTables {
         ],
       });
 
+    const personNames = recordNames([PEOPLE_KEY]);
     const person = (source: Record<string, unknown>, key: string, table: string) => {
       const record: DecodedRecord = Object.create(null);
       record[PEOPLE_KEY] = key;
       for (const field of PERSON_FIELDS) record[field] = source[field] ?? null;
       return nested
-        ? splitRecord(record, table, [PEOPLE_KEY])
+        ? splitRecord(record, table, [PEOPLE_KEY], personNames)
         : { row: jsonRow(record), children: new Map<string, Row[]>() };
     };
 
+    const names = recordNames(plan.key);
     const base: (record: DecodedRecord) => { row: Row; related?: Map<string, Row[]> } = nested
       ? (record) => {
-          const { row, children } = splitRecord(record, plan.table, plan.key);
+          const { row, children } = splitRecord(record, plan.table, plan.key, names);
           return { row, related: children };
         }
       : (record) => ({ row: jsonRow(record) });

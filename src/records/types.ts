@@ -26,6 +26,8 @@ export interface RejectedLine {
 export interface RecordBatch {
   rows: ParsedRow[];
   rejects: RejectedLine[];
+  /** What reading the file changed and the run should say, once per file (a CSV header's). */
+  warnings?: string[];
   /** Bytes of the file consumed so far (for progress). */
   bytesRead: number;
 }
@@ -42,6 +44,8 @@ export interface PackedBatch {
   /** Rows of related tables (child tables, people, links), packed per table; absent if none. */
   related?: PackedRelated[];
   rejects: RejectedLine[];
+  /** As in RecordBatch. */
+  warnings?: string[];
   bytesRead: number;
 }
 

@@ -43,6 +43,80 @@ export class Naming {
   }
 }
 
+/**
+ * The physical columns of one table for the row keys (logical names) written to it. Physical
+ * names are unique within a table case aside: SQLite (and DuckDB) fold the case of names, so
+ * `City` and `city` would meet in one column there, and PostgreSQL users are better served by the
+ * same tables. A logical name gets, in this order:
+ *
+ * - the column that is exactly its name (fitted to the limit), when the table has one no other
+ *   name took: tables of earlier runs load on as they are, an old PostgreSQL table with both
+ *   `City` and `city` included;
+ * - its name, when no column of the table (existing, or given to a name before it) has that
+ *   name case aside;
+ * - else its name with `__` and a short hash of the exact name (`City__1a2b3c`), the same every
+ *   run, so a later run finds the same column: with `city` and `City__1a2b3c` in the table,
+ *   `city` keeps `city` and `City` is `City__1a2b3c` again.
+ *
+ * Built from the table's columns as a transaction sees them; each name is worked out once and
+ * remembered, so rows are never renamed value by value.
+ */
+export class ColumnNames {
+  readonly #naming: Naming;
+  /** The table's columns, exactly as named. */
+  readonly #existing: ReadonlySet<string>;
+  /** Columns of the table and names given, case folded. */
+  readonly #folded = new Set<string>();
+  readonly #physical = new Map<string, string>();
+  readonly #logical = new Map<string, string>();
+
+  constructor(naming: Naming, columns: Iterable<string>) {
+    this.#naming = naming;
+    this.#existing = new Set(columns);
+    for (const column of this.#existing) this.#folded.add(fold(column));
+  }
+
+  /** The column a logical name is written to. */
+  physical(logical: string): string {
+    let physical = this.#physical.get(logical);
+    if (physical === undefined) {
+      physical = this.#choose(logical);
+      this.#physical.set(logical, physical);
+      this.#logical.set(physical, logical);
+      this.#folded.add(fold(physical));
+    }
+    return physical;
+  }
+
+  /** The logical name a column holds: the one given it, else its own. */
+  logical(physical: string): string {
+    return this.#logical.get(physical) ?? physical;
+  }
+
+  #choose(logical: string): string {
+    const plain = this.#naming.column(logical);
+    if (this.#free(plain)) return plain;
+    // A hash of the exact name, then (only if that too is taken: a field named so on purpose)
+    // of the name and a counter: the same column every run for the same table.
+    for (let n = 0; ; n++) {
+      const tag = hash(n === 0 ? logical : `${logical}\u0000${n}`, 6);
+      const suffixed = this.#naming.column(`${logical}__${tag}`);
+      if (this.#free(suffixed)) return suffixed;
+    }
+  }
+
+  /** Whether `physical` may hold a name not given a column yet. */
+  #free(physical: string): boolean {
+    if (this.#logical.has(physical)) return false;
+    return this.#existing.has(physical) || !this.#folded.has(fold(physical));
+  }
+}
+
+/** A name as SQLite compares names (which folds ASCII only: folding more only adds suffixes). */
+function fold(name: string): string {
+  return name.toLowerCase();
+}
+
 function hash(text: string, length: number): string {
   return createHash('sha256').update(text).digest('hex').slice(0, length);
 }

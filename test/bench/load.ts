@@ -21,7 +21,7 @@
  * rows a second): they load the first result file only, and are compared by rows per second.
  * Peak memory is the loading processes' high-water mark (VmHWM), sampled every 25 ms.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +30,7 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { startEmulator } from '../../src/emulator/index.js';
 import { dropSchema, postgresUrl, queryPostgres, randomSchemaName } from '../helpers/postgres.js';
+import { measure } from './measure.js';
 import { printStages, stageProfile } from './stages.js';
 
 const { values } = parseArgs({
@@ -457,56 +458,6 @@ function countRows(db: string, table: string): number {
   return Number(
     execFileSync('sqlite3', [db, `select count(*) from "${table}"`], { encoding: 'utf8' }).trim(),
   );
-}
-
-/** Runs a command, sampling the peak resident memory of it and its children from /proc. */
-function measure(
-  cmd: string,
-  args: string[],
-  cwd: string,
-  env: Record<string, string> = {},
-): Promise<{ seconds: number; peakRssMb: number; code: number; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn(cmd, args, {
-      cwd,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, ...env },
-    });
-    let stderr = '';
-    child.stderr.on('data', (d) => {
-      stderr = (stderr + d).slice(-4000);
-    });
-    let peak = 0;
-    const timer = setInterval(() => {
-      peak = Math.max(peak, treeRssKb(child.pid!));
-    }, 25);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearInterval(timer);
-      resolve({
-        seconds: (performance.now() - t0) / 1000,
-        peakRssMb: peak / 1024,
-        code: code ?? 1,
-        stderr,
-      });
-    });
-  });
-}
-
-/** The peak resident memory of a process and its children, in kB. */
-function treeRssKb(pid: number): number {
-  let total = 0;
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    // The high-water mark: a peak between two samples is not missed.
-    total += Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-    for (const child of children ? children.split(/\s+/) : []) total += treeRssKb(Number(child));
-  } catch {
-    // The process ended between two samples.
-  }
-  return total;
 }
 
 async function api(

@@ -2,10 +2,12 @@
  * Every ServiceClient operation over real HTTP against the emulator, for both API versions and
  * both wire forms (the contract's and the real service's variants from wire-notes.md).
  */
+
 import { strict as assert } from 'node:assert';
 import { after, before, describe, test } from 'node:test';
 import { UnsupportedError } from '../../src/client/index.js';
 import type { ServiceClient } from '../../src/client/types.js';
+import { WIRE_FORMS } from '../../src/emulator/wire.js';
 import { ApiError, QueryError, UsageError } from '../../src/errors.js';
 import type { EmulatorHarness } from '../helpers/emulator.js';
 import {
@@ -176,7 +178,7 @@ for (const wire of WIRES) {
         assert.equal(
           (await client.getDownload(start.id)).state,
           'queued',
-          `${wire === 'real' ? 'started' : 'queued'} is queued`,
+          `${WIRE_FORMS[wire].startedRunning ? 'started' : 'queued'} is queued`,
         );
         const info = await completed(emu, client, start.id);
         assert.equal(info.id, start.id);
@@ -268,7 +270,7 @@ for (const wire of WIRES) {
         assert.equal(
           info.state,
           'running',
-          `${wire === 'real' ? 'running' : 'in_progress'} is running`,
+          `${WIRE_FORMS[wire].startedRunning ? 'running' : 'in_progress'} is running`,
         );
         assert.ok(info.numRecords > 0 && info.numRecords < 800, String(info.numRecords));
         assert.deepEqual(info.files, []);

@@ -146,6 +146,29 @@ describe('retry policy', () => {
         }
       });
 
+      test('a Retry-After slows every request to the service, not only the one it answered', async () => {
+        await emu.reset();
+        const { sleeps, options } = instantSleep();
+        const client = clientFor(emu, api, options);
+        try {
+          await client.health();
+          sleeps.length = 0;
+          await emu.faults([{ match: COUNT_PATH[api], action: '429', times: 1, retry_after: 30 }]);
+          const from = await logLength(emu);
+          await client.count(COUNT);
+          assert.deepEqual(sleeps, [30_000], 'the count waited as asked, once');
+          // The next call, to another path, waits out what is left of the pause before it is
+          // sent (the sleeps here take no time: nearly all of it is left).
+          await client.health();
+          assert.equal(sleeps.length, 2);
+          assert.ok(sleeps[1]! > 25_000 && sleeps[1]! <= 30_000, `waited ${sleeps[1]} ms`);
+          assert.equal((await emu.requests()).length - from, 3, 'no request sent early');
+        } finally {
+          await emu.clearFaults();
+          await client.close();
+        }
+      });
+
       test('a call may also allow less than the client default', async () => {
         await emu.reset();
         const { sleeps, options } = instantSleep();

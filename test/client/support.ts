@@ -6,11 +6,11 @@ import { strict as assert } from 'node:assert';
 import type { Readable } from 'node:stream';
 import { type ClientOptions, createServiceClient } from '../../src/client/index.js';
 import type { DownloadInfo, ServiceClient } from '../../src/client/types.js';
-import type { EmulatorOptions } from '../../src/emulator/index.js';
+import type { EmulatorOptions, WireMode } from '../../src/emulator/index.js';
 import { EmulatorHarness, type LoggedRequest } from '../helpers/emulator.js';
 
-export const WIRES = ['contract', 'real'] as const;
-export type Wire = (typeof WIRES)[number];
+export const WIRES = ['live', 'contract', 'real'] as const;
+export type Wire = WireMode;
 export const APIS = ['v4', 'v3'] as const;
 export type Api = (typeof APIS)[number];
 

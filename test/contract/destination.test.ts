@@ -24,6 +24,7 @@ import { openDestination } from '../../src/load/index.js';
 import { STATE_VERSION } from '../../src/load/state-tables.js';
 import { encodeCopyText } from '../../src/schema/copy-text.js';
 import { META_COLUMNS, packRows, type TableDef } from '../../src/schema/plan.js';
+import { breakLock } from '../helpers/locks.js';
 import {
   dropSchema,
   postgresSkipReason,
@@ -40,7 +41,7 @@ interface Opened {
   declared(table: string): Promise<Record<string, string>>;
   indexes(table: string): Promise<string[]>;
   /** Opens the same destination again (another process's view of it). */
-  reopen(options?: { readOnly?: boolean }): Promise<Destination>;
+  reopen(options?: { readOnly?: boolean; busyTimeoutMs?: number }): Promise<Destination>;
   /** PostgreSQL: the same destination, with these session settings in the URL's `options`. */
   withSettings?(settings: string): Promise<Destination>;
   lockHolder(name: string): string[];
@@ -1191,6 +1192,94 @@ for (const h of harnesses) {
         );
       }));
 
+    it('field names that differ only in case (City, city) keep a column each, run after run', () =>
+      use(async (o) => {
+        const { dest } = o;
+        const cased = target('cased', ['id']);
+        // Both in one batch, made from the rows alone; then each alone, in other files.
+        await write(dest, cased, rows({ id: 1, City: 'Austin', city: 'austin' }));
+        await write(dest, cased, rows({ id: 2, city: 'dallas' }));
+        await write(dest, cased, rows({ id: 3, City: 'Houston' }));
+        // A later run (another process's view of the table) finds the same columns, whatever
+        // order the fields come in, also in a table made up front with the first of them.
+        const later = await o.reopen();
+        try {
+          await later.loadFile(async (tx) => {
+            await tx.write(cased, rows({ id: 4, city: 'waco', City: 'Waco' }));
+            await tx.write(cased, rows({ id: 1, city: 'austin tx', City: 'Austin TX' }));
+          });
+          await later.prepareTables([
+            def(
+              'made',
+              [
+                ['id', 'integer'],
+                ['city', 'text'],
+              ],
+              ['id'],
+            ),
+          ]);
+          await later.loadFile((tx) =>
+            tx.write(target('made', ['id']), rows({ id: 1, City: 'A', city: 'a' })),
+          );
+        } finally {
+          await later.close();
+        }
+        await write(dest, target('made', ['id']), rows({ id: 2, City: 'B' }));
+        for (const table of ['cased', 'made']) {
+          const names = (await dest.describeTable(table))!.map((c) => c.name);
+          const folded = names.map((n) => n.toLowerCase());
+          assert.equal(new Set(folded).size, names.length, `${table}: ${names.join(', ')}`);
+        }
+        const names = (await dest.describeTable('cased'))!.map((c) => c.name);
+        assert.deepEqual(names.slice(0, 2), ['id', 'City'], 'the first keeps its name');
+        const other = names.find((n) => /^city__[0-9a-f]{6}$/.test(n));
+        assert.ok(other, `city gets a column of its own: ${names.join(', ')}`);
+        assert.deepEqual(
+          (
+            await o.all<Record<string, unknown>>(
+              `select id, "City" as upper, "${other}" as lower from cased order by id`,
+            )
+          ).map((r) => [Number(r.id), r.upper, r.lower]),
+          [
+            [1, 'Austin TX', 'austin tx'],
+            [2, null, 'dallas'],
+            [3, 'Houston', null],
+            [4, 'Waco', 'waco'],
+          ],
+        );
+        // Read back by the names the rows had, as owner lookups and cursors read their tables.
+        const pairs = await dest.readPairs('cased', ['id', 'city']);
+        assert.deepEqual(pairs.map(([id, city]) => [Number(id), city]).sort(), [
+          [1, 'austin tx'],
+          [2, 'dallas'],
+          [4, 'waco'],
+        ]);
+        const made = (await dest.describeTable('made'))!.map((c) => c.name);
+        const upper = made.find((n) => /^City__[0-9a-f]{6}$/.test(n));
+        assert.ok(upper, `City next to a city made before it: ${made.join(', ')}`);
+        assert.deepEqual(
+          (
+            await o.all<Record<string, unknown>>(
+              `select id, city, "${upper}" as upper from made order by id`,
+            )
+          ).map((r) => [Number(r.id), r.city, r.upper]),
+          [
+            [1, 'a', 'A'],
+            [2, null, 'B'],
+          ],
+        );
+        if (h.kind === 'postgres') {
+          // A table of an earlier sluice, which PostgreSQL let hold both: loaded on as it is.
+          await runRaw(h.kind, o, [
+            'create table both_cases (id bigint, "City" text, city text, _sluice_download_id text, _sluice_loaded_at timestamptz)',
+          ]);
+          await write(dest, target('both_cases'), rows({ id: 1, City: 'X', city: 'x' }));
+          assert.deepEqual(await readNormalized(o, 'both_cases', ['id']), [
+            { id: 1, City: 'X', city: 'x', _sluice_download_id: null, _sluice_loaded_at: null },
+          ]);
+        }
+      }));
+
     it('lock: a second run fails at once or waits; a signal stops the wait', () =>
       use(async (o) => {
         const { dest } = o;
@@ -1254,6 +1343,79 @@ for (const h of harnesses) {
         await cleanup();
       }
     });
+
+    it('lock lost: once another handle takes it over, the old holder writes nothing more (SLUICE_LOCK_LOST)', () =>
+      use(async (o) => {
+        const [url, , schema] = o.lockHolder('');
+        const first = await o.dest.lock('pipeline:lost', { wait: false, holder: 'run-1' });
+        await o.dest.state.insertAttempt({ ...attempt });
+        await breakLock(
+          { kind: h.kind, url: url!, ...(schema ? { schema } : {}) },
+          'pipeline:lost',
+        );
+        const other = await o.reopen();
+        try {
+          const second = await other.lock('pipeline:lost', { wait: false, holder: 'run-2' });
+          const lost = (e: Error & { code?: string }) => {
+            assert.equal(e.code, 'SLUICE_LOCK_LOST');
+            assert.match(e.message, /no longer holds pipeline 'lost'.*run run-2/);
+            return true;
+          };
+          await assert.rejects(
+            o.dest.state.updateAttempt(attempt.attempt_id, { status: 'x' }),
+            lost,
+          );
+          await assert.rejects(o.dest.state.insertAttempt({ ...attempt, attempt_id: 'a2' }), lost);
+          await assert.rejects(o.dest.prepareTables([def('lost_t', [['a', 'text']])]), lost);
+          await assert.rejects(
+            o.dest.loadFile(async () => {}),
+            lost,
+          );
+          assert.equal(await o.dest.describeTable('lost_t'), undefined, 'nothing was made');
+          // The holder now writes as before.
+          await other.state.updateAttempt(attempt.attempt_id, { status: 'loading' });
+          await other.prepareTables([def('lost_t', [['a', 'text']])]);
+          assert.ok(await other.describeTable('lost_t'));
+          await second.release();
+          await first.release();
+        } finally {
+          await other.close();
+        }
+      }));
+
+    it('lock lost while the holder commits: no takeover until it ends (SLUICE_LOCKED)', () =>
+      use(async (o) => {
+        const [url, , schema] = o.lockHolder('');
+        const first = await o.dest.lock('pipeline:busy', { wait: false });
+        const other = await o.reopen({ busyTimeoutMs: 300 });
+        try {
+          await other.ensureState();
+          let finish: () => void = () => {};
+          const committing = o.dest.loadFile(async (tx) => {
+            await tx.recordFile({ ...fileRow(0), download_id: 'busy' });
+            await new Promise<void>((resolve) => (finish = resolve));
+          });
+          await new Promise((r) => setTimeout(r, 100));
+          await breakLock(
+            { kind: h.kind, url: url!, ...(schema ? { schema } : {}) },
+            'pipeline:busy',
+          );
+          await assert.rejects(
+            other.lock('pipeline:busy', { wait: false }),
+            (e: Error & { code?: string }) => {
+              assert.equal(e.code, 'SLUICE_LOCKED');
+              assert.match(e.message, /still committing/);
+              return true;
+            },
+          );
+          finish();
+          await committing;
+          assert.equal((await o.dest.state.loadedFiles('busy')).size, 1, 'the holder committed');
+          await first.release();
+        } finally {
+          await other.close();
+        }
+      }));
 
     it('read-only: creates nothing and writes nothing', () =>
       use(async (o) => {

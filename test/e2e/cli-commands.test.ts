@@ -362,7 +362,7 @@ describe('count and preview', () => {
         ['preview', 'businesses', 'city:Austin', '--auto-trace'],
         /--auto-trace works on properties only/,
       ],
-      [['count', 'properties'], /Not enough non-option arguments/],
+      [['count', 'properties'], /sluice count properties: needs 2 arguments here, got 1/],
       [['nosuch'], /Unknown argument: nosuch/],
     ];
     for (const [argv, message] of cases) {

@@ -173,6 +173,30 @@ describe('the machine contract: pipeline commands', () => {
     }
   });
 
+  test('a table name the destination reserves (sqlite_master): exit 2 at validate, plan and run, nothing bought', async () => {
+    const env = emulatorEnv(harness);
+    const reserved = pipelineFile(
+      'reserved',
+      `${SOURCE}destination: sqlite:reserved.sqlite\njobs:\n  sqlite_master:\n    type: properties\n    query: 'province:TX'\n    records: 50\n  homes:\n    type: properties\n    query: 'province:TX'\n    table: SQLITE_STAT1\n`,
+    );
+    for (const command of ['validate', 'plan', 'run']) {
+      const { doc } = await machine([command, reserved], env, {
+        exit: 2,
+        code: 'SLUICE_SPEC',
+        step: 'pipeline-file',
+        line: 10,
+      });
+      assert.match(
+        String((doc.error as { message: string }).message),
+        /jobs\.sqlite_master\.table: the job's name 'sqlite_master', its table's name by default, is reserved: SQLite/,
+      );
+    }
+    const service = (await harness.requests()).filter((r) => r.path.startsWith('/v4'));
+    assert.deepEqual(service, [], 'not one request: nothing counted, nothing bought');
+    assert.equal(harness.emulator.context.state.downloads.length, 0);
+    assert.equal(existsSync(join(dir, 'reserved.sqlite')), false, 'no database made');
+  });
+
   test('validate and status need no service credentials; an unset one is a warning', async () => {
     const file = simple('nocreds', 'sqlite:nocreds.sqlite');
     const { doc, lines } = await machine(

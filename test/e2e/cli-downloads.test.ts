@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { createServiceClient } from '../../src/client/index.js';
 import type { ServiceClient } from '../../src/client/types.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
 import { Capture, emulatorEnv, runCli, tempDir } from '../helpers/pipeline.js';
+import { type HostileService, startHostileService } from '../reliability/hostile-server.js';
 
 /**
  * `sluice downloads list|show|cancel|fetch` against a real emulator. Downloads are started with
@@ -276,6 +277,42 @@ describe('downloads', () => {
     assert.deepEqual(readdirSync(dir), [`${completed}_0.csv`]);
   });
 
+  test('a full disk while fetching was an internal error, answered with a resume: now SLUICE_DISK_FULL naming the file, fetched once', async () => {
+    const dir = tempDir();
+    const [first] = (await client.getDownload(completed)).files;
+    // Writing to /dev/full fails with ENOSPC, as a full disk does: the file being saved is a
+    // link to it.
+    const part = join(dir, `${first!.name}.part`);
+    symlinkSync('/dev/full', part);
+    const from = (await h.requests()).length;
+    const r = await sluice('downloads', 'fetch', completed, '--out', dir, '--json');
+    assert.equal(r.code, 1, r.stderr);
+    const { error } = JSON.parse(r.stdout);
+    assert.equal(error.code, 'SLUICE_DISK_FULL');
+    assert.equal(error.retryable, true);
+    assert.match(
+      error.message,
+      new RegExp(`^no room to save ${part}: no space left on device \\(ENOSPC\\); free some space`),
+    );
+    assert.doesNotMatch(r.stderr, /internal error|resum/i);
+    const gets = (await h.requests())
+      .slice(from)
+      .filter((q) => q.method === 'GET' && q.path.startsWith(`/files/${first!.name}`));
+    assert.equal(gets.length, 1, 'no range request after the local failure');
+    assert.deepEqual(readdirSync(dir), [], 'nothing left behind');
+  });
+
+  test('a folder that cannot be written was an internal error: now exit 2 naming it', async () => {
+    const root = tempDir();
+    writeFileSync(join(root, 'afile'), 'not a folder');
+    const out = join(root, 'afile', 'out');
+    const r = await sluice('downloads', 'fetch', completed, '--out', out, '--json');
+    assert.equal(r.code, 2, r.stderr);
+    const { error } = JSON.parse(r.stdout);
+    assert.equal(error.code, 'SLUICE_USAGE');
+    assert.match(error.message, new RegExp(`^cannot save ${out}: not a directory \\(ENOTDIR\\)`));
+  });
+
   test('missing --out is a usage error', async () => {
     const r = await sluice('downloads', 'fetch', completed);
     assert.equal(r.code, 2);
@@ -381,5 +418,92 @@ describe('downloads fetch: result files that end in the same name', () => {
     assert.match(forced.stderr, /\[3\/7\] part-3\.csv {2}[\d,]+ bytes, done/);
     for (const [n, [, name]] of results.entries())
       assert.equal(readFileSync(join(again, name), 'utf8'), bodyOf(n), name);
+  });
+});
+
+/**
+ * Result files that are not what they seem, from a small stand-in for the service: a redirect,
+ * an empty 200, fewer records than the download says, gzip that does not decode.
+ */
+describe('downloads fetch: files short, empty, redirected or damaged', () => {
+  let hostile: HostileService;
+  let env: NodeJS.ProcessEnv;
+  const lines = Array.from({ length: 6 }, (_, i) => JSON.stringify({ id: `r${i}` }));
+
+  before(async () => {
+    hostile = await startHostileService();
+    env = {
+      PATH: process.env.PATH,
+      SLUICE_API_URL: hostile.v4Url,
+      SLUICE_EMAIL: 'h@sluice.test',
+      SLUICE_PASSWORD: 'h',
+    };
+  });
+  after(async () => {
+    await hostile.close();
+  });
+
+  const fetchInto = async (id: string) => {
+    const dir = tempDir();
+    const r = await runCli(['downloads', 'fetch', id, '--out', dir, '--json'], env);
+    return { dir, code: r.code, stderr: r.stderr, doc: JSON.parse(r.stdout) };
+  };
+  const fileText = (from: number, to: number) =>
+    lines
+      .slice(from, to)
+      .map((l) => `${l}\n`)
+      .join('');
+
+  test('a file answered with a 302 to where it is was saved as the redirect: now the file', async () => {
+    hostile.serve(lines, { files: 2, answer: (n) => (n === 0 ? 'redirect' : undefined) });
+    const { dir, code, stderr, doc } = await fetchInto('moved');
+    assert.equal(code, 0, stderr);
+    assert.deepEqual(
+      doc.files.map((f: { name: string; records: number }) => [f.name, f.records]),
+      [
+        ['moved_0.txt', 3],
+        ['moved_1.txt', 3],
+      ],
+    );
+    assert.equal(readFileSync(join(dir, 'moved_0.txt'), 'utf8'), fileText(0, 3));
+  });
+
+  test('an empty 200 was saved as a 0-byte file and reported as success: now fetched again, then SLUICE_FILE_INCOMPLETE, nothing saved under its name', async () => {
+    hostile.serve(lines, { files: 2, answer: (n) => (n === 1 ? 'empty' : undefined) });
+    const { dir, code, doc } = await fetchInto('hollow');
+    assert.equal(code, 1);
+    assert.equal(doc.error.code, 'SLUICE_FILE_INCOMPLETE');
+    assert.match(
+      doc.error.message,
+      /^result file hollow_1\.txt came with no records \(0 bytes\), where download hollow holds 6; fetched 3 times, it never came whole, and nothing was saved as .*hollow_1\.txt/,
+    );
+    assert.equal(hostile.fileGets('hollow_1.txt'), 3);
+    assert.deepEqual(readdirSync(dir), ['hollow_0.txt'], 'the whole file only, no .part');
+  });
+
+  test('files holding fewer records than the download were reported as success: now exit 1, and they are renamed .incomplete', async () => {
+    hostile.serve(lines, { files: 2, answer: (n) => (n === 1 ? 'short' : undefined) });
+    const { dir, code, doc } = await fetchInto('thin');
+    assert.equal(code, 1);
+    assert.equal(doc.error.code, 'SLUICE_FILE_INCOMPLETE');
+    assert.match(
+      doc.error.message,
+      /^download thin holds 6 records by the service's count, its files 5 \(thin_0\.txt 3, thin_1\.txt 2\); they are kept as <name>\.incomplete/,
+    );
+    assert.deepEqual(readdirSync(dir).sort(), ['thin_0.txt.incomplete', 'thin_1.txt.incomplete']);
+  });
+
+  test('a damaged gzip file was an internal error: now fetched again, then SLUICE_FILE_DAMAGED naming it', async () => {
+    hostile.serve(lines, { answer: () => 'gzip-corrupt' });
+    const { dir, code, stderr, doc } = await fetchInto('broken');
+    assert.equal(code, 1);
+    assert.equal(doc.error.code, 'SLUICE_FILE_DAMAGED');
+    assert.match(
+      doc.error.message,
+      /^result file broken_0\.txt is damaged: it could not be decompressed \(zlib: [^)]+\); fetched 3 times/,
+    );
+    assert.doesNotMatch(stderr, /internal error|\n\s+at /);
+    assert.equal(hostile.fileGets('broken_0.txt'), 3);
+    assert.deepEqual(readdirSync(dir), []);
   });
 });

@@ -120,6 +120,48 @@ describe('README', () => {
       for (const entry of log) assert.equal(typeof JSON.parse(entry).msg, 'string', entry);
     });
 
+    test('the systemd units are read as written: every key in its section, retries bounded', async () => {
+      const service = block('systemd-service');
+      const timer = block('systemd-timer');
+      const sections = (text: string) => {
+        const found = new Map<string, string[]>();
+        let at = '';
+        for (const line of text.split('\n')) {
+          const head = /^\[(\w+)\]$/.exec(line.trim());
+          if (head) at = head[1]!;
+          else if (/^\w+=/.test(line))
+            found.set(at, [...(found.get(at) ?? []), line.split('=')[0]!]);
+        }
+        return found;
+      };
+      // systemd reads the start limits in [Unit] only; in [Service] they are ignored, and a
+      // failing run would be restarted for ever.
+      const keys = sections(service);
+      assert.ok(keys.get('Unit')?.includes('StartLimitIntervalSec'));
+      assert.ok(keys.get('Unit')?.includes('StartLimitBurst'));
+      assert.ok(!keys.get('Service')?.some((k) => k.startsWith('StartLimit')));
+      assert.match(service, /^RestartPreventExitStatus=2 3 4$/m, 'no restart for 2, 3 or 4');
+      if (spawnSync('systemd-analyze', ['--version']).status !== 0) return;
+      // systemd's own check, with the paths made to exist.
+      const unitDir = join(dir, 'units');
+      mkdirSync(join(unitDir, 'node_modules', '.bin'), { recursive: true });
+      const bin = join(unitDir, 'node_modules', '.bin', 'sluice');
+      writeFileSync(bin, '#!/bin/sh\n', { mode: 0o755 });
+      writeFileSync(join(unitDir, 'sluice.env'), '');
+      writeFileSync(
+        join(unitDir, 'sluice-austin.service'),
+        service.replaceAll('/srv/sluice', unitDir),
+      );
+      writeFileSync(join(unitDir, 'sluice-austin.timer'), timer);
+      const verify = spawnSync(
+        'systemd-analyze',
+        ['verify', join(unitDir, 'sluice-austin.timer'), join(unitDir, 'sluice-austin.service')],
+        { encoding: 'utf8' },
+      );
+      assert.equal(verify.status, 0, verify.stderr);
+      assert.doesNotMatch(verify.stderr, /Unknown key|ignoring|not executable/);
+    });
+
     test('the Python example branches on the exit code', async (t) => {
       if (spawnSync('python3', ['--version']).status !== 0) {
         t.skip('python3 is not installed here');
@@ -127,9 +169,9 @@ describe('README', () => {
       }
       const script = `${block('orchestrator')}
 import sys
-print(run_sluice(sys.argv[2], cwd=sys.argv[1])["status"])
+print(run_sluice(sys.argv[2], "2026-11-26", cwd=sys.argv[1])["status"])
 try:
-    run_sluice("test/fixtures/typo.yaml", cwd=sys.argv[1])
+    run_sluice("test/fixtures/typo.yaml", "2026-11-26", cwd=sys.argv[1])
 except RuntimeError as error:
     print("mistake" if "a mistake to fix (exit 2)" in str(error) else "other")
 `;

@@ -2,7 +2,9 @@ import {
   type EmulatorOptions,
   type RunningEmulator,
   startEmulator,
+  type WireMode,
 } from '../../src/emulator/index.js';
+import { WIRE_MODES } from '../../src/emulator/options.js';
 
 export interface FaultRuleInput {
   /** `METHOD /path-prefix`, `/path-prefix` or `*`. */
@@ -24,6 +26,19 @@ export interface LoggedRequest {
 }
 
 /**
+ * The wire mode of emulators whose test does not name one: SLUICE_TEST_WIRE, or the emulator's
+ * default (live). CI runs the end-to-end files once more with SLUICE_TEST_WIRE=contract, so that
+ * sluice is shown to work against both the live service's forms and the contract's.
+ */
+export function testWire(env: NodeJS.ProcessEnv = process.env): WireMode | undefined {
+  const wire = env.SLUICE_TEST_WIRE;
+  if (wire === undefined || wire === '') return undefined;
+  if (!(WIRE_MODES as readonly string[]).includes(wire))
+    throw new Error(`SLUICE_TEST_WIRE must be one of ${WIRE_MODES.join(', ')}, got '${wire}'`);
+  return wire as WireMode;
+}
+
+/**
  * A running emulator on a free port, driven through its control API over real HTTP, as a user's
  * tests would drive it. Tests start one per file in `before()` and close it in `after()`.
  */
@@ -32,7 +47,7 @@ export class EmulatorHarness {
 
   static async start(options: Partial<EmulatorOptions> = {}): Promise<EmulatorHarness> {
     return new EmulatorHarness(
-      await startEmulator({ port: 0, queueMs: 50, rate: 100_000, ...options }),
+      await startEmulator({ port: 0, queueMs: 50, rate: 100_000, wire: testWire(), ...options }),
     );
   }
 

@@ -1,4 +1,6 @@
 import { strict as assert } from 'node:assert';
+import { mkdirSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -9,6 +11,7 @@ import {
   targetFactory,
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
+import { breakLock } from '../helpers/locks.js';
 import { pipelineHead, tempDir, writePipeline } from '../helpers/pipeline.js';
 import { postgresUrl } from '../helpers/postgres.js';
 import {
@@ -183,7 +186,135 @@ for (const kind of destinationKinds()) {
       assert.deepEqual(downloadsByType(harness), { properties: 1, businesses: 1 });
     });
 
+    test('a run that loses its lock stops before committing; the run that took it over loads every row, bought once', async () => {
+      await harness.reset();
+      const t = await target('lock-lost');
+      const pipeline = writePipeline(
+        dir,
+        `${kind}-lock-lost`,
+        `${pipelineHead('lock-lost', t.destinationYaml)}jobs:
+  homes:
+    type: properties
+    query: 'province:TX'
+    records: 400
+    write: replace
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+`,
+      );
+      // The first run stops a while after its first poll; meanwhile its lock goes, and a second
+      // run of the pipeline takes it, re-attaches to the download and loads it.
+      const first = startRun(pipeline, harness, {
+        checkpoint: 'polling:homes',
+        env: { SLUICE_CHECKPOINT_WAIT: '3000' },
+      });
+      await first.reached;
+      await breakLock(t, 'pipeline:lock-lost');
+      const second = await runToEnd(pipeline, harness);
+      assert.equal((second.jobs as { loaded: number }[])[0]!.loaded, 400);
+      const done = await first.finished;
+      assert.equal(done.code, 1, `${done.stdout}\n${done.stderr}`);
+      const summary = JSON.parse(done.stdout);
+      assert.equal(summary.jobs[0].error.code, 'SLUICE_LOCK_LOST', done.stdout);
+      assert.match(summary.jobs[0].error.message, /no longer holds pipeline 'lock-lost'/);
+      const { n } = await t.one<{ n: number }>('select count(*) as n from homes');
+      assert.equal(Number(n), 400, 'the table holds the download, whole');
+      assert.deepEqual(downloadsByType(harness), { properties: 1 }, 'bought once');
+      // The run that lost its lock wrote nothing after: the other run's job row is the last.
+      const jobs = await t.all<{ status: string }>(
+        `select status from _sluice_jobs order by finished_at`,
+      );
+      assert.deepEqual(
+        jobs.map((j) => j.status),
+        ['loaded'],
+      );
+    });
+
+    test('a download cancelled on the service: what it holds is loaded, and the run says it is incomplete (exit 4)', async () => {
+      // Downloads that take seconds, so that one can be cancelled half way.
+      const slow = await EmulatorHarness.start({
+        scale: 0.5,
+        fileRecords: 150,
+        rate: 300,
+        queueMs: 0,
+      });
+      try {
+        const t = await target('cancelled');
+        const pipeline = writePipeline(
+          dir,
+          `${kind}-cancelled`,
+          `${pipelineHead('cancelled', t.destinationYaml)}jobs:
+  homes:
+    type: properties
+    query: 'province:TX'
+    records: 2000
+    write: append
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+`,
+        );
+        const run = startRun(pipeline, slow, {
+          checkpoint: 'polling:homes',
+          env: { SLUICE_CHECKPOINT_WAIT: '1000' },
+        });
+        await run.reached;
+        const { token } = (await (
+          await fetch(`${slow.v4Url}/auth`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              email: slow.credentials.email,
+              password: slow.credentials.password,
+            }),
+          })
+        ).json()) as { token: string };
+        const [download] = slow.emulator.context.state.downloads;
+        const cancelled = await fetch(`${slow.v4Url}/downloads/${download!.publicId}`, {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${token}` },
+        });
+        assert.equal(cancelled.status, 200);
+        const done = await run.finished;
+        assert.equal(done.code, 4, `${done.stdout}\n${done.stderr}`);
+        const summary = JSON.parse(done.stdout);
+        assert.equal(summary.status, 'incomplete');
+        const job = summary.jobs[0];
+        assert.equal(job.status, 'cancelled');
+        assert.equal(job.error.code, 'SLUICE_DOWNLOAD_CANCELLED');
+        assert.equal(job.error.retryable, false);
+        assert.ok(job.loaded > 0 && job.loaded < 2000, `a part was loaded: ${job.loaded}`);
+        assert.equal(job.loaded, job.downloaded, 'every record paid for is loaded');
+        assert.match(job.error.message, /cancelled on the service.*of the \d+ asked for/);
+        const { n } = await t.one<{ n: number }>('select count(*) as n from homes');
+        assert.equal(Number(n), job.loaded);
+        assert.match(done.stderr, /"level":"warn".*cancelled on the service/);
+      } finally {
+        await slow.close();
+      }
+    });
+
     if (kind === 'sqlite') {
+      test('two paths to one SQLite file (a symbolic link) share one lock: the second run is refused, nothing bought twice', async () => {
+        await harness.reset();
+        const t = await target('symlinked');
+        const real = t.url.slice('sqlite:'.length);
+        const pipeline = file(t, 'symlinked');
+        const first = startRun(pipeline, harness, {
+          checkpoint: 'polling:homes',
+          env: { SLUICE_CHECKPOINT_WAIT: '2000' },
+        });
+        await first.reached;
+        const linked = join(dir, 'symlinked-link');
+        mkdirSync(linked, { recursive: true });
+        symlinkSync(real, join(linked, 'db.sqlite'));
+        const second = await startRun(pipeline, harness, {
+          env: { SLUICE_DESTINATION: `sqlite:${join(linked, 'db.sqlite')}` },
+        }).finished;
+        assert.equal(second.code, 1, second.stderr);
+        assert.equal(JSON.parse(second.stdout).error.code, 'SLUICE_LOCKED');
+        const done = await first.finished;
+        assert.equal(done.code, 0, done.stderr);
+        await check(t);
+      });
+
       test('the SQLite database locked by another program: exit 1, then a clean rerun', async () => {
         await harness.reset();
         const locked = await target('sqlite-locked-2');

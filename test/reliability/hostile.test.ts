@@ -191,14 +191,104 @@ for (const kind of destinationKinds()) {
         const longColumn = await t.all(`select * from homes where id = 'long'`);
         assert.ok(Object.values(longColumn[0]!).includes('kept'), 'a long field name is a column');
       });
+      test(`fields that would meet in one column (City and city, sluice's own names, a CSV header naming city twice) keep every value, each in a column of its own${parsing}`, async () => {
+        const env = hostileEnv({ SLUICE_PARSE_WORKERS: workers });
+        const t = await target(`meet-${workers}`);
+        const file = pipeline(
+          t,
+          `meet-${workers}`,
+          `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+        );
+        hostile.serve([
+          JSON.stringify({
+            id: 'c1',
+            City: 'Austin',
+            city: 'austin',
+            _sluice_download_id: 'mine',
+            _sluice_loaded_at: 'then',
+            _position: 7,
+            _parent_id: 'top',
+            prices: [
+              { amountMin: 1, _position: 9, _parent_id: 'item', _sluice_download_id: 'item-dl' },
+              { amountMin: 2 },
+            ],
+          }),
+          JSON.stringify({ id: 'c2', city: 'dallas' }),
+        ]);
+        const first = await runJson(file, env);
+        assert.equal(first.code, 0, first.stdout + first.stderr);
+        assert.equal(first.summary.jobs[0].loaded, 2);
+        // A later run, its fields in another order, finds the same columns.
+        hostile.serve([JSON.stringify({ id: 'c3', city: 'waco', City: 'Waco' })]);
+        const second = await runJson(file, env);
+        assert.equal(second.code, 0, second.stdout + second.stderr);
+        const rows = await t.all<Record<string, unknown>>('select * from homes order by id');
+        const columns = Object.keys(rows[0]!);
+        const folded = new Set(columns.map((c) => c.toLowerCase()));
+        assert.equal(folded.size, columns.length, `no two columns but for case: ${columns}`);
+        const upper = columns.find((c) => /^City__[0-9a-f]{6}$/.test(c));
+        assert.ok(upper, `City has a column of its own beside city: ${columns}`);
+        assert.deepEqual(
+          rows.map((r) => [r.id, r.city, r[upper]]),
+          [
+            ['c1', 'austin', 'Austin'],
+            ['c2', 'dallas', null],
+            ['c3', 'waco', 'Waco'],
+          ],
+        );
+        const [c1] = rows;
+        assert.equal(c1!._sluice_download_id, first.summary.jobs[0].download_id, "sluice's own");
+        assert.equal(c1!._sluice_download_id_, 'mine');
+        assert.equal(c1!._sluice_loaded_at_, 'then');
+        assert.ok(c1!._sluice_loaded_at !== null && c1!._sluice_loaded_at !== 'then');
+        assert.equal(Number(c1!._position), 7, 'no position is written to the job table');
+        assert.equal(c1!._parent_id, 'top');
+        const prices = await t.all<Record<string, unknown>>(
+          `select * from homes__prices where _parent_id = 'c1' order by _position`,
+        );
+        assert.deepEqual(
+          prices.map((p) => [
+            Number(p._position),
+            p._parent_id,
+            p._position_ === null ? null : Number(p._position_),
+            p._parent_id_,
+            p._sluice_download_id_,
+            p._sluice_download_id,
+          ]),
+          [
+            [0, 'c1', 9, 'item', 'item-dl', first.summary.jobs[0].download_id],
+            [1, 'c1', null, null, null, first.summary.jobs[0].download_id],
+          ],
+          "child rows keep sluice's positions and links, and the fields so named their values",
+        );
+
+        const csvFile = pipeline(
+          t,
+          `meet-csv-${workers}`,
+          `  listed:\n    type: properties\n    query: '*'\n    format: csv\n    ${POLL}\n`,
+        );
+        hostile.serve(['l1,Austin,1 Main St,AUSTIN', 'l2,Dallas,,DALLAS'], {
+          header: 'id,city,address,city',
+        });
+        const csv = await runJson(csvFile, env);
+        assert.equal(csv.code, 0, csv.stdout + csv.stderr);
+        assert.equal(csv.summary.jobs[0].rejected, 0);
+        assert.deepEqual(await t.all('select id, city, city__2, address from listed order by id'), [
+          { id: 'l1', city: 'Austin', city__2: 'AUSTIN', address: '1 Main St' },
+          { id: 'l2', city: 'Dallas', city__2: 'DALLAS', address: null },
+        ]);
+        const said = csv.stderr.match(/names a column more than once[^\n]*/g) ?? [];
+        assert.equal(said.length, 1, csv.stderr);
+        assert.match(said[0]!, /city \(column 4\) as city__2/);
+      });
     }
 
     for (const [parsing, workers] of PARSINGS) {
       test(`a raw NUL byte in a CSV cell or an NDJSON line is one reject, stored as text on every destination; the rest loads${parsing}`, async () => {
-        const files = {
+        const files: Record<string, { lines: string[]; header?: string }> = {
           csv: {
-            lines: ['id,address', 'n1,1 Main St', 'n2,2 N\u0000ul St', 'n3,3 Elm Rd'],
-            records: 3,
+            lines: ['n1,1 Main St', 'n2,2 N\u0000ul St', 'n3,3 Elm Rd'],
+            header: 'id,address',
           },
           json: {
             lines: [
@@ -206,11 +296,10 @@ for (const kind of destinationKinds()) {
               '{"id":"n2","address":"2 N\u0000ul St"}',
               JSON.stringify({ id: 'n3', address: '3 Elm Rd' }),
             ],
-            records: 3,
           },
         };
-        for (const [format, { lines, records }] of Object.entries(files)) {
-          hostile.serve(lines, records);
+        for (const [format, { lines, header }] of Object.entries(files)) {
+          hostile.serve(lines, header === undefined ? {} : { header });
           const t = await target(`nul-${format}-${workers}`);
           const file = pipeline(
             t,
@@ -291,7 +380,9 @@ for (const kind of destinationKinds()) {
           ],
         };
         for (const [format, lines] of Object.entries(files)) {
-          hostile.serve(lines, 6);
+          // A CSV file's header is none of its records.
+          if (format === 'csv') hostile.serve(lines.slice(1), { header: lines[0]! });
+          else hostile.serve(lines);
           const t = await target(`numbers-${format}-${workers}`);
           const file = pipeline(
             t,
@@ -516,6 +607,101 @@ for (const kind of destinationKinds()) {
       assert.deepEqual(downloadsByType(harness), { properties: 1 });
     });
 
+    /** NDJSON property records `<prefix>0`, `<prefix>1`, ... with an address each. */
+    const homes = (n: number, prefix: string) =>
+      Array.from({ length: n }, (_, i) =>
+        JSON.stringify({ id: `${prefix}${i}`, address: `${i} Main St` }),
+      );
+    const homesJob = (write = 'merge') =>
+      `  homes:\n    type: properties\n    query: '*'\n    write: ${write}\n    ${POLL}\n`;
+    const count = async (t: TestTarget, sql: string) => Number((await t.one<{ n: number }>(sql)).n);
+    const filesOf = async (t: TestTarget, id: string) =>
+      (
+        await t.all<{ file_index: number }>(
+          `select file_index from _sluice_files where download_id = '${id}' order by file_index`,
+        )
+      ).map((f) => Number(f.file_index));
+
+    test('a result file answered with a 302 to where it is: every row loads', async () => {
+      hostile.serve(homes(6, 'moved'), {
+        files: 2,
+        answer: (n) => (n === 1 ? 'redirect' : undefined),
+      });
+      const t = await target('redirect');
+      const run = await runJson(pipeline(t, 'redirect', homesJob()), hostileEnv());
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      assert.equal(run.summary.jobs[0].loaded, 6);
+      assert.equal(await count(t, 'select count(*) as n from homes'), 6);
+      assert.deepEqual(await filesOf(t, run.summary.jobs[0].download_id), [0, 1]);
+    });
+
+    for (const [answer, what] of [
+      ['empty', 'an empty 200'],
+      ['short', 'fewer records than the download says'],
+    ] as const) {
+      test(`a result file that is ${what} was recorded as loaded: now exit 1, SLUICE_FILE_INCOMPLETE, nothing recorded for it, and a rerun that gets it whole loads every row, bought once`, async () => {
+        const lines = homes(6, answer);
+        hostile.serve(lines, { files: 2, answer: (n) => (n === 1 ? answer : undefined) });
+        const bought = hostile.downloads();
+        const t = await target(`incomplete-${answer}`);
+        const file = pipeline(t, `incomplete-${answer}`, homesJob());
+        const run = await runJson(file, hostileEnv());
+        assert.equal(run.code, 1, run.stdout + run.stderr);
+        const job = run.summary.jobs[0];
+        const id = job.download_id as string;
+        assert.equal(job.error.code, 'SLUICE_FILE_INCOMPLETE');
+        assert.match(
+          job.error.message,
+          answer === 'empty'
+            ? new RegExp(
+                `${id}_1\\.txt held no records each of the 3 times .* download ${id} holds 6; .* run again later`,
+              )
+            : new RegExp(
+                `download ${id} holds 6 records .* ${id}_0\\.txt 3 \\(loaded\\), ${id}_1\\.txt 2 \\(fetched 3 times, not loaded\\); .*run again later`,
+              ),
+        );
+        assert.equal(hostile.fileGets(`${id}_1.txt`), 3, 'fetched again twice');
+        assert.deepEqual(await filesOf(t, id), [0], 'the short file is not recorded');
+        assert.equal(await count(t, 'select count(*) as n from homes'), 3);
+
+        hostile.serve(lines, { files: 2 });
+        const rerun = await runJson(file, hostileEnv());
+        assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
+        assert.equal(rerun.summary.jobs[0].download_id, id, 'the same download, re-attached');
+        assert.equal(await count(t, 'select count(*) as n from homes'), 6);
+        assert.deepEqual(await filesOf(t, id), [0, 1]);
+        assert.equal(hostile.downloads() - bought, 1, 'one purchase');
+      });
+    }
+
+    test('a damaged gzip result file (corrupt, cut short, text sent as gzip) was an internal error: now fetched again, then SLUICE_FILE_DAMAGED naming it; a rerun loads it', async () => {
+      for (const answer of ['gzip-corrupt', 'gzip-cut', 'gzip-text'] as const) {
+        const lines = homes(4, answer);
+        hostile.serve(lines, { answer: () => answer });
+        const bought = hostile.downloads();
+        const t = await target(answer);
+        const file = pipeline(t, answer, homesJob());
+        const run = await runJson(file, hostileEnv());
+        assert.equal(run.code, 1, run.stdout + run.stderr);
+        const job = run.summary.jobs[0];
+        const id = job.download_id as string;
+        assert.equal(job.error.code, 'SLUICE_FILE_DAMAGED', answer);
+        assert.match(
+          job.error.message,
+          new RegExp(`^result file ${id}_0\\.txt is damaged: .*\\(zlib: [^)]+\\); fetched 3 times`),
+        );
+        assert.doesNotMatch(run.stderr, /internal error|\n\s+at /);
+        assert.equal(hostile.fileGets(`${id}_0.txt`), 3, 'fetched again twice');
+        assert.deepEqual(await filesOf(t, id), []);
+
+        hostile.serve(lines);
+        const rerun = await runJson(file, hostileEnv());
+        assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
+        assert.equal(await count(t, 'select count(*) as n from homes'), 4);
+        assert.equal(hostile.downloads() - bought, 1, 'one purchase');
+      }
+    });
+
     if (kind === 'postgres') {
       const sql = async (schema: string, text: string) => {
         const client = new pg.Client({ connectionString: postgresUrl() });
@@ -557,6 +743,32 @@ for (const kind of destinationKinds()) {
         assert.match(
           swapped.summary.jobs[0].error.message,
           /a replace swaps the table.*views depend on it/,
+        );
+      });
+
+      test('files loaded at once (SLUICE_FILES_AT_ONCE=2), one short: the download is never recorded as whole', async () => {
+        // Each file's first answer waits for the other's request: both are written together,
+        // and whichever ends its writing second checks the records of both.
+        hostile.serve(homes(40, 'together'), {
+          files: 2,
+          answer: (n) => (n === 1 ? 'short' : undefined),
+          together: true,
+        });
+        const t = await target('at-once');
+        const file = pipeline(t, 'at-once', homesJob('append'));
+        const run = await runJson(file, hostileEnv({ SLUICE_FILES_AT_ONCE: '2' }));
+        assert.ok(hostile.servedTogether(), 'both files were in flight at once');
+        assert.equal(run.code, 1, run.stdout + run.stderr);
+        const job = run.summary.jobs[0];
+        assert.equal(job.error.code, 'SLUICE_FILE_INCOMPLETE');
+        const recorded = await t.all<{ rows_loaded: number }>(
+          `select rows_loaded from _sluice_files where download_id = '${job.download_id}'`,
+        );
+        assert.equal(recorded.length, 1, 'one file of two is recorded, never both');
+        assert.equal(
+          await count(t, 'select count(*) as n from homes'),
+          Number(recorded[0]!.rows_loaded),
+          'the file not recorded left no rows',
         );
       });
 

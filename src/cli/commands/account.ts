@@ -1,6 +1,11 @@
 import type { Argv } from 'yargs';
 import { CREDIT_TYPES, type CreditType } from '../../catalog.js';
-import type { AccountChanges, AccountInfo, ServiceClient } from '../../client/types.js';
+import type {
+  AccountChanges,
+  AccountInfo,
+  AccountPlan,
+  ServiceClient,
+} from '../../client/types.js';
 import { UsageError } from '../../errors.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
@@ -10,6 +15,8 @@ export interface AccountDocument {
   email: string;
   firstName: string | null;
   lastName: string | null;
+  /** `per-type` allotments, or a `legacy` plan with one total counter (`totalUsed`). */
+  plan: AccountPlan;
   credits: Record<CreditType, { allotted: number; used: number; remaining: number }>;
   /** `num_credits_used` of legacy plans; null when the service does not send it. */
   totalUsed: number | null;
@@ -25,6 +32,7 @@ export function accountDocument(info: AccountInfo): AccountDocument {
     email: info.email,
     firstName: info.firstName ?? null,
     lastName: info.lastName ?? null,
+    plan: info.plan,
     credits,
     totalUsed: info.totalUsed ?? null,
   };
@@ -46,6 +54,15 @@ export async function accountCommand(
 function printAccount(doc: AccountDocument, io: Io): void {
   const name = [doc.firstName, doc.lastName].filter(Boolean).join(' ');
   writeLine(io.stdout, `Account ${doc.email}${name ? ` (${name})` : ''}`);
+  if (doc.plan === 'legacy') {
+    // Its per-type fields are zeros: a table of them would say nothing is left of anything.
+    writeLine(
+      io.stdout,
+      'Legacy plan: one total for every data type; the service does not say how much is left.',
+    );
+    writeLine(io.stdout, `Total used: ${(doc.totalUsed ?? 0).toLocaleString('en-US')} credits`);
+    return;
+  }
   writeLine(
     io.stdout,
     formatTable(

@@ -5,8 +5,11 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Argv } from 'yargs';
+import { FILE_TRIES, isTransferFault } from '../../client/index.js';
+import { type CountedFormat, formatOfFile, RecordCounter } from '../../client/record-count.js';
 import type { DownloadInfo, ResultFileRef, ServiceClient } from '../../client/types.js';
 import { SluiceError, UsageError } from '../../errors.js';
+import type { Logger } from '../../log.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { plural } from '../format.js';
@@ -151,8 +154,11 @@ export interface FetchDocument {
   state: DownloadInfo['state'];
   numRecords: number;
   dir: string;
-  /** `index` is the file's position in the download: `name` may not be the service's name. */
-  files: { index: number; name: string; path: string; bytes: number }[];
+  /**
+   * `index` is the file's position in the download: `name` may not be the service's name.
+   * `records`: those counted in it, null when its format is not known.
+   */
+  files: { index: number; name: string; path: string; bytes: number; records: number | null }[];
   bytes: number;
 }
 
@@ -160,13 +166,17 @@ export interface FetchDocument {
  * `sluice downloads fetch`: saves every result file into a directory under its own name (see
  * `localNames` for files whose names meet). Each file is streamed to `<name>.part` and renamed
  * when complete, so a file with the final name is always whole; existing files are left alone
- * unless --force.
+ * unless --force. Complete means what the service said: the bytes its server announced, some
+ * records in each file, and, where they can be counted, the download's records across its
+ * files; files that hold fewer are renamed `<name>.incomplete`. A file that came damaged or
+ * empty is fetched again (FILE_TRIES in all).
  */
 export async function downloadsFetchCommand(
   client: ServiceClient,
   args: DownloadsFetchArgs,
   io: Io,
   signal?: AbortSignal,
+  logger?: Logger,
 ): Promise<FetchDocument> {
   if (!args.out) throw new UsageError('give the directory to save the files in: --out DIR');
   const progress = args.json || args.quiet ? undefined : io.stderr;
@@ -204,14 +214,21 @@ export async function downloadsFetchCommand(
       );
     }
   }
-  await mkdir(dir, { recursive: true });
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (error) {
+    throw localFileError(error, dir);
+  }
 
   const saved: FetchDocument['files'] = [];
   for (const [n, { file, path }] of targets.entries()) {
     const label = `[${n + 1}/${targets.length}] ${basename(path)}`;
-    const bytes = await saveFile(client, info.id, file, path, { signal, progress, label });
-    saved.push({ index: file.index, name: basename(path), path, bytes });
+    const format = formatOfFile(file.name, info.format);
+    const options = { signal, progress, label, format, expected: info.numRecords };
+    const { bytes, records } = await fetchFile(client, info.id, file, path, options);
+    saved.push({ index: file.index, name: basename(path), path, bytes, records });
   }
+  await checkRecords(info, saved, logger);
   const doc: FetchDocument = {
     id: info.id,
     state: info.state,
@@ -239,21 +256,57 @@ export async function downloadsFetchCommand(
   return doc;
 }
 
+interface SaveOptions {
+  signal?: AbortSignal | undefined;
+  progress?: NodeJS.WritableStream | undefined;
+  label: string;
+  /** How to count the file's records; undefined when its format is not known. */
+  format: CountedFormat | undefined;
+  /** The download's records (`numRecords`): a file of a download that has some is not empty. */
+  expected: number;
+}
+
+/** Saves a file, again after it came damaged or empty, FILE_TRIES times in all. */
+async function fetchFile(
+  client: ServiceClient,
+  downloadId: string,
+  file: ResultFileRef,
+  path: string,
+  options: SaveOptions,
+): Promise<{ bytes: number; records: number | null }> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await saveFile(client, downloadId, file, path, options);
+    } catch (error) {
+      if (!(error instanceof SluiceError) || !isTransferFault(error)) throw error;
+      if (tries >= FILE_TRIES) {
+        throw new SluiceError(
+          `${error.message}; fetched ${tries} times, it never came whole, and nothing was saved as ${path}: fetch it again later`,
+          { code: error.code, cause: error },
+        );
+      }
+      options.progress?.write(`${options.label}  ${error.message}; fetching it again\n`);
+    }
+  }
+}
+
 async function saveFile(
   client: ServiceClient,
   downloadId: string,
   file: ResultFileRef,
   path: string,
-  options: { signal?: AbortSignal; progress?: NodeJS.WritableStream; label: string },
-): Promise<number> {
+  options: SaveOptions,
+): Promise<{ bytes: number; records: number | null }> {
   const { progress, label } = options;
   const live = progress !== undefined && (progress as { isTTY?: boolean }).isTTY === true;
   const part = `${path}.part`;
   let bytes = 0;
   let lastShown = 0;
+  const records = options.format === undefined ? undefined : new RecordCounter(options.format);
   const counter = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       bytes += chunk.length;
+      records?.add(chunk);
       const now = Date.now();
       if (live && now - lastShown > 200) {
         lastShown = now;
@@ -262,17 +315,97 @@ async function saveFile(
       done(null, chunk);
     },
   });
+  let counted: number | null = null;
   try {
     const source = await client.openResultFile(downloadId, file, { signal: options.signal });
-    await pipeline(source, counter, createWriteStream(part), { signal: options.signal });
-    await rename(part, path);
+    const out = createWriteStream(part);
+    // The file's own failures (a full disk) are this machine's, never the connection's. The
+    // stream also errs with what broke the pipeline elsewhere: that is the client's SluiceError.
+    let writeFailure: { error: unknown } | undefined;
+    out.once('error', (error) => {
+      writeFailure = { error };
+    });
+    try {
+      await pipeline(source, counter, out, { signal: options.signal });
+    } catch (error) {
+      throw writeFailure ? localFileError(writeFailure.error, part) : error;
+    }
+    counted = records?.end() ?? null;
+    if (options.expected > 0 && (bytes === 0 || counted === 0)) {
+      throw new SluiceError(
+        `result file ${file.name} came with no records (${plural(bytes, 'byte')}), where download ${downloadId} holds ${num(options.expected)}`,
+        { code: 'SLUICE_FILE_INCOMPLETE' },
+      );
+    }
+    try {
+      await rename(part, path);
+    } catch (error) {
+      throw localFileError(error, path);
+    }
   } catch (error) {
     await rm(part, { force: true });
     if (live) progress.write('\n');
     throw error;
   }
   if (progress) progress.write(`${live ? '\r' : ''}${label}  ${num(bytes)} bytes, done\n`);
-  return bytes;
+  return { bytes, records: counted };
+}
+
+/**
+ * The download's records against those its files hold, where every file could be counted:
+ * fewer, and the files are renamed `<name>.incomplete`, so that none is taken for a whole
+ * download's, and the fetch fails; more is only worth a warning.
+ */
+async function checkRecords(
+  info: DownloadInfo,
+  saved: FetchDocument['files'],
+  logger: Logger | undefined,
+): Promise<void> {
+  if (saved.some((f) => f.records === null)) return;
+  const held = saved.reduce((sum, f) => sum + (f.records ?? 0), 0);
+  if (held > info.numRecords) {
+    logger?.warn(
+      `download ${info.id}: its files hold ${num(held)} records, more than the ${num(info.numRecords)} the service counts`,
+    );
+  }
+  if (held >= info.numRecords) return;
+  for (const f of saved) {
+    try {
+      await rename(f.path, `${f.path}.incomplete`);
+    } catch (error) {
+      throw localFileError(error, f.path);
+    }
+  }
+  const perFile = saved.map((f) => `${f.name} ${num(f.records ?? 0)}`).join(', ');
+  throw new SluiceError(
+    `download ${info.id} holds ${num(info.numRecords)} records by the service's count, its files ${num(held)} (${perFile}); they are kept as <name>.incomplete, not under their own names: fetch the download again later; if its files stay short, the service delivered fewer records than it counts: ask the service`,
+    { code: 'SLUICE_FILE_INCOMPLETE' },
+  );
+}
+
+/**
+ * A local file error as sluice says it: a full disk or quota is SLUICE_DISK_FULL (worth a retry
+ * once there is room), any other (a folder not writable, read-only, not a folder) a mistake to
+ * fix, naming the path. Errors that are not the file system's pass through.
+ */
+function localFileError(error: unknown, path: string): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (error instanceof SluiceError || typeof code !== 'string' || !/^E[A-Z0-9]+$/.test(code)) {
+    return error;
+  }
+  // Node's "ENOSPC: no space left on device, write": the system's words, without the call.
+  const message = error instanceof Error ? error.message : String(error);
+  const said = new RegExp(`^${code}: ([^,]+)`).exec(message)?.[1] ?? message;
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new SluiceError(
+      `no room to save ${path}: ${said} (${code}); free some space, or save elsewhere with --out, and fetch again`,
+      { code: 'SLUICE_DISK_FULL', cause: error },
+    );
+  }
+  return new SluiceError(
+    `cannot save ${path}: ${said} (${code}); give --out a folder you can write to`,
+    { code: 'SLUICE_USAGE', cause: error },
+  );
 }
 
 /** The file's own name, without any directory part a URL could smuggle in. */
@@ -399,6 +532,7 @@ export function registerDownloads(y: Argv, ctx: CliContext): Argv {
               ctx.logFormat === 'json' ? { ...args, quiet: true } : args,
               ctx.io,
               ctx.signal,
+              ctx.logger,
             ),
           );
         },

@@ -1,7 +1,12 @@
 import type { Argv } from 'yargs';
 // The emulator (Fastify and the data generator) loads only when this command runs.
 import type { RunningEmulator } from '../../emulator/index.js';
-import { DEFAULT_OPTIONS, type EmulatorOptions, parseChurn } from '../../emulator/options.js';
+import {
+  DEFAULT_OPTIONS,
+  type EmulatorOptions,
+  parseChurn,
+  WIRE_MODES,
+} from '../../emulator/options.js';
 import { UsageError } from '../../errors.js';
 import type { CliContext } from '../context.js';
 import { writeJson, writeLine } from '../output.js';
@@ -12,6 +17,7 @@ export interface EmulatorArgs {
   seed: number;
   scale: number;
   wire: string;
+  'page-size': number;
   faults: string;
   email: string;
   password: string;
@@ -23,6 +29,8 @@ export interface EmulatorArgs {
   'queue-ms': number;
   churn: string;
   credits?: number;
+  plan: string;
+  'total-credits': number;
   gzip: boolean;
   quiet: boolean;
   json?: boolean;
@@ -45,9 +53,16 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
     })
     .option('wire', {
       type: 'string',
-      choices: ['contract', 'real'],
+      choices: WIRE_MODES,
       default: d.wire,
-      describe: "Send the contract forms or the real service's variants",
+      describe:
+        "The forms it answers in: the live service's (live), the interface contract's (contract), or live plus every older variant real clients have met (real)",
+    })
+    .option('page-size', {
+      type: 'number',
+      default: d.pageSize,
+      describe:
+        'Page the lists (downloads, views, v3 requests) N items a page: ?page=N, a Link rel="next" header (0: no paging)',
     })
     .option('faults', {
       type: 'string',
@@ -92,6 +107,18 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
       type: 'number',
       describe: 'Credits allotted to each data type (default 1,000,000)',
     })
+    .option('plan', {
+      type: 'string',
+      choices: ['per-type', 'legacy'],
+      default: d.plan,
+      describe:
+        "The account's plan: an allotment per data type, or a legacy plan with one total for every type (its per-type fields answer 0)",
+    })
+    .option('total-credits', {
+      type: 'number',
+      default: d.totalCredits,
+      describe: "A legacy plan's total credits: past it, searches are refused with 402",
+    })
     .option('gzip', {
       type: 'boolean',
       default: false,
@@ -114,6 +141,7 @@ export function toEmulatorOptions(
     seed: args.seed,
     scale: args.scale,
     wire: args.wire as EmulatorOptions['wire'],
+    pageSize: args['page-size'],
     faults: args.faults,
     email: args.email,
     password: args.password,
@@ -125,6 +153,8 @@ export function toEmulatorOptions(
     queueMs: args['queue-ms'],
     churn: parseChurn(args.churn),
     gzipFiles: args.gzip,
+    plan: args.plan as EmulatorOptions['plan'],
+    totalCredits: args['total-credits'],
   };
   if (args.credits !== undefined) {
     const n = args.credits;
@@ -175,6 +205,9 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
       token: options.token,
       seed: options.seed,
       wire: options.wire,
+      plan: options.plan,
+      ...(options.plan === 'legacy' ? { total_credits: options.totalCredits } : {}),
+      page_size: options.pageSize,
       churn_per_day: options.churn,
       data: Object.fromEntries(
         (['properties', 'businesses', 'products', 'people'] as const).map((t) => [
@@ -198,9 +231,15 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
   writeLine(out, `  v3       ${emulator.v3Url}   API token ${options.token}`);
   writeLine(
     out,
-    `  control  ${emulator.url}/_emulator/   (reset, credits, clock, records, expire-files, faults, requests, outbox)`,
+    `  control  ${emulator.url}/_emulator/   (reset, credits, plan, clock, records, expire-files, faults, requests, outbox)`,
   );
   writeLine(out, `  data     ${counts}`);
+  if (options.plan === 'legacy') {
+    writeLine(
+      out,
+      `  account  legacy plan: one total of ${options.totalCredits.toLocaleString('en-US')} credits for every data type`,
+    );
+  }
   if (options.churn > 0) {
     writeLine(
       out,
@@ -208,6 +247,8 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
     );
   }
   if (options.faults) writeLine(out, `  faults   ${options.faults}`);
+  if (options.pageSize > 0)
+    writeLine(out, `  paging   ${options.pageSize} items a page (?page=N, Link rel="next")`);
   writeLine(out);
   writeLine(out, 'Try it:');
   writeLine(

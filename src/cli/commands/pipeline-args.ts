@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
 import { attachContext } from '../../errors.js';
-import { loadPipeline, type PipelineSpec } from '../../pipeline/index.js';
+import { type LoadOptions, loadPipeline, type PipelineSpec } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
 
 export interface PipelineArgs {
@@ -18,15 +18,22 @@ export function pipelineFileArg(y: Argv): Argv<PipelineArgs> {
     }) as Argv<PipelineArgs>;
 }
 
-/** Runs `work` on the pipeline file; what goes wrong is reported as this pipeline's. */
+/**
+ * Runs `work` on the pipeline file; what goes wrong is reported as this pipeline's. The file's
+ * warnings (variables of `source:` left unset) are logged, unless the command never uses the
+ * source (`status` reads the destination only).
+ */
 export async function withPipeline<T>(
   args: PipelineArgs,
   ctx: CliContext,
-  source: 'required' | 'optional',
+  load: LoadOptions & { usesSource?: boolean },
   work: (spec: PipelineSpec) => Promise<T>,
 ): Promise<T> {
-  const spec = await loadPipeline(args.file, ctx.env, { source });
-  for (const warning of spec.warnings) ctx.logger.warn({ pipeline: spec.name }, warning);
+  const { usesSource = true, ...options } = load;
+  const spec = await loadPipeline(args.file, ctx.env, options);
+  if (usesSource) {
+    for (const warning of spec.warnings) ctx.logger.warn({ pipeline: spec.name }, warning);
+  }
   try {
     return await work(spec);
   } catch (error) {

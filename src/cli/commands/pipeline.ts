@@ -1,14 +1,20 @@
 import type { Argv } from 'yargs';
+import { attachContext, UsageError } from '../../errors.js';
 import {
   clientFor,
+  jobMatcher,
+  loadPipeline,
+  type PipelineSpec,
+  type PlanReport,
   pipelineJsonSchema,
   planPipeline,
   type RunSummary,
   runPipeline,
-  savedCursors,
+  savedState,
+  unmatchedPatterns,
 } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
-import { EXIT, exitCodeOfRun } from '../exit-codes.js';
+import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '../exit-codes.js';
 import { creditsText, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
@@ -21,7 +27,8 @@ import { statusCommand } from './status.js';
  */
 
 export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<number> {
-  return withPipeline(args, ctx, 'optional', async (spec) => {
+  // Offline: a job's view must be declared or pre-made; plan and run may ask the service.
+  return withPipeline(args, ctx, { source: 'optional', views: 'offline' }, async (spec) => {
     const jobs = spec.jobs.map((j) => ({
       job: j.name,
       type: j.type,
@@ -68,18 +75,22 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
 }
 
 export function planCommand(
-  args: PipelineArgs & { 'full-refresh'?: boolean },
+  args: PipelineArgs & { 'full-refresh'?: boolean; job?: string[] },
   ctx: CliContext,
 ): Promise<number> {
-  return withPipeline(args, ctx, 'required', async (spec) => {
+  return withPipeline(args, ctx, { source: 'required' }, async (spec) => {
     const fullRefresh = args['full-refresh'] === true;
-    const cursors = fullRefresh ? undefined : await savedCursors(spec, ctx.env);
+    const now = ctx.clock?.now() ?? Date.now();
+    const saved = await savedState(spec, ctx.env, { now, fullRefresh });
     const client = clientFor(spec, ctx.logger);
     try {
       const plan = await planPipeline(spec, client, {
         signal: ctx.signal,
         fullRefresh,
-        ...(cursors ? { cursors } : {}),
+        ...(args.job ? { jobs: args.job } : {}),
+        cursors: saved.cursors,
+        budgets: saved.budgets,
+        open: saved.open,
       });
       const refused = plan.guard === 'refuse';
       const { stdout } = ctx.io;
@@ -100,12 +111,34 @@ export function planCommand(
             e.found,
             e.records,
             creditsText(e.needed),
-            e.remaining ? creditsText(e.remaining) : 'unknown (v3)',
-            e.refusals.length ? 'REFUSE' : 'pass',
+            creditsLeftText(e, plan),
+            e.verdict === 'refuse'
+              ? 'REFUSE'
+              : e.verdict === 'unknown'
+                ? 'unknown: legacy plan'
+                : 'pass',
           ]),
         ),
       );
       for (const e of plan.jobs) for (const r of e.refusals) writeLine(stdout, `  ${r.message}`);
+      for (const e of plan.jobs) {
+        if (e.reattaches) {
+          writeLine(
+            stdout,
+            `  ${e.job}: run re-attaches to download ${e.reattaches}, started by an earlier run: nothing more to pay`,
+          );
+        }
+      }
+      if (plan.account.plan === 'legacy') {
+        writeLine(
+          stdout,
+          `  the account is on a legacy plan (${(plan.account.total_used ?? 0).toLocaleString('en-US')} credits used in all): the service does not say what is left, so run checks max_credits${plan.budgets.length > 0 ? ' and the budgets' : ''} only, and the service refuses (402) what the account cannot pay for`,
+        );
+      }
+      if (plan.budgets.length > 0) {
+        writeLine(stdout, 'budgets (calendar periods in UTC):');
+        writeLine(stdout, budgetsTable(plan.budgets));
+      }
       for (const e of plan.jobs) {
         const inc = e.incremental;
         if (!inc) continue;
@@ -125,31 +158,110 @@ export function planCommand(
   });
 }
 
-export interface RunArgs extends PipelineArgs {
+/** What the account has left for a job: per type, or why the service does not say. */
+function creditsLeftText(e: PlanReport['jobs'][number], plan: PlanReport): string {
+  if (e.remaining) return creditsText(e.remaining);
+  if (plan.account.plan === 'legacy') {
+    return `unknown (legacy plan, ${(plan.account.total_used ?? 0).toLocaleString('en-US')} used)`;
+  }
+  return 'unknown (v3)';
+}
+
+/** Each budget in its period: spent, what the planned jobs take, and what is left after them. */
+function budgetsTable(budgets: PlanReport['budgets']): string {
+  return formatTable(
+    ['credits', 'budget', 'period', 'spent', 'planned', 'left after'],
+    budgets.map((b) => [
+      b.type,
+      `${b.limit.toLocaleString('en-US')}/${b.period}`,
+      `${b.from} to ${b.until}`,
+      b.spent,
+      b.planned,
+      b.left,
+    ]),
+  );
+}
+
+export interface RunArgs {
+  files: string[];
+  json?: boolean;
   job?: string[];
   fresh?: boolean;
   'full-refresh'?: boolean;
   wait?: boolean;
   progress?: boolean;
+  parallel?: number;
+  'run-key'?: string;
 }
 
-export function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
-  return withPipeline(args, ctx, 'required', async (spec) => {
-    const summary = await runPipeline(spec, {
+/**
+ * `sluice run FILE...`: each pipeline with its own lock and summary, one after another (two
+ * pipelines may share a destination, whose writer they would only take turns at); a failure of
+ * one does not stop the next. With one file, its summary is the JSON document; with several, one
+ * document holds them all. The exit code is the worst of theirs.
+ */
+export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
+  const files = args.files;
+  if (files.length === 1) {
+    const summary = await runOne(args, files[0]!, ctx, false);
+    if (args.json) writeJson(ctx.io.stdout, summary);
+    else printSummary(summary, ctx);
+    return exitCodeOfRun(summary);
+  }
+  const specs: PipelineSpec[] = [];
+  for (const file of files) specs.push(await loadPipeline(file, ctx.env, { source: 'required' }));
+  const missing = unmatchedPatterns(specs, args.job ?? []);
+  if (missing.length > 0) {
+    throw new UsageError(
+      `no job ${missing.map((m) => `'${m}'`).join(', ')} in ${files.join(', ')}`,
+      'SLUICE_UNKNOWN_JOB',
+    );
+  }
+  const runs: (RunSummary | (ReturnType<typeof errorDocument> & { file: string }))[] = [];
+  const codes: number[] = [];
+  for (const [i, spec] of specs.entries()) {
+    if (args.job?.length && !spec.jobs.some((j) => jobMatcher(args.job!)(j.name))) continue;
+    try {
+      const summary = await runOne(args, files[i]!, ctx, true);
+      runs.push(summary);
+      codes.push(exitCodeOfRun(summary));
+      if (!args.json) printSummary(summary, ctx);
+    } catch (error) {
+      // This pipeline could not run (its lock, its destination): the others still do.
+      const doc = errorDocument(attachContext(error, { pipeline: spec.name }));
+      runs.push({ file: files[i]!, ...doc });
+      codes.push(exitCodeFor(error));
+      ctx.logger.error({ pipeline: spec.name, code: doc.error.code }, doc.error.message);
+    }
+    if (ctx.signal.aborted) break;
+  }
+  const code = worstExitCode(codes);
+  if (args.json) writeJson(ctx.io.stdout, { exit_code: code, runs });
+  return code;
+}
+
+function runOne(
+  args: RunArgs,
+  file: string,
+  ctx: CliContext,
+  lenientJobs: boolean,
+): Promise<RunSummary> {
+  return withPipeline({ file }, ctx, { source: 'required' }, (spec) =>
+    runPipeline(spec, {
       env: ctx.env,
       jobs: args.job,
+      lenientJobs,
       fresh: args.fresh,
       fullRefresh: args['full-refresh'],
       wait: args.wait,
+      ...(args.parallel === undefined ? {} : { parallel: args.parallel }),
+      ...(args['run-key'] === undefined ? {} : { runKey: args['run-key'] }),
       signal: ctx.signal,
       logger: ctx.logger,
       progress: ctx.terminal.progress(args.progress !== false),
       ...(ctx.clock ? { clock: ctx.clock } : {}),
-    });
-    if (args.json) writeJson(ctx.io.stdout, summary);
-    else printSummary(summary, ctx);
-    return exitCodeOfRun(summary);
-  });
+    }),
+  );
 }
 
 export function printSummary(summary: RunSummary, ctx: CliContext): void {
@@ -225,18 +337,44 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             default: false,
             describe: 'Plan a run --full-refresh: incremental jobs download everything',
           })
+          .option('job', {
+            type: 'string',
+            array: true,
+            describe: 'Plan only these jobs: names or globs (repeatable)',
+          })
           .example('$0 plan pipelines/demo.yaml --json', 'as JSON'),
       async (args) => done(await planCommand(args, ctx)),
     )
     .command(
-      'run <file>',
-      'Run a pipeline: sync views, start or re-attach downloads, load the files',
+      'run <files..>',
+      'Run pipelines: sync views, start or re-attach downloads, load the files',
       (c) =>
-        pipelineFileArg(c)
+        c
+          .positional('files', {
+            type: 'string',
+            array: true,
+            demandOption: true,
+            describe: 'Pipeline files (YAML), run one after another',
+          })
+          .option('json', {
+            type: 'boolean',
+            default: false,
+            describe: 'Print one JSON document on stdout',
+          })
           .option('job', {
             type: 'string',
             array: true,
-            describe: 'Run only this job (repeatable)',
+            describe: 'Run only these jobs: names or globs such as "homes_*" (repeatable)',
+          })
+          .option('parallel', {
+            type: 'number',
+            describe:
+              "Jobs in flight at once, in place of the file's max_parallel_jobs (default 8)",
+          })
+          .option('run-key', {
+            type: 'string',
+            describe:
+              "An orchestrator's key for the run (a logical date): a key that ended is not run again, one that failed is resumed",
           })
           .option('fresh', {
             type: 'boolean',
@@ -261,6 +399,11 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
           })
           .example('$0 run pipelines/demo.yaml', 'run every job')
           .example('$0 run pipelines/demo.yaml --job texas_homes', 'one job')
+          .example('$0 run pipelines/a.yaml pipelines/b.yaml', 'two pipelines, one after the other')
+          .example(
+            '$0 run pipelines/nightly.yaml --run-key 2026-11-26',
+            "from an orchestrator: its retries never buy the day's jobs again",
+          )
           .example(
             '$0 run pipelines/nightly.yaml --job homes --full-refresh',
             'one incremental job from scratch',
@@ -275,11 +418,17 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
       'status <file>',
       'Recent runs, downloads and loaded files of a pipeline, from its state tables (read-only)',
       (c) =>
-        pipelineFileArg(c).option('limit', {
-          type: 'number',
-          default: 10,
-          describe: 'How many runs',
-        }),
+        pipelineFileArg(c)
+          .option('limit', {
+            type: 'number',
+            default: 10,
+            describe: 'How many runs',
+          })
+          .option('job', {
+            type: 'string',
+            array: true,
+            describe: 'Only these jobs: names or globs (repeatable)',
+          }),
       async (args) => done(await statusCommand(args, ctx)),
     )
     .command(

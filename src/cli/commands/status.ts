@@ -1,4 +1,11 @@
-import { openPipelineDestination, type PipelineSpec } from '../../pipeline/index.js';
+import {
+  type BudgetStanding,
+  budgetStandings,
+  destinationOf,
+  openPipelineDestination,
+  type PipelineSpec,
+  selectJobs,
+} from '../../pipeline/index.js';
 import { findResumable, skippable } from '../../pipeline/resume.js';
 import type { CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
@@ -12,18 +19,24 @@ import { type PipelineArgs, withPipeline } from './pipeline-args.js';
  * service credentials.
  */
 export function statusCommand(
-  args: PipelineArgs & { limit?: number },
+  args: PipelineArgs & { limit?: number; job?: string[] },
   ctx: CliContext,
 ): Promise<number> {
-  return withPipeline(args, ctx, 'optional', (spec) => status(spec, args, ctx.io, ctx.env));
+  return withPipeline(args, ctx, { source: 'optional', usesSource: false }, (spec) =>
+    status(spec, args, ctx.io, ctx.env, ctx.clock?.now() ?? Date.now()),
+  );
 }
 
 async function status(
   spec: PipelineSpec,
-  args: PipelineArgs & { limit?: number },
+  args: PipelineArgs & { limit?: number; job?: string[] },
   io: Io,
   env: NodeJS.ProcessEnv,
+  now: number,
 ): Promise<number> {
+  // The jobs asked for (`--job`): an owner lookup's parts (`owners#2`) go with their job.
+  const jobs = new Set(selectJobs(spec, args.job).map((j) => j.name));
+  const shown = (job: string) => jobs.has(job.replace(/#\d+$/, ''));
   // Read-only: a monitoring role can use it, and a mistyped path creates nothing.
   const destination = await openPipelineDestination(spec, env, { readOnly: true }).catch(
     (error: unknown) => {
@@ -33,9 +46,16 @@ async function status(
   );
   try {
     if (destination === undefined || !(await destination.hasState())) {
-      const where = destination?.description ?? spec.destination.url;
+      // Where it looked: SLUICE_DESTINATION's, when set, not the file's.
+      const where = destination?.description ?? destinationOf(spec, env).url;
       if (args.json) {
-        writeJson(io.stdout, { pipeline: spec.name, destination: where, state: 'none', runs: [] });
+        writeJson(io.stdout, {
+          pipeline: spec.name,
+          destination: where,
+          state: 'none',
+          runs: [],
+          budgets: await budgetStandings(spec, undefined, now),
+        });
       } else {
         writeLine(
           io.stdout,
@@ -44,8 +64,19 @@ async function status(
       }
       return EXIT.ok;
     }
-    const recent = await destination.state.recent(spec.name, args.limit ?? 10);
-    const resumable = await findResumable(destination.state, spec, Date.now());
+    const all = await destination.state.recent(spec.name, args.limit ?? 10);
+    const downloads = all.downloads.filter((d) => shown(d.job));
+    const ids = new Set(downloads.map((d) => d.download_id));
+    const recent = {
+      ...all,
+      jobs: all.jobs.filter((j) => shown(j.job)),
+      downloads,
+      files: all.files.filter((f) => ids.has(f.download_id)),
+      rejects: all.rejects.filter((r) => ids.has(r.download_id)),
+      cursors: all.cursors.filter((c) => shown(c.job)),
+    };
+    const resumable = await findResumable(destination.state, spec, now);
+    const budgets = await budgetStandings(spec, destination.state, now);
     const resume = resumable && {
       run_id: resumable.run.run_id,
       status: resumable.run.status,
@@ -72,6 +103,7 @@ async function status(
         files: recent.files,
         rejects: recent.rejects,
         cursors: recent.cursors,
+        budgets,
       });
       return EXIT.ok;
     }
@@ -145,10 +177,28 @@ async function status(
         ),
       );
     }
+    if (budgets.length > 0) {
+      writeLine(io.stdout);
+      writeLine(io.stdout, 'Budgets: spent this period (calendar periods in UTC)');
+      writeLine(io.stdout, budgetsTable(budgets));
+    }
     return EXIT.ok;
   } finally {
     await destination?.close();
   }
+}
+
+function budgetsTable(budgets: readonly BudgetStanding[]): string {
+  return formatTable(
+    ['credits', 'budget', 'period', 'spent', 'left'],
+    budgets.map((b) => [
+      b.type,
+      `${b.limit.toLocaleString('en-US')}/${b.period}`,
+      `${b.from} to ${b.until}`,
+      b.spent,
+      b.limit - b.spent,
+    ]),
+  );
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { CREDIT_TYPES, DATA_TYPES, type DataType } from '../../catalog.js';
 import { parseFaultRule } from '../faults.js';
-import type { DEFAULT_OPTIONS } from '../options.js';
+import { ACCOUNT_PLANS, type AccountPlan, type DEFAULT_OPTIONS } from '../options.js';
 import type { EmulatorContext } from '../service.js';
 import { accountBody, HttpProblem } from '../state.js';
 import { isoDate } from '../wire.js';
@@ -12,8 +12,8 @@ const byType = <T>(value: (type: DataType) => T) =>
 
 /**
  * The control API for tests and demos, under /_emulator/: no auth, JSON in and out. It changes
- * the emulator's world (credits, time, records, faults) and shows what happened (requests,
- * outbox).
+ * the emulator's world (credits and the account's plan, time, records, faults) and shows what
+ * happened (requests, outbox).
  */
 export function registerControl(app: FastifyInstance, ctx: EmulatorContext): void {
   app.register(
@@ -37,6 +37,7 @@ export function registerControl(app: FastifyInstance, ctx: EmulatorContext): voi
           seed: ctx.options.seed,
           scale: ctx.options.scale,
           wire: ctx.options.wire,
+          page_size: ctx.options.pageSize,
           counts: byType((type) => world.indices(type, now).count),
           now: new Date(now).toISOString(),
           file_records: ctx.options.fileRecords,
@@ -82,6 +83,45 @@ export function registerControl(app: FastifyInstance, ctx: EmulatorContext): voi
             else ctx.state.account.used[type] = value;
           }
           return accountBody(ctx.state.account);
+        },
+      );
+
+      // The account's plan: per-type allotments, or a legacy plan with one total for every
+      // data type. Switching keeps the other plan's figures, so switching back finds them.
+      const planInfo = () => ({
+        plan: ctx.state.account.plan,
+        total_credits: ctx.state.account.total.allotted,
+        num_credits_used: ctx.state.account.total.used,
+      });
+      control.get('/plan', async () => planInfo());
+      control.put<{
+        Body: { plan?: AccountPlan; total_credits?: number; num_credits_used?: number };
+      }>(
+        '/plan',
+        {
+          schema: {
+            body: {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                plan: { type: 'string', enum: [...ACCOUNT_PLANS] },
+                total_credits: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+                num_credits_used: {
+                  type: 'integer',
+                  minimum: 0,
+                  maximum: Number.MAX_SAFE_INTEGER,
+                },
+              },
+            },
+          },
+        },
+        async (request) => {
+          const { plan, total_credits, num_credits_used } = request.body;
+          const account = ctx.state.account;
+          if (plan !== undefined) account.plan = plan;
+          if (total_credits !== undefined) account.total.allotted = total_credits;
+          if (num_credits_used !== undefined) account.total.used = num_credits_used;
+          return planInfo();
         },
       );
 

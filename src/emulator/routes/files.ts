@@ -44,7 +44,7 @@ export function registerFiles(app: FastifyInstance, ctx: EmulatorContext): void 
         n,
         { from: n * per, to: Math.min(total, (n + 1) * per) },
         {
-          real: ctx.options.wire === 'real',
+          wholeNumbersAsFloat: ctx.forms.wholeNumbersAsFloat,
           gzip,
           corrupt: ctx.faults.corruptRate,
         },

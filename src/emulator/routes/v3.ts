@@ -3,6 +3,7 @@ import type { DataType } from '../../catalog.js';
 import { type EmulatorContext, PREVIEW_MAX, resultFiles, search } from '../service.js';
 import { type Download, HttpProblem } from '../state.js';
 import { originOf, v3Date } from '../wire.js';
+import { paged } from './paging.js';
 
 const V3_TYPES: Record<string, DataType> = {
   businesses: 'businesses',
@@ -27,7 +28,7 @@ function boolParam(value: unknown, name: string): boolean {
 }
 
 export function registerV3(app: FastifyInstance, ctx: EmulatorContext): void {
-  const real = ctx.options.wire === 'real';
+  const { v3Redirect, estimatedTotal } = ctx.forms;
 
   app.register(
     async (v3) => {
@@ -80,7 +81,9 @@ export function registerV3(app: FastifyInstance, ctx: EmulatorContext): void {
             requirePeopleData: false,
           });
           if (result.download) {
-            if (real) {
+            // A client following the guides polls the page a 303 lands on; one that stays on
+            // the start URL would buy a new download with every poll.
+            if (v3Redirect) {
               return reply
                 .code(303)
                 .header('location', `/v3/requests/${result.download.seq}`)
@@ -88,7 +91,8 @@ export function registerV3(app: FastifyInstance, ctx: EmulatorContext): void {
             }
             return [requestBody(ctx, result.download)];
           }
-          if (real) return { 'estimated total': result.numFound, records: result.records };
+          if (estimatedTotal)
+            return { 'estimated total': result.numFound, records: result.records };
           return {
             num_found: result.numFound,
             total_cost: result.delivered,
@@ -105,7 +109,9 @@ export function registerV3(app: FastifyInstance, ctx: EmulatorContext): void {
         return d;
       };
 
-      v3.get('/requests', async () => v3Downloads().map((d) => requestBody(ctx, d)));
+      v3.get('/requests', async (request, reply) =>
+        paged(ctx, request, reply, v3Downloads()).map((d) => requestBody(ctx, d)),
+      );
       v3.get<{ Params: { id: string } }>('/requests/:id', async (request) => [
         requestBody(ctx, findV3(request.params.id)),
       ]);

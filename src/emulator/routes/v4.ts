@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { CREDIT_TYPE_OF, DATA_TYPES, type DataType } from '../../catalog.js';
+import { CREDIT_TYPE_OF, DATA_TYPES, type DataType, premadeView } from '../../catalog.js';
 import {
   createTargetedUpdate,
   createView,
   type EmulatorContext,
   ownView,
+  PREVIEW_MAX,
   resultFiles,
   SCRAPE_MAX,
   search,
@@ -12,19 +13,38 @@ import {
   updateView,
 } from '../service.js';
 import { accountBody, type Download, HttpProblem } from '../state.js';
-import { PREMADE_VIEWS } from '../views.js';
-import { isoDate, originOf } from '../wire.js';
+import { isoDate, originOf, type WireForms } from '../wire.js';
+import { paged } from './paging.js';
 
 const INT_MAX = 2_147_483_647;
 const numRecords = { type: 'integer', minimum: 0, maximum: INT_MAX } as const;
 const text = (maxLength: number) => ({ type: 'string', maxLength }) as const;
 const fieldList = { type: 'array', items: text(200), maxItems: 500 } as const;
 
-const searchBody = (withPropertyOptions: boolean) => ({
-  type: 'object',
-  required: ['query', 'num_records'],
-  additionalProperties: false,
-  properties: {
+/**
+ * A body schema: the fields a route reads, with their checks. Under the contract the fields it
+ * lists are all a body may hold; live, others are ignored, as the service ignores the fields
+ * real clients add of their own (`view_name`, say).
+ */
+function bodySchema(
+  forms: WireForms,
+  required: readonly string[],
+  properties: Record<string, unknown>,
+) {
+  return {
+    type: 'object',
+    required,
+    ...(forms.lenientBodies ? {} : { additionalProperties: false }),
+    properties,
+  } as const;
+}
+
+/**
+ * `num_records` is required by the contract; live, a download without it takes every match (as
+ * the service's guides say) and a preview shows PREVIEW_MAX records, as v3 does without `records`.
+ */
+const searchBody = (forms: WireForms, withPropertyOptions: boolean) =>
+  bodySchema(forms, forms.lenientBodies ? ['query'] : ['query', 'num_records'], {
     query: text(10_000),
     num_records: numRecords,
     format: { type: 'string', enum: ['json', 'csv', 'JSON', 'CSV'] },
@@ -37,12 +57,11 @@ const searchBody = (withPropertyOptions: boolean) => ({
           require_people_data: { type: 'boolean' },
         }
       : {}),
-  },
-});
+  });
 
 interface SearchBody {
   query: string;
-  num_records: number;
+  num_records?: number;
   format?: string;
   download?: boolean;
   view?: string;
@@ -52,7 +71,7 @@ interface SearchBody {
 }
 
 export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
-  const real = ctx.options.wire === 'real';
+  const forms = ctx.forms;
 
   app.register(
     async (v4) => {
@@ -64,9 +83,11 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
         if (!match)
           throw new HttpProblem(
             401,
-            'Missing bearer token: send Authorization: Bearer <token> from POST /auth',
+            'Missing bearer token: send Authorization: Bearer <token>, with a token from POST /auth or your API token',
           );
-        if (!ctx.state.tokenIsValid(match[1]!))
+        // The account's API token (the one v3 takes) is a bearer token too, as the service's
+        // guides use it: many customers hold only that token, copied from the web portal.
+        if (match[1] !== ctx.options.token && !ctx.state.tokenIsValid(match[1]!))
           throw new HttpProblem(
             401,
             'Invalid or expired token: authenticate again with POST /auth',
@@ -77,12 +98,10 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
         '/auth',
         {
           schema: {
-            body: {
-              type: 'object',
-              required: ['email', 'password'],
-              additionalProperties: false,
-              properties: { email: text(320), password: text(1000) },
-            },
+            body: bodySchema(forms, ['email', 'password'], {
+              email: text(320),
+              password: text(1000),
+            }),
           },
         },
         async (request) => {
@@ -108,21 +127,17 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
         '/account',
         {
           schema: {
-            body: {
-              type: 'object',
-              additionalProperties: false,
-              properties: {
-                email: {
-                  type: 'string',
-                  minLength: 3,
-                  maxLength: 320,
-                  pattern: '^[^@\\s]+@[^@\\s]+$',
-                },
-                password: { type: 'string', minLength: 8, maxLength: 1000 },
-                first_name: text(200),
-                last_name: text(200),
+            body: bodySchema(forms, [], {
+              email: {
+                type: 'string',
+                minLength: 3,
+                maxLength: 320,
+                pattern: '^[^@\\s]+@[^@\\s]+$',
               },
-            },
+              password: { type: 'string', minLength: 8, maxLength: 1000 },
+              first_name: text(200),
+              last_name: text(200),
+            }),
           },
         },
         async (request) => {
@@ -157,12 +172,7 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
         '/views',
         {
           schema: {
-            body: {
-              type: 'object',
-              required: ['name', 'fields'],
-              additionalProperties: false,
-              properties: { name: text(200), fields: fieldList },
-            },
+            body: bodySchema(forms, ['name', 'fields'], { name: text(200), fields: fieldList }),
           },
         },
         async (request, reply) => {
@@ -170,9 +180,11 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
           return createView(ctx, request.body.name, request.body.fields);
         },
       );
-      v4.get('/views', async () => [...ctx.state.views.values()]);
+      v4.get('/views', async (request, reply) =>
+        paged(ctx, request, reply, [...ctx.state.views.values()]),
+      );
       v4.get<{ Params: { name: string } }>('/views/:name', async (request) => {
-        const premade = PREMADE_VIEWS[request.params.name];
+        const premade = premadeView(request.params.name);
         const own = ctx.state.views.get(request.params.name);
         if (own) return own;
         if (premade)
@@ -182,13 +194,7 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
       v4.put<{ Params: { name: string }; Body: { name?: string; fields?: string[] } }>(
         '/views/:name',
         {
-          schema: {
-            body: {
-              type: 'object',
-              additionalProperties: false,
-              properties: { name: text(200), fields: fieldList },
-            },
-          },
+          schema: { body: bodySchema(forms, [], { name: text(200), fields: fieldList }) },
         },
         async (request) => updateView(ctx, request.params.name, request.body),
       );
@@ -201,47 +207,41 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
       for (const type of DATA_TYPES) {
         v4.post<{ Body: SearchBody }>(
           `/${type}/search`,
-          { schema: { body: searchBody(type === 'properties') } },
+          { schema: { body: searchBody(forms, type === 'properties') } },
           async (request, reply) => {
             const body = request.body;
+            const download = body.download === true;
             const result = search(ctx, {
               api: 'v4',
               type,
               query: body.query,
-              numRecords: body.num_records,
-              recordsParam: String(body.num_records),
+              numRecords: body.num_records ?? (download ? undefined : PREVIEW_MAX),
+              recordsParam: body.num_records === undefined ? '' : String(body.num_records),
               format: body.format?.toLowerCase() === 'csv' ? 'csv' : 'json',
-              download: body.download === true,
+              download,
               view: body.view,
               autoTrace: body.auto_trace === true,
               addressMatching: body.address_matching ?? 'on',
               requirePeopleData: body.require_people_data === true,
             });
             const perType = result.autoTrace ? 2 : 1;
-            const totalCost = result.delivered * perType;
-            if (result.download && real) {
-              reply.code(202);
-              return {
-                id: result.download.seq,
-                status: 'started',
-                num_downloaded: 0,
-                total_cost: totalCost,
-              };
-            }
-            const response: Record<string, unknown> = {
-              num_found: result.numFound,
-              total_cost: totalCost,
-              records: result.records,
-            };
-            if (real) {
-              // The live service also itemizes the cost per credit type.
+            const cost: Record<string, unknown> = { total_cost: result.delivered * perType };
+            if (forms.costPerType) {
               if (result.autoTrace) {
-                response.property_cost = result.delivered;
-                response.people_cost = result.delivered;
-              } else response[`${CREDIT_TYPE_OF[type]}_cost`] = result.delivered;
+                cost.property_cost = result.delivered;
+                cost.people_cost = result.delivered;
+              } else cost[`${CREDIT_TYPE_OF[type]}_cost`] = result.delivered;
             }
-            if (result.download) response.download_id = result.download.publicId;
-            return response;
+            const d = result.download;
+            if (!d) return { num_found: result.numFound, ...cost, records: result.records };
+            reply.code(forms.v4Start.status);
+            return {
+              ...(forms.v4Start.searchAnswer
+                ? { num_found: result.numFound, records: result.records, download_id: d.publicId }
+                : {}),
+              ...cost,
+              ...(forms.v4Start.downloadObject ? downloadBody(ctx, request, d) : {}),
+            };
           },
         );
       }
@@ -252,24 +252,11 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
         if (!d) throw new HttpProblem(404, `download '${id}' not found`);
         return d;
       };
-      const downloadBody = (request: FastifyRequest, d: Download) => {
-        const now = ctx.clock.now();
-        const status = ctx.state.status(d, now);
-        const urls = resultFiles(ctx, d, originOf(request)).map((f) => f.url);
-        return {
-          id: real ? d.seq : d.publicId,
-          status: real
-            ? (({ queued: 'started', in_progress: 'running' } as Record<string, string>)[status] ??
-              status)
-            : status,
-          num_records: ctx.state.progress(d, now),
-          results: real ? urls : urls.map((url) => ({ url })),
-          created_at: isoDate(d.createdAt),
-        };
-      };
-      v4.get('/downloads', async (request) => v4Downloads().map((d) => downloadBody(request, d)));
+      v4.get('/downloads', async (request, reply) =>
+        paged(ctx, request, reply, v4Downloads()).map((d) => downloadBody(ctx, request, d)),
+      );
       v4.get<{ Params: { id: string } }>('/downloads/:id', async (request) =>
-        downloadBody(request, findV4(request.params.id)),
+        downloadBody(ctx, request, findV4(request.params.id)),
       );
       v4.delete<{ Params: { id: string } }>('/downloads/:id', async (request) => {
         const d = findV4(request.params.id);
@@ -283,19 +270,15 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
         };
       });
 
-      const realTimeBody = {
-        type: 'object',
-        required: ['query', 'num_records'],
-        additionalProperties: false,
-        properties: {
+      const realTimeBody = (maxRecords: number) =>
+        bodySchema(forms, ['query', 'num_records'], {
           query: text(10_000),
-          num_records: { type: 'integer', minimum: 1, maximum: 100_000 },
+          num_records: { type: 'integer', minimum: 1, maximum: maxRecords },
           data_type: { type: 'string', enum: [...DATA_TYPES] },
-        },
-      } as const;
+        });
       v4.post<{ Body: { query: string; num_records: number; data_type?: DataType } }>(
         '/targeted-updates',
-        { schema: { body: realTimeBody } },
+        { schema: { body: realTimeBody(100_000) } },
         async (request, reply) => {
           reply.code(201);
           return targetedUpdateBody(ctx, createTargetedUpdate(ctx, request.body));
@@ -308,15 +291,7 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
       v4.post<{ Body: { query: string; num_records: number; data_type?: DataType } }>(
         '/scrape',
         {
-          schema: {
-            body: {
-              ...realTimeBody,
-              properties: {
-                ...realTimeBody.properties,
-                num_records: { type: 'integer', minimum: 1, maximum: SCRAPE_MAX },
-              },
-            },
-          },
+          schema: { body: realTimeBody(SCRAPE_MAX) },
         },
         async (request) => {
           const type = request.body.data_type ?? 'properties';
@@ -362,4 +337,23 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
     },
     { prefix: '/v4' },
   );
+}
+
+const STARTED_RUNNING: Record<string, string> = { queued: 'started', in_progress: 'running' };
+
+/** A v4 download object in the wire form (wire.ts): `numDownloaded`, `urlStrings`, ids, states. */
+function downloadBody(ctx: EmulatorContext, request: FastifyRequest, d: Download) {
+  const { forms } = ctx;
+  const now = ctx.clock.now();
+  const status = ctx.state.status(d, now);
+  const progress = ctx.state.progress(d, now);
+  const urls = resultFiles(ctx, d, originOf(request)).map((f) => f.url);
+  return {
+    id: forms.integerIds ? d.seq : d.publicId,
+    status: forms.startedRunning ? (STARTED_RUNNING[status] ?? status) : status,
+    num_records: forms.numDownloaded ? d.target : progress,
+    ...(forms.numDownloaded ? { num_downloaded: progress } : {}),
+    results: forms.urlStrings ? urls : urls.map((url) => ({ url })),
+    created_at: isoDate(d.createdAt),
+  };
 }

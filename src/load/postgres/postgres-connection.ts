@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { SluiceError } from '../../errors.js';
 import { quoteIdent } from '../dialect.js';
@@ -53,9 +54,81 @@ export function connectionConfig(url: string, schema: string, readOnly: boolean)
   }
   const inUrl = parsed.searchParams.get('options');
   parsed.searchParams.delete('options');
+  const ssl = tlsOf(parsed);
   return {
     connectionString: parsed.toString(),
     options: inUrl ? `${ours} ${inUrl}` : ours,
     application_name: parsed.searchParams.get('application_name') ?? 'sluice',
+    ...(ssl === undefined ? {} : { ssl }),
   };
+}
+
+/** What `sslmode` asks of a connection, as libpq reads it. */
+export type TlsMode = 'disable' | 'allow' | 'prefer' | 'require' | 'verify-ca' | 'verify-full';
+
+const TLS_MODES: readonly TlsMode[] = [
+  'disable',
+  'allow',
+  'prefer',
+  'require',
+  'verify-ca',
+  'verify-full',
+];
+
+/** The URL's `sslmode`, when it names one libpq knows. */
+export function tlsModeOf(url: string): TlsMode | undefined {
+  try {
+    const mode = new URL(url).searchParams.get('sslmode');
+    return TLS_MODES.find((m) => m === mode);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The TLS settings of `sslmode` and its files, with libpq's meaning (`require` encrypts without
+ * checking the certificate, `verify-ca` checks it against `sslrootcert`, `verify-full` the name
+ * too), taken off the URL: `pg` reads `sslmode` its own way, which is not libpq's, and prints a
+ * warning of several lines on stderr for it whatever the mode (a JSON log would break). `allow`
+ * connects without TLS; `prefer` with it, or without when the server has none.
+ */
+function tlsOf(parsed: URL): pg.PoolConfig['ssl'] {
+  const params = parsed.searchParams;
+  const mode = params.get('sslmode');
+  const file = (name: string) => {
+    const path = params.get(name);
+    params.delete(name);
+    return path ? readFileSync(path, 'utf8') : undefined;
+  };
+  const ca = file('sslrootcert');
+  const cert = file('sslcert');
+  const key = file('sslkey');
+  params.delete('sslmode');
+  params.delete('uselibpqcompat');
+  const files = { ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}) };
+  switch (mode) {
+    case null:
+      return Object.keys(files).length > 0 ? files : undefined;
+    case 'disable':
+    case 'allow':
+      return false;
+    case 'prefer':
+      // TLS when the server has it (unchecked, as libpq); openPostgresDestination falls back to
+      // a plain connection when it has not.
+      return { ...files, rejectUnauthorized: false };
+    case 'require':
+      // libpq: with a root certificate, require checks it as verify-ca does.
+      return ca
+        ? { ...files, checkServerIdentity: () => undefined }
+        : { ...files, rejectUnauthorized: false };
+    case 'verify-ca':
+      return { ...files, checkServerIdentity: () => undefined };
+    case 'verify-full':
+      return { ...files, rejectUnauthorized: true };
+    default:
+      throw new SluiceError(
+        `sslmode=${mode} is not one of ${TLS_MODES.join(', ')} (as libpq reads them)`,
+        { code: 'SLUICE_USAGE' },
+      );
+  }
 }

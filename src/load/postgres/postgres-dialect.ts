@@ -41,7 +41,7 @@ import {
 import { scrub } from '../errors.js';
 import { Loader } from '../loader.js';
 import type { StateDatabase } from '../state-tables.js';
-import { connectionConfig, redact } from './postgres-connection.js';
+import { connectionConfig, redact, tlsModeOf } from './postgres-connection.js';
 import {
   castExpression,
   columnTypeOf,
@@ -99,6 +99,7 @@ const CAPABILITIES: DestinationCapabilities = {
 class PostgresDialect implements Dialect<PgConn> {
   readonly kind = 'postgres' as const;
   readonly capabilities = CAPABILITIES;
+  readonly rowLocks = true;
   readonly db: Kysely<StateDatabase>;
 
   /** Clients checked out now: a signal ends their statements; the watch looks at their waits. */
@@ -511,6 +512,10 @@ class PostgresDialect implements Dialect<PgConn> {
     };
   }
 
+  async waitAtMost(conn: PgConn, ms: number): Promise<void> {
+    await conn.client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(ms))}`);
+  }
+
   translate(error: unknown): unknown {
     return translatePostgresError(scrub(error, this.secrets), this.description);
   }
@@ -539,16 +544,27 @@ export async function openPostgresDestination(
   const readOnly = options.readOnly === true;
   const { description: where, secrets } = redact(url);
   const description = `${where} (schema ${schema})`;
-  const pool = new pg.Pool({
+  const config: pg.PoolConfig = {
     ...connectionConfig(url, schema, readOnly),
     types: typeParsers,
     connectionTimeoutMillis: 15_000,
     max: CAPABILITIES.concurrentWriters + 2,
-  });
+  };
+  let pool = new pg.Pool(config);
   // An idle client that loses its connection emits here; the next query reports the problem.
   pool.on('error', () => {});
   try {
-    const client = await pool.connect();
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (error) {
+      // sslmode=prefer: TLS where the server has it, else a plain connection (as libpq).
+      if (tlsModeOf(url) !== 'prefer' || !/does not support SSL/i.test(String(error))) throw error;
+      await pool.end().catch(() => {});
+      pool = new pg.Pool({ ...config, ssl: false });
+      pool.on('error', () => {});
+      client = await pool.connect();
+    }
     try {
       if (!readOnly) {
         const exists = await client.query(

@@ -24,6 +24,23 @@ export function translatePostgresError(error: unknown, where: string): unknown {
   const said = error.message;
   const fail = (message: string, sluiceCode: ErrorCode) =>
     new DestinationError(message, sluiceCode, error);
+  if (/does not support SSL/i.test(said)) {
+    return fail(
+      `PostgreSQL at ${where} does not accept TLS connections, and the URL asks for one (sslmode=require or verify-*): remove sslmode, or use sslmode=prefer, or turn TLS on in the server`,
+      'SLUICE_DESTINATION_TLS',
+    );
+  }
+  if (
+    /self[- ]signed certificate|unable to verify|certificate|Hostname\/IP does not match/i.test(
+      said,
+    ) &&
+    /^(DEPTH_ZERO|SELF_SIGNED|UNABLE_TO|ERR_TLS|CERT_)/.test(code)
+  ) {
+    return fail(
+      `PostgreSQL at ${where}: its TLS certificate was refused (${said}): give sslrootcert, or use sslmode=require to encrypt without checking it`,
+      'SLUICE_DESTINATION_TLS',
+    );
+  }
   if (NETWORK.test(code)) {
     return fail(`cannot reach PostgreSQL at ${where}: ${said}`, 'SLUICE_DESTINATION_UNREACHABLE');
   }

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect as KyselySqliteDialect, sql } from 'kysely';
@@ -102,6 +102,7 @@ const CAPABILITIES: DestinationCapabilities = {
 class SqliteDialect implements Dialect<Database.Database> {
   readonly kind = 'sqlite' as const;
   readonly capabilities = CAPABILITIES;
+  readonly rowLocks = false;
   readonly db: Kysely<StateDatabase>;
   readonly #handle: Database.Database;
   readonly #statements = new Map<string, Database.Statement>();
@@ -342,10 +343,18 @@ class SqliteDialect implements Dialect<Database.Database> {
       .all(...values) as [unknown, unknown][];
   }
 
+  /**
+   * The lock file sits beside the database file itself, found by its real path: two paths to one
+   * database (a symbolic link, a linked folder) take the same lock.
+   */
   async lock(name: string, options: LockOptions): Promise<Lock> {
     if (this.path === ':memory:') return { where: ':memory:', release: async () => {} };
     const safe = name.replace(/[^A-Za-z0-9_.-]+/g, '_');
-    return lockFile(`${this.path}.${safe}.lock`, options);
+    return lockFile(`${realpathSync(this.path)}.${safe}.lock`, options);
+  }
+
+  async waitAtMost(): Promise<void> {
+    // One writer at a time: a transaction that began has the database to itself.
   }
 
   translate(error: unknown): unknown {

@@ -3,9 +3,11 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { PREMADE_VIEWS } from '../../../src/catalog.js';
 import { PipelineSpecError } from '../../../src/errors.js';
 import { rangeOf, rangeQuery } from '../../../src/pipeline/incremental.js';
 import {
+  type LoadOptions,
   loadPipeline,
   parseDuration,
   parsePipeline,
@@ -37,9 +39,13 @@ jobs:
     view: basic
 `;
 
-function specError(text: string, environment: NodeJS.ProcessEnv = env): PipelineSpecError {
+function specError(
+  text: string,
+  environment: NodeJS.ProcessEnv = env,
+  options: LoadOptions = {},
+): PipelineSpecError {
   try {
-    parsePipeline(text, 'p.yaml', environment);
+    parsePipeline(text, 'p.yaml', environment, options);
   } catch (error) {
     if (!(error instanceof PipelineSpecError)) throw error;
     return error;
@@ -129,14 +135,61 @@ describe('pipeline files', () => {
     assert.match(error.message, /\n\s+citty:Austin\n\s+\^+/);
   });
 
-  test('an undeclared view and a view field of another type are errors', () => {
+  test('an undeclared view is an error offline; a view field of another type is an error', () => {
+    const offline: LoadOptions = { views: 'offline' };
     assert.match(
-      specError(BASE.replace('view: basic', 'view: basc')).message,
-      /view 'basc' is not declared under views:; did you mean 'basic'\?/,
+      specError(BASE.replace('view: basic', 'view: basc'), env, offline).message,
+      /view 'basc' is not declared under views: nor a pre-made view of properties; did you mean 'basic'\?/,
     );
+    // plan and run may ask the service, which may hold the view (made in its portal, say).
+    const elsewhere = parsePipeline(
+      BASE.replace('view: basic', 'view: portal_homes'),
+      'p.yaml',
+      env,
+    );
+    assert.equal(elsewhere.jobs[0]!.view, 'portal_homes');
     const error = specError(BASE.replace('[id, address, city]', '[id, brand]'));
     assert.equal(error.path, 'views.basic.fields.1');
     assert.match(error.message, /'brand' of view 'basic' is not a field of properties/);
+  });
+
+  test("pre-made views: exactly the service's names, of the job's data type, with their fields", () => {
+    const offline: LoadOptions = { views: 'offline' };
+    const premade = (view: string, type = 'properties') =>
+      BASE.replace('view: basic', `view: ${view}`).replace('type: properties', `type: ${type}`);
+    for (const [name, view] of Object.entries(PREMADE_VIEWS)) {
+      const query = view.type === 'properties' ? 'city:Austin' : 'id:x';
+      const text = premade(name, view.type).replace("'city:Austin'", `'${query}'`);
+      assert.equal(parsePipeline(text, 'p.yaml', env, offline).jobs[0]!.view, name);
+    }
+    // Suffixes are not names: these were once let through by their endings.
+    for (const name of ['people_all', 'homes_all_nested', 'property_pricesFlat']) {
+      assert.match(
+        specError(premade(name), env, offline).message,
+        /not declared under views: nor a pre-made view/,
+      );
+    }
+    assert.match(
+      specError(premade('property_flat_pricse'), env, offline).message,
+      /did you mean 'property_flat_prices'\?/,
+    );
+    assert.match(
+      specError(premade('business_basic')).message,
+      /view 'business_basic' is a pre-made view of businesses, not properties/,
+    );
+    const key = specError(`${premade('property_preview')}    key: yearBuilt\n`);
+    assert.match(key.message, /merge key 'yearBuilt' is not a field of view 'property_preview'/);
+    const cursor = specError(
+      `${premade('property_preview')}    incremental: { cursor: dateUpdated }\n`,
+    );
+    assert.match(cursor.message, /cursor 'dateUpdated' is not in view 'property_preview'/);
+    const fine = parsePipeline(
+      `${premade('property_flat_prices')}    incremental: { cursor: dateUpdated }\n`,
+      'p.yaml',
+      env,
+      offline,
+    );
+    assert.equal(fine.jobs[0]!.incremental?.cursor, 'dateUpdated');
   });
 
   test('durations', () => {
@@ -155,6 +208,52 @@ describe('pipeline files', () => {
       '    auto_trace: true\n',
     );
     assert.match(specError(other).message, /auto_trace applies to properties only/);
+  });
+
+  test('a table name a destination reserves (sqlite_master, pg_*, _sluice_*) is refused, case aside, with its line', () => {
+    const table = specError(`${BASE}    table: sqlite_master\n`);
+    assert.equal(table.line, 17);
+    assert.equal(table.path, 'jobs.homes.table');
+    assert.match(
+      table.message,
+      /^p\.yaml:17: jobs\.homes\.table: table 'sqlite_master' is reserved: SQLite keeps names beginning sqlite_ for itself; choose another name$/,
+    );
+    for (const [name, owner] of [
+      ['SQLite_Stat1', /SQLite keeps/],
+      ['pg_homes', /PostgreSQL keeps names beginning pg_ for its catalogue/],
+      ['PG_CLASS', /PostgreSQL keeps/],
+      ['_sluice_runs', /sluice keeps names beginning _sluice for its state tables/],
+      ['_Sluice_Files', /sluice keeps/],
+    ] as const) {
+      assert.match(specError(`${BASE}    table: ${name}\n`).message, owner, name);
+    }
+    // The job's name is its table's name unless `table:` says otherwise.
+    const named = specError(BASE.replace('  homes:', '  sqlite_stat1:'));
+    assert.equal(named.line, 13);
+    assert.equal(named.path, 'jobs.sqlite_stat1.table');
+    assert.match(
+      named.message,
+      /the job's name 'sqlite_stat1', its table's name by default, is reserved: SQLite .*; add table: with another name$/,
+    );
+    const renamed = parsePipeline(
+      `${BASE.replace('  homes:', '  sqlite_stat1:')}    table: homes\n`,
+      'p.yaml',
+      env,
+    );
+    assert.equal(renamed.jobs[0]!.table, 'homes');
+    const people = specError(`${BASE}    auto_trace: true\n    people_table: pg_people\n`);
+    assert.equal(people.line, 18);
+    assert.equal(people.path, 'jobs.homes.people_table');
+    assert.match(people.message, /people_table 'pg_people' is reserved: PostgreSQL/);
+    // Names that only contain them, or begin with them without the underscore, are free.
+    for (const name of ['my_sqlite_table', 'pgx', 'sqlitehomes', 'homes_pg_', 'sluice_homes']) {
+      const spec = parsePipeline(
+        `${BASE}    table: ${name}\n    auto_trace: true\n    people_table: ${name}_people\n`,
+        'p.yaml',
+        env,
+      );
+      assert.equal(spec.jobs[0]!.table, name);
+    }
   });
 
   test('incremental: a date field of the type, in the view, on a merge job; its line is named', () => {

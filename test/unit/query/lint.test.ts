@@ -210,12 +210,12 @@ describe('checkQuery', () => {
 });
 
 describe('checkQuery: queries made to be slow', () => {
-  const timed = (query: string) => {
-    const start = performance.now();
+  // How long such queries take is measured by test/bench/query.ts.
+  const thrown = (query: string) => {
     try {
       checkQuery(query, 'properties');
     } catch (error) {
-      return { ms: performance.now() - start, error };
+      return error;
     }
     assert.fail('expected a QueryError');
   };
@@ -223,31 +223,27 @@ describe('checkQuery: queries made to be slow', () => {
   test('thousands of unknown fields: the first is named at once, with its suggestion', () => {
     // Every one was measured against every known field for a suggestion only the first gets.
     const query = Array.from({ length: 9000 }, (_, i) => `citx${i}:x`).join(' ');
-    const { ms, error } = timed(query);
+    const error = thrown(query);
     assert.ok(error instanceof QueryError);
     assert.equal(error.code, 'SLUICE_QUERY_FIELD');
     assert.equal(
       error.message,
       "field 'citx0' does not exist in the property schema; did you mean 'city'?",
     );
-    assert.ok(ms < 1000, `${ms} ms`);
   });
 
   test('a field name of the longest a query allows is unknown at once, with no suggestion', () => {
     // No known name is near it, but finding that out cost its length times each one's.
     const name = 'ab.'.repeat(33_000).slice(0, -1);
-    const { ms, error } = timed(`${name}:x`);
+    const error = thrown(`${name}:x`);
     assert.ok(error instanceof QueryError);
     assert.equal(error.message, `field '${name}' does not exist in the property schema`);
-    assert.ok(ms < 500, `${ms} ms`);
   });
 
   test('a query over the length limit is refused before it is parsed', () => {
-    const { ms, error } = timed('city:Austin '.repeat(1_000_000));
+    const error = thrown('city:Austin '.repeat(1_000_000));
     assert.ok(error instanceof QueryError);
     assert.equal(error.code, 'SLUICE_QUERY_TOO_LONG');
     assert.match(error.message, /^query is 12,000,000 characters long; the limit is 100,000/);
-    // Parsing 12 million characters takes seconds: far below that, it was refused first.
-    assert.ok(ms < 1000, `${ms} ms`);
   });
 });

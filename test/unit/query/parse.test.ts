@@ -453,14 +453,13 @@ describe('parseQuery: syntax errors name the problem and where it is', () => {
   });
 });
 
-/** How long `parse` took, and what it threw. */
-function timed(parse: () => unknown): { ms: number; error: unknown } {
-  const start = performance.now();
+/** What `parse` threw (how long such queries take is measured by test/bench/query.ts). */
+function thrown(parse: () => unknown): unknown {
   try {
     parse();
-    return { ms: performance.now() - start, error: undefined };
+    return undefined;
   } catch (error) {
-    return { ms: performance.now() - start, error };
+    return error;
   }
 }
 
@@ -470,14 +469,13 @@ describe('parseQuery: queries too long or made to be slow', () => {
     // 20 MB single word ran out of memory.
     const ids = Array.from({ length: 1_666_667 }, (_, i) => `x${String(i).padStart(7, '0')}`);
     const query = `id:(${ids.join(' OR ')})`;
-    const { ms, error } = timed(() => parseQuery(query));
+    const error = thrown(() => parseQuery(query));
     assert.ok(error instanceof QueryError, 'a QueryError');
     assert.equal(error.code, 'SLUICE_QUERY_TOO_LONG');
     assert.equal(
       error.message,
       `query is ${query.length.toLocaleString('en-US')} characters long; the limit is 100,000: split it into several queries`,
     );
-    assert.ok(ms < 100, `${ms} ms`);
     // Its start, not 20 MB of query and 20 MB of spaces on a terminal.
     const head = query.slice(0, 60);
     assert.equal(error.excerpt, `${head}...\n${' '.repeat(60)}^^^`);
@@ -532,12 +530,11 @@ describe('parseQuery: queries too long or made to be slow', () => {
   for (const [name, query, message, start, end] of runs) {
     test(`a run of ${name} as long as the limit allows is a syntax error, found at once`, () => {
       assert.ok(query.length <= MAX_QUERY_LENGTH);
-      const { ms, error } = timed(() => parseQuery(query));
+      const error = thrown(() => parseQuery(query));
       assert.ok(error instanceof QueryError, `a QueryError, not ${error}`);
       assert.equal(error.code, 'SLUICE_QUERY_SYNTAX');
       assert.equal(error.message, message);
       assert.deepEqual({ start: error.start, end: error.end }, { start, end });
-      assert.ok(ms < 500, `${ms} ms`);
     });
   }
 });

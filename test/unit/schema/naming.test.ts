@@ -1,0 +1,74 @@
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { ColumnNames, Naming } from '../../../src/schema/naming.js';
+
+const unlimited = new Naming(Number.POSITIVE_INFINITY);
+const postgres = new Naming(63);
+
+/** The columns `logical` names get in a table that has `columns`, in that order. */
+function columnsFor(naming: Naming, columns: string[], logical: string[]): string[] {
+  const names = new ColumnNames(naming, columns);
+  return logical.map((name) => names.physical(name));
+}
+
+describe('column names per table', () => {
+  it('names that differ only in case never meet in one column; the first keeps its name', () => {
+    const [city, City, CITY] = columnsFor(unlimited, [], ['city', 'City', 'CITY']);
+    assert.equal(city, 'city');
+    assert.match(City!, /^City__[0-9a-f]{6}$/);
+    assert.match(CITY!, /^CITY__[0-9a-f]{6}$/);
+    const folded = [city, City, CITY].map((n) => n!.toLowerCase());
+    assert.equal(new Set(folded).size, 3);
+  });
+
+  it('a later run finds the same columns, whatever order the names come in', () => {
+    const first = columnsFor(unlimited, ['id'], ['City', 'city']);
+    const table = ['id', ...first];
+    for (const order of [
+      ['City', 'city'],
+      ['city', 'City'],
+    ]) {
+      const again = new ColumnNames(unlimited, table);
+      for (const name of order) {
+        assert.equal(again.physical(name), first[['City', 'city'].indexOf(name)], name);
+      }
+    }
+    // A column of its own for a name the table has in another case: the same one each run.
+    const a = columnsFor(unlimited, ['city'], ['City']);
+    const b = columnsFor(unlimited, ['city'], ['City']);
+    assert.deepEqual(a, b);
+    assert.deepEqual(columnsFor(unlimited, ['city', a[0]!], ['City', 'city']), [a[0], 'city']);
+  });
+
+  it('a table that holds both already (PostgreSQL let it) is written as it is', () => {
+    assert.deepEqual(columnsFor(postgres, ['City', 'city'], ['city', 'City', 'CITY']).slice(0, 2), [
+      'city',
+      'City',
+    ]);
+  });
+
+  it('reads a column back as the name it holds, and a column no name took as its own', () => {
+    const names = new ColumnNames(unlimited, ['city', 'zip']);
+    const City = names.physical('City');
+    assert.equal(names.logical(City), 'City');
+    assert.equal(names.logical('city'), 'city');
+    assert.equal(names.logical('zip'), 'zip');
+  });
+
+  it('a field named like the column another one was given does not share it', () => {
+    const names = new ColumnNames(unlimited, ['city']);
+    const City = names.physical('City');
+    const squatter = names.physical(City);
+    assert.notEqual(squatter, City);
+    assert.notEqual(squatter.toLowerCase(), City.toLowerCase());
+    assert.notEqual(squatter.toLowerCase(), 'city');
+  });
+
+  it('long names stay within the limit, each in a column of its own', () => {
+    const long = 'aVeryLongFieldNameFromTheService'.repeat(3);
+    const picked = columnsFor(postgres, [], [long, long.toLowerCase(), `${long}Too`]);
+    for (const name of picked) assert.ok(Buffer.byteLength(name) <= 63, name);
+    assert.equal(new Set(picked.map((n) => n.toLowerCase())).size, 3);
+    assert.equal(picked[0], postgres.column(long), 'a long name is shortened as before');
+  });
+});
