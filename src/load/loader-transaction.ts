@@ -2,7 +2,14 @@ import type { Kysely } from 'kysely';
 import { copyCell, plainRows, withSuffix } from '../schema/copy-text.js';
 import { ColumnNames, type Naming } from '../schema/naming.js';
 import { hasChanges, packedColumns, packRows, planChanges } from '../schema/plan.js';
-import type { Column, ColumnType, PackedRows, Row, RowValue } from '../schema/types.js';
+import {
+  type Column,
+  type ColumnType,
+  type PackedRows,
+  type Row,
+  type RowValue,
+  selectPacked,
+} from '../schema/types.js';
 import type { DestinationCapabilities, FileTransaction, WriteTarget } from './destination.js';
 import type { BoundColumn, Dialect, IndexRename, TableRows } from './dialect.js';
 import { DestinationError } from './errors.js';
@@ -246,6 +253,14 @@ export class LoaderTransaction<C> implements FileTransaction {
       type,
       source: names.logical(name),
     }));
+    const inexact = inexactRows(packed, bound, target.table);
+    if (inexact.length > 0) {
+      // The other rows are written as a batch of their own; each refused one is handed back.
+      const out = new Set(inexact.map((r) => r.index));
+      const kept = [...Array(packed.count).keys()].filter((i) => !out.has(i));
+      const rest = await this.write(target, selectPacked(plainRows(packed), kept));
+      return [...inexact, ...rest.map((r) => ({ ...r, index: kept[r.index]! }))];
+    }
     const text = this.loader.capabilities.copyText ? asCopyText(packed, bound) : undefined;
     let all = text ? undefined : inTableOrder(plainRows(packed), bound);
     const key = target.key.map((k) => names.physical(k));
@@ -372,6 +387,39 @@ export class LoaderTransaction<C> implements FileTransaction {
 export interface RefusedRow {
   index: number;
   reason: string;
+}
+
+/**
+ * The rows of `packed` that hold a bigint (an integer past 2^53, records/numbers.ts) in a column
+ * the table has as floating point (`real`: PostgreSQL's double precision), which would round
+ * it: each is refused with its reason, by its place in `packed`, rather than stored changed.
+ * Only such columns are looked at; rows as COPY text only when its writer saw a bigint in one.
+ */
+function inexactRows(
+  packed: PackedRows,
+  columns: readonly BoundColumn[],
+  table: string,
+): RefusedRow[] {
+  const real = new Set(columns.filter((c) => c.type === 'real').map((c) => c.source));
+  if (real.size === 0) return [];
+  if (packed.text && !packed.text.bigints?.some((name) => real.has(name))) return [];
+  const plain = plainRows(packed);
+  const width = plain.names.length;
+  /** The reason of each row refused, by its place (its first such value says it). */
+  const refused = new Map<number, string>();
+  for (let c = 0; c < width; c++) {
+    const name = plain.names[c]!;
+    if (!real.has(name)) continue;
+    for (let r = 0; r < plain.count; r++) {
+      const value = plain.values[r * width + c];
+      if (typeof value !== 'bigint' || refused.has(r)) continue;
+      refused.set(
+        r,
+        `${table}: ${name}: the number ${value} cannot be stored exactly: the column is floating point, which rounds an integer past 2^53`,
+      );
+    }
+  }
+  return [...refused].sort(([a], [b]) => a - b).map(([index, reason]) => ({ index, reason }));
 }
 
 /** PostgreSQL's SQLSTATE for COPY data it cannot split into the columns named. */

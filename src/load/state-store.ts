@@ -39,6 +39,20 @@ export const OPEN_STATUSES: readonly AttemptStatus[] = ['requested', 'started', 
 
 type Db = Kysely<StateDatabase>;
 
+/**
+ * A reject's text as every destination stores it: a NUL character (which PostgreSQL's text
+ * cannot hold, and which is often why the row was rejected) is written as the six characters
+ * `\u0000`. A reject that could not be stored would fail its whole file, every run alike.
+ */
+function storableReject(row: RejectRow): RejectRow {
+  if (!row.raw.includes('\u0000') && !row.reason.includes('\u0000')) return row;
+  return { ...row, raw: withoutNul(row.raw), reason: withoutNul(row.reason) };
+}
+
+function withoutNul(text: string): string {
+  return text.replaceAll('\u0000', '\\u0000');
+}
+
 export class StateStore {
   readonly #db: Db;
 
@@ -244,7 +258,7 @@ export class StateStore {
     for (let i = 0; i < rows.length; i += 500) {
       await db
         .insertInto('_sluice_rejects')
-        .values(rows.slice(i, i + 500))
+        .values(rows.slice(i, i + 500).map(storableReject))
         .execute();
     }
   }

@@ -11,7 +11,7 @@ import { jobRow, type RunContext } from './context.js';
 import { DownloadRecords } from './download-records.js';
 import { creditsFor } from './estimate.js';
 import { cursorChange } from './incremental.js';
-import { FileReader, parseWorkers } from './normalize.js';
+import { FileReader, maxRecordBytes, parseWorkers } from './normalize.js';
 import { inStage, type JobOutcome, markStage } from './outcome.js';
 import type { JobSpec } from './spec.js';
 import {
@@ -124,6 +124,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
       files,
       blockBytes: tables.appendsOnly ? batchBytes.appends : batchBytes.merges[job.format],
       ...(destination.capabilities.copyText ? { copyText: { keep: tables.keysRead() } } : {}),
+      maxRecordBytes: maxRecordBytes(ctx.env),
     },
     ctx.signal,
   );

@@ -1,6 +1,13 @@
 import { availableParallelism } from 'node:os';
 import type { ResultFileRef, ServiceClient } from '../client/types.js';
-import { BLOCK_BYTES, type ParseJob, ParserPool, packedBatches } from '../records/index.js';
+import { SluiceError } from '../errors.js';
+import {
+  BLOCK_BYTES,
+  MAX_RECORD_BYTES,
+  type ParseJob,
+  ParserPool,
+  packedBatches,
+} from '../records/index.js';
 import { JobTables, type ShapePlan } from '../records/tables.js';
 import type { FileFormat } from '../records/types.js';
 
@@ -47,6 +54,22 @@ export function parseWorkers(env: NodeJS.ProcessEnv, records: number): number {
   return Math.min(2, Math.max(1, availableParallelism()));
 }
 
+/**
+ * The size beyond which a record is rejected (records/record-size.ts): `SLUICE_MAX_RECORD_BYTES`
+ * (a whole number of bytes), else 4 MiB.
+ */
+export function maxRecordBytes(env: NodeJS.ProcessEnv): number {
+  const set = env.SLUICE_MAX_RECORD_BYTES;
+  if (set === undefined || set === '') return MAX_RECORD_BYTES;
+  const n = Number(set);
+  if (!Number.isSafeInteger(n) || n < 1) {
+    throw new SluiceError(`SLUICE_MAX_RECORD_BYTES must be a whole number of bytes, not '${set}'`, {
+      code: 'SLUICE_USAGE',
+    });
+  }
+  return n;
+}
+
 /** Opens the result files of one download as batches, with the parse workers it needs. */
 export class FileReader {
   readonly #pool: ParserPool | undefined;
@@ -59,14 +82,15 @@ export class FileReader {
     readonly format: FileFormat,
     /**
      * Parse workers (0: this thread), files opened at once (the workers share them), the bytes
-     * of a block where workers share a file, and whether they write the job's rows as COPY text
-     * (see `ParseRequest`).
+     * of a block where workers share a file, whether they write the job's rows as COPY text, and
+     * the size beyond which a record is rejected (see `ParseRequest`).
      */
     readonly parsing: {
       workers: number;
       files?: number;
       blockBytes?: number;
       copyText?: { keep: string[] };
+      maxRecordBytes?: number;
     },
     readonly signal?: AbortSignal,
   ) {
@@ -86,9 +110,11 @@ export class FileReader {
         maxBuffered: this.#pool.streams ? 3 : blocksAhead(this.parsing.blockBytes),
         ...(this.parsing.blockBytes ? { blockBytes: this.parsing.blockBytes } : {}),
         ...(this.parsing.copyText ? { copyText: this.parsing.copyText } : {}),
+        ...(this.parsing.maxRecordBytes ? { maxRecordBytes: this.parsing.maxRecordBytes } : {}),
       });
     }
-    const batches = packedBatches(stream, format, this.#tables, BATCH_ROWS);
+    const { maxRecordBytes } = this.parsing;
+    const batches = packedBatches(stream, format, this.#tables, BATCH_ROWS, maxRecordBytes);
     return { batches, cancel: () => stream.destroy() };
   }
 

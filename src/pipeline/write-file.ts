@@ -2,6 +2,7 @@ import type { ResultFileRef } from '../client/types.js';
 import { SluiceError } from '../errors.js';
 import type { FileTransaction, WriteTarget } from '../load/destination.js';
 import type { Logger } from '../log.js';
+import { jsonText } from '../records/numbers.js';
 import type { JobTables, RelatedTable } from '../records/tables.js';
 import type { PackedBatch, PackedRelated, RejectedLine, Row } from '../records/types.js';
 import { plainRows } from '../schema/copy-text.js';
@@ -274,7 +275,7 @@ export async function writeFile(
 }
 
 function rejectOf(line: number, row: Row, reason: string): RejectedLine {
-  return { line, raw: JSON.stringify(row).slice(0, 10_000), reason };
+  return { line, raw: jsonText(row).slice(0, 10_000), reason };
 }
 
 export function rejectRows(
@@ -406,6 +407,8 @@ async function writeRelated(
       const keys = new Set<string | number>();
       for (const value of parentValues) {
         if (typeof value === 'string' || typeof value === 'number') keys.add(value);
+        // A key past 2^53 as its digits: both databases compare them to an integer exactly.
+        else if (typeof value === 'bigint') keys.add(value.toString());
       }
       if (keys.size > 0) await tx.deleteWhereIn(target, column, [...keys]);
     }

@@ -4,17 +4,18 @@ import { type Options, parse } from 'csv-parse/sync';
 import type { DataType } from '../catalog.js';
 import { SluiceError } from '../errors.js';
 import { DecodeError, type Decoder, decodersFor, hasNul, NUL_REASON } from './normalize.js';
+import {
+  boundedLines,
+  bytesBeyond,
+  isLongLine,
+  MAX_RECORD_BYTES,
+  tooLongReason,
+} from './record-size.js';
 import { cutRaw, type DecodedRecord, type RecordShape } from './shape.js';
 import type { ParsedRow, RecordBatch, RejectedLine } from './types.js';
 
 /** Text gathered before csv-parse is called on it: large enough that a call costs little. */
 const BLOCK_CHARS = 256 * 1024;
-
-/**
- * Text with no record end in it past this size is an unclosed quote, not a record: its first
- * line is rejected and reading goes on, rather than gathering the rest of the file.
- */
-const MAX_RECORD_CHARS = 16 * BLOCK_CHARS;
 
 const CSV_OPTIONS: Options = {
   relax_column_count: true,
@@ -29,16 +30,24 @@ const CSV_OPTIONS: Options = {
  *
  * The text is cut into whole records first (a newline outside quotes ends one), and csv-parse
  * parses blocks of whole records (see CsvReader).
+ *
+ * A record longer than `maxBytes` is one reject, and is never gathered whole: a line that passes
+ * the limit before its newline is skipped to it (see `boundedLines`), and the text before it
+ * ends there, its last record with it (closed or not, as at the end of the file). Text past the
+ * limit with no record end in it, over several lines, is an unclosed quote or a record beyond
+ * the limit: its first line is rejected and reading goes on at the next line, rather than
+ * gathering the rest of the file to find out.
  */
 export async function* csvBatches(
   source: Readable,
   type: DataType,
   shape: RecordShape,
   batchSize: number,
+  maxBytes = MAX_RECORD_BYTES,
 ): AsyncGenerator<RecordBatch> {
   let bytesRead = 0;
   const decoder = new StringDecoder('utf8');
-  const reader = new CsvReader(type, shape);
+  const reader = new CsvReader(type, shape, undefined, maxBytes);
   let splitter = new RecordSplitter();
   let pending = '';
   let nextLine = 1;
@@ -51,7 +60,21 @@ export async function* csvBatches(
   };
 
   let first = true;
-  for await (const chunk of source as AsyncIterable<Buffer>) {
+  for await (const chunk of boundedLines(source as AsyncIterable<Buffer>, maxBytes)) {
+    if (isLongLine(chunk)) {
+      bytesRead += chunk.span;
+      // It follows a newline: the text before it is whole lines, read to their end.
+      if (pending.length > 0) {
+        reader.parseBlock(pending, splitter.split(pending, true), nextLine, true);
+        nextLine += newlines(pending);
+        pending = '';
+        splitter = new RecordSplitter();
+      }
+      reader.rejectLong(nextLine++, chunk.head.toString('utf8'), chunk.bytes);
+      first = false;
+      yield* drain();
+      continue;
+    }
     bytesRead += chunk.length;
     let text = decoder.write(chunk);
     if (first && text.length > 0) {
@@ -63,7 +86,7 @@ export async function* csvBatches(
     const ends = splitter.split(pending, false);
     const cut = ends.at(-1);
     if (cut === undefined) {
-      if (pending.length < MAX_RECORD_CHARS) continue;
+      if (bytesBeyond(pending, maxBytes) === undefined) continue;
       // No record ends in this much text: an unclosed quote. Reject its first line, go on.
       const used = reader.parseBlock(pending, [pending.length], nextLine, false);
       nextLine += newlines(pending.slice(0, used));
@@ -110,8 +133,9 @@ export function csvBlock(
   options: { final: boolean; forced: boolean; columns: string[] | undefined },
   type: DataType,
   shape: RecordShape,
+  maxBytes = MAX_RECORD_BYTES,
 ): { reader: CsvReader; usedLines?: number } {
-  const reader = new CsvReader(type, shape, options.columns);
+  const reader = new CsvReader(type, shape, options.columns, maxBytes);
   const ends = options.forced ? [text.length] : new RecordSplitter().split(text, options.final);
   const used = ends.length === 0 ? 0 : reader.parseBlock(text, ends, firstLine, options.final);
   return used === text.length ? { reader } : { reader, usedLines: newlines(text.slice(0, used)) };
@@ -139,6 +163,8 @@ export class CsvReader {
     readonly type: DataType,
     readonly shape: RecordShape,
     columns?: string[],
+    /** Records longer than this are rejected (see record-size.ts). */
+    readonly maxBytes = MAX_RECORD_BYTES,
   ) {
     if (columns !== undefined) this.#setColumns(columns, false);
   }
@@ -184,9 +210,19 @@ export class CsvReader {
     this.rejects.push({ line, raw: cutRaw(raw), reason });
   }
 
+  /** A line beyond the limit, skipped unread: its first bytes as text, and its size. */
+  rejectLong(line: number, head: string, bytes: number): void {
+    this.#reject(line, head, tooLongReason(bytes, this.maxBytes));
+  }
+
   /** One parsed record, at `line`, whose text is `raw`. */
   #take(record: string[], line: number, raw: string): void {
     if (raw === '\n' || raw === '\r\n' || raw === '') return; // a blank line
+    const bytes = bytesBeyond(raw, this.maxBytes);
+    if (bytes !== undefined) {
+      this.#reject(line, raw, tooLongReason(bytes, this.maxBytes));
+      return;
+    }
     const columns = this.#columns;
     if (columns === undefined) {
       this.#setColumns(record, true);

@@ -2,11 +2,13 @@ import type { Readable } from 'node:stream';
 import type { DataType } from '../catalog.js';
 import { csvBatches } from './csv.js';
 import { NdjsonPacker, ndjsonBatches, ndjsonPackedBatches } from './ndjson.js';
+import { MAX_RECORD_BYTES } from './record-size.js';
 import { jsonColumns, packBatch, type RecordShape } from './shape.js';
 import type { JobTables } from './tables.js';
 import type { FileFormat, PackedBatch, RecordBatch } from './types.js';
 
 export { BLOCK_BYTES, type ParseJob, ParserPool } from './parallel.js';
+export { MAX_RECORD_BYTES } from './record-size.js';
 export type { RecordShape } from './shape.js';
 export { packBatch } from './shape.js';
 export type * from './types.js';
@@ -16,6 +18,8 @@ export interface RecordBatchOptions {
   batchSize?: number;
   /** How a decoded record becomes a row; nested values as JSON text by default. */
   shape?: RecordShape;
+  /** Records longer than this are rejected, and never gathered whole (see record-size.ts). */
+  maxRecordBytes?: number;
 }
 
 /** Reads a result file as batches of decoded rows and rejected lines, in file order. */
@@ -27,9 +31,10 @@ export function recordBatches(
 ): AsyncGenerator<RecordBatch> {
   const batchSize = options.batchSize ?? 5000;
   const shape = options.shape ?? jsonColumns;
+  const limit = options.maxRecordBytes ?? MAX_RECORD_BYTES;
   return format === 'csv'
-    ? csvBatches(source, type, shape, batchSize)
-    : ndjsonBatches(source, type, shape, batchSize);
+    ? csvBatches(source, type, shape, batchSize, limit)
+    : ndjsonBatches(source, type, shape, batchSize, limit);
 }
 
 /**
@@ -41,15 +46,18 @@ export async function* packedBatches(
   format: FileFormat,
   tables: JobTables,
   batchSize: number,
+  maxRecordBytes = MAX_RECORD_BYTES,
 ): AsyncGenerator<PackedBatch> {
   const hints = tables.hintsOf(tables.main);
   if (format === 'json' && tables.plainJson) {
-    yield* ndjsonPackedBatches(source, new NdjsonPacker(tables.plan.type, hints), batchSize);
+    const packer = new NdjsonPacker(tables.plan.type, hints, maxRecordBytes);
+    yield* ndjsonPackedBatches(source, packer, batchSize);
     return;
   }
   for await (const batch of recordBatches(source, format, tables.plan.type, {
     batchSize,
     shape: tables.shape,
+    maxRecordBytes,
   })) {
     yield packBatch(batch, tables);
   }

@@ -12,6 +12,14 @@ import {
   NUL_REASON,
   toColumnValue,
 } from './normalize.js';
+import { InexactNumber, parseExact } from './numbers.js';
+import {
+  boundedLines,
+  bytesBeyond,
+  isLongLine,
+  MAX_RECORD_BYTES,
+  tooLongReject,
+} from './record-size.js';
 import { cutRaw, type DecodedRecord, LOAD_NAMES, type RecordShape } from './shape.js';
 import type { PackedBatch, RecordBatch, RejectedLine } from './types.js';
 
@@ -37,24 +45,33 @@ function fieldDecoders(type: DataType): (key: string) => Decoder | null {
 }
 
 /**
- * One NDJSON line as a JSON object, or undefined with a reject (its line number and text) when
- * it is not one or holds a NUL; blank lines are undefined too, with no reject.
+ * One NDJSON line as a JSON object, its numbers exact (numbers.ts), or undefined with a reject
+ * (its line number and text) when it is not one, holds a NUL or a number that cannot be stored
+ * as written, or is longer than `maxBytes`; blank lines are undefined too, with no reject.
  */
 function parseLine(
   line: string,
   lineNo: number,
   rejects: RejectedLine[],
+  maxBytes: number,
 ): Record<string, unknown> | undefined {
+  const bytes = bytesBeyond(line, maxBytes);
+  if (bytes !== undefined) {
+    rejects.push(tooLongReject(lineNo, line, bytes, maxBytes));
+    return undefined;
+  }
   if (line.length === 0 || /^\s*$/.test(line)) return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(line);
+    value = parseExact(line);
   } catch (error) {
-    rejects.push({
-      line: lineNo,
-      raw: cutRaw(line),
-      reason: `not valid JSON: ${(error as Error).message}`,
-    });
+    // A raw NUL in a string makes the line invalid JSON too: the NUL is what to say.
+    const reason = hasNul(line)
+      ? NUL_REASON
+      : error instanceof InexactNumber
+        ? error.message
+        : `not valid JSON: ${(error as Error).message}`;
+    rejects.push({ line: lineNo, raw: cutRaw(line), reason });
     return undefined;
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -97,12 +114,13 @@ function decodeFields(
 
 /**
  * Reads one NDJSON line into `into`: a row, or a reject with its line number and text when the
- * line is not a JSON object or a value cannot be decoded; blank lines are skipped.
+ * line is not a JSON object, is longer than `maxBytes` or a value cannot be decoded; blank
+ * lines are skipped.
  */
-function lineReader(type: DataType, shape: RecordShape) {
+function lineReader(type: DataType, shape: RecordShape, maxBytes: number) {
   const decoderOf = fieldDecoders(type);
   return (line: string, lineNo: number, into: Gathered): void => {
-    const value = parseLine(line, lineNo, into.rejects);
+    const value = parseLine(line, lineNo, into.rejects, maxBytes);
     if (value === undefined) return;
     const decoded: DecodedRecord = Object.create(null);
     try {
@@ -138,6 +156,8 @@ export class NdjsonPacker {
   constructor(
     type: DataType,
     readonly hints: FieldMap,
+    /** Lines longer than this are rejected (see record-size.ts). */
+    readonly maxBytes = MAX_RECORD_BYTES,
   ) {
     this.#decoderOf = fieldDecoders(type);
   }
@@ -150,8 +170,13 @@ export class NdjsonPacker {
     return this.#rejects.length;
   }
 
+  /** Keeps a line aside that was not read (one beyond the limit, see `streamLines`). */
+  reject(reject: RejectedLine): void {
+    this.#rejects.push(reject);
+  }
+
   add(line: string, lineNo: number): void {
-    const value = parseLine(line, lineNo, this.#rejects);
+    const value = parseLine(line, lineNo, this.#rejects, this.maxBytes);
     if (value === undefined) return;
     const row: RowValue[] = new Array(this.#names.length).fill(null);
     /** Fields that get their first value of the batch from this line. */
@@ -249,7 +274,13 @@ export async function* ndjsonPackedBatches(
   batchSize: number,
 ): AsyncGenerator<PackedBatch> {
   let bytesRead = 0;
-  for await (bytesRead of streamLines(source, (line, n) => packer.add(line, n))) {
+  const lines = streamLines(
+    source,
+    (line, n) => packer.add(line, n),
+    (reject) => packer.reject(reject),
+    packer.maxBytes,
+  );
+  for await (bytesRead of lines) {
     if (packer.rows >= batchSize) yield packer.take(bytesRead);
   }
   if (packer.rows > 0 || packer.rejects > 0) yield packer.take(bytesRead);
@@ -258,23 +289,46 @@ export async function* ndjsonPackedBatches(
 /**
  * Hands each line of a streamed file to `take` (`\n` or `\r\n` ends one; the last may have
  * none), numbered from 1, and yields the bytes read so far after each chunk's lines and once
- * more after the last line.
+ * more after the last line. A byte order mark opening the file is not part of its first line.
+ * A line longer than `maxBytes` is not gathered: `reject` gets its reject (its first 10 kB and
+ * its size) in its place, so memory stays bounded whatever the file (see `boundedLines`).
  */
 async function* streamLines(
   source: Readable,
   take: (line: string, lineNo: number) => void,
+  reject: (reject: RejectedLine) => void,
+  maxBytes: number,
 ): AsyncGenerator<number> {
   const text = new StringDecoder('utf8');
   let bytesRead = 0;
   let lineNo = 1;
+  /** The text after the last newline, which the next piece goes on. */
   let rest = '';
-  for await (const chunk of source as AsyncIterable<Buffer>) {
-    bytesRead += chunk.length;
-    const textChunk = rest + text.write(chunk);
-    // The chunk's whole lines; what follows its last newline waits for the next chunk.
-    const whole = textChunk.lastIndexOf('\n') + 1;
-    lineNo = eachLine(textChunk.slice(0, whole), lineNo, take);
-    rest = textChunk.slice(whole);
+  let first = true;
+  for await (const piece of boundedLines(source as AsyncIterable<Buffer>, maxBytes)) {
+    if (isLongLine(piece)) {
+      // It follows a newline (or opens the file): nothing of another line is held.
+      bytesRead += piece.span;
+      reject(tooLongReject(lineNo++, piece.head.toString('utf8'), piece.bytes, maxBytes));
+      first = false;
+      yield bytesRead;
+      continue;
+    }
+    bytesRead += piece.length;
+    let decoded = text.write(piece);
+    if (first && decoded.length > 0) {
+      if (decoded.charCodeAt(0) === 0xfeff) decoded = decoded.slice(1);
+      first = false;
+    }
+    // Only the new text is searched: a long line held piece by piece is scanned once.
+    const newline = decoded.lastIndexOf('\n');
+    if (newline < 0) {
+      rest += decoded;
+      continue;
+    }
+    // The piece's whole lines; what follows its last newline waits for the next piece.
+    lineNo = eachLine(rest + decoded.slice(0, newline + 1), lineNo, take);
+    rest = decoded.slice(newline + 1);
     yield bytesRead;
   }
   rest += text.end();
@@ -283,19 +337,27 @@ async function* streamLines(
 }
 
 /**
- * Streams a newline-delimited JSON result file, in batches. A line that is not a JSON object
- * becomes a reject with its line number and text; blank lines are skipped.
+ * Streams a newline-delimited JSON result file, in batches. A line that is not a JSON object,
+ * or longer than `maxBytes`, becomes a reject with its line number and text; blank lines are
+ * skipped.
  */
 export async function* ndjsonBatches(
   source: Readable,
   type: DataType,
   shape: RecordShape,
   batchSize: number,
+  maxBytes = MAX_RECORD_BYTES,
 ): AsyncGenerator<RecordBatch> {
-  const take = lineReader(type, shape);
+  const take = lineReader(type, shape, maxBytes);
   let bytesRead = 0;
   let gathered: Gathered = { rows: [], rejects: [] };
-  for await (bytesRead of streamLines(source, (line, n) => take(line, n, gathered))) {
+  const lines = streamLines(
+    source,
+    (line, n) => take(line, n, gathered),
+    (reject) => gathered.rejects.push(reject),
+    maxBytes,
+  );
+  for await (bytesRead of lines) {
     if (gathered.rows.length >= batchSize) {
       yield { ...gathered, bytesRead };
       gathered = { rows: [], rejects: [] };
@@ -313,8 +375,9 @@ export function ndjsonBlock(
   firstLine: number,
   type: DataType,
   shape: RecordShape,
+  maxBytes = MAX_RECORD_BYTES,
 ): Gathered {
-  const take = lineReader(type, shape);
+  const take = lineReader(type, shape, maxBytes);
   const gathered: Gathered = { rows: [], rejects: [] };
   eachLine(text, firstLine, (line, n) => take(line, n, gathered));
   return gathered;

@@ -1,5 +1,6 @@
 import { type DataType, FIELDS, type FieldDef, type ScalarKind } from '../catalog.js';
 import { isCorruptDate, type RowValue } from '../schema/types.js';
+import { exactNumber, InexactNumber, jsonText, parseExact } from './numbers.js';
 
 /**
  * Turns a record as it arrived (CSV cells, all text; or a parsed NDJSON object) into plain
@@ -17,13 +18,29 @@ export class DecodeError extends Error {}
 
 const NUMBER_TEXT = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 
+/**
+ * A number cell's value, exactly as written (see numbers.ts). Text of fewer than 16 characters
+ * holds at most 15 digits, which a double holds, unless its exponent takes it past a double's
+ * range (Infinity) or to zero: only those, and longer text, are looked at closely.
+ */
+function numberOf(text: string): number | bigint {
+  const value = Number(text);
+  if (text.length < 16 && value !== 0 && Number.isFinite(value)) return value;
+  try {
+    return exactNumber(text);
+  } catch (error) {
+    if (error instanceof InexactNumber) throw new DecodeError(error.message);
+    throw error;
+  }
+}
+
 function decodeScalar(kind: ScalarKind, value: unknown): unknown {
   if (value === null || value === undefined || value === '') return null;
   if (typeof value !== 'string') return value;
   switch (kind) {
     case 'number':
     case 'integer':
-      return NUMBER_TEXT.test(value) ? Number(value) : value;
+      return NUMBER_TEXT.test(value) ? numberOf(value) : value;
     case 'boolean':
       if (value === 'true' || value === 'True' || value === 'TRUE') return true;
       if (value === 'false' || value === 'False' || value === 'FALSE') return false;
@@ -69,10 +86,12 @@ function mapSame(items: unknown[], f: (item: unknown) => unknown): unknown[] {
   return out ?? items;
 }
 
+/** JSON text of a cell (a list, nested objects), its numbers exact (see numbers.ts). */
 function parseJson(text: string): unknown {
   try {
-    return JSON.parse(text);
-  } catch {
+    return parseExact(text);
+  } catch (error) {
+    if (error instanceof InexactNumber) throw new DecodeError(error.message);
     throw new DecodeError(`not valid JSON: ${text.length > 60 ? `${text.slice(0, 60)}...` : text}`);
   }
 }
@@ -160,18 +179,20 @@ export function decodersFor(type: DataType, columns: readonly string[]): Decoder
   });
 }
 
-/** Stores a decoded value in one column: nested values become JSON text (`nested: json`). */
+/**
+ * Stores a decoded value in one column: nested values become JSON text (`nested: json`), an
+ * integer past 2^53 stays a bigint (numbers.ts).
+ */
 export function toColumnValue(value: unknown): RowValue {
   if (value === null || value === undefined) return null;
   switch (typeof value) {
     case 'string':
     case 'boolean':
+    case 'bigint':
       return value;
     case 'number':
       return Number.isFinite(value) ? value : null;
-    case 'bigint':
-      return value.toString();
     default:
-      return JSON.stringify(value);
+      return jsonText(value);
   }
 }

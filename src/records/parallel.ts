@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
+import { boundedLines, isLongLine, type LongLine, MAX_RECORD_BYTES } from './record-size.js';
 import type { ShapePlan } from './tables.js';
 import type { FileFormat, PackedBatch } from './types.js';
 import { fromWire, type WireBatch } from './wire.js';
@@ -32,10 +33,14 @@ export interface ParseRequest {
    */
   maxBuffered: number;
   /**
-   * A file parsed by several workers: bytes a block holds at least, and CSV bytes with no
-   * record end read as one record (tests make them small, to cut a small file often).
+   * A file parsed by several workers: bytes a block holds at least (tests make them small, to
+   * cut a small file often).
    */
   blockBytes?: number;
+  /**
+   * Records longer than this are rejected, never gathered whole (record-size.ts); CSV text this
+   * long with no record end is read as one record (an unclosed quote, see csv.ts).
+   */
   maxRecordBytes?: number;
   /**
    * The job's rows as COPY text (a PostgreSQL destination, see schema/copy-text.ts), with only
@@ -57,10 +62,18 @@ export type ToWorker =
       seq: number;
       firstLine: number;
       data: Uint8Array;
-      /** The file's last block. */
+      /**
+       * The file's last block, or the last before a line beyond the limit: its last record ends
+       * with it, closed or not.
+       */
       final: boolean;
       /** A CSV block with no record end in it (an unclosed quote), read as one record. */
       forced: boolean;
+      /**
+       * Set for a line longer than the limit, skipped unread: its size in bytes. The block is
+       * its first bytes, to be kept as a reject.
+       */
+      tooLong?: number;
       /** The CSV file's header, once a block has read it. */
       columns: string[] | undefined;
     };
@@ -97,9 +110,6 @@ export type ToMain =
  * and NDJSON in 6.3 s (100,000 records), where 1 MB blocks took 14 s and 8.3 s and 30 MB more.
  */
 export const BLOCK_BYTES = 64 << 10;
-
-/** CSV text this long with no record end in it is an unclosed quote (as in csv.ts). */
-const MAX_RECORD_BYTES = 4 << 20;
 
 /** Chunks sent to a worker and not yet parsed; reading the source pauses beyond this. */
 const MAX_CHUNKS_IN_FLIGHT = 16;
@@ -385,9 +395,13 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
   const parsed = new Map<number, ParsedBlock>();
   /**
    * Blocks sent and not yet taken: where each ends in the file, its first line and, for CSV, its
-   * bytes, to be cut again if a broken record before it moves where records end.
+   * bytes, to be cut again if a broken record before it moves where records end (or the line
+   * beyond the limit it stands for, sent again as it was).
    */
-  const inFlight = new Map<number, { endsAt: number; firstLine: number; data?: Buffer }>();
+  const inFlight = new Map<
+    number,
+    { endsAt: number; firstLine: number; data?: Buffer; long?: LongLine }
+  >();
   let failed: Error | undefined;
   // The reader of the file waits for room, the taker of batches for the next one.
   let wakeReader: (() => void) | undefined;
@@ -430,6 +444,11 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
   /** Bytes read and not yet sent, and where records end in them. */
   let pending: Buffer[] = [];
   let pendingBytes = 0;
+  /**
+   * A line beyond the limit that follows the pending bytes: it goes once they have gone (the
+   * file is read no further meanwhile), as a block of its own.
+   */
+  let long: LongLine | undefined;
   const ends = new RecordEnds(csv);
   /** A CSV block is out to read the header: the next ones wait for it. */
   const awaitingHeader = () => csv && columns === undefined && sent > taken;
@@ -441,8 +460,8 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
     bytes += block.byteLength;
     inFlight.set(seq, { endsAt: bytes, firstLine, ...(csv ? { data: block } : {}) });
     let text = block;
-    if (csv && seq === 0 && block[0] === 0xef && block[1] === 0xbb && block[2] === 0xbf) {
-      text = block.subarray(3); // a byte order mark is not part of the header
+    if (seq === 0 && block[0] === 0xef && block[1] === 0xbb && block[2] === 0xbf) {
+      text = block.subarray(3); // a byte order mark is not part of the first record
     }
     // An NDJSON block of its own memory is handed over, not copied (after this, `block` is
     // empty: its memory belongs to the worker). A CSV block is copied: it may be cut again.
@@ -460,6 +479,23 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
     });
   };
 
+  /** A line beyond the limit, as a block of its first bytes that a worker keeps as a reject. */
+  const sendLong = (skipped: LongLine) => {
+    const seq = sent++;
+    const firstLine = line++;
+    bytes += skipped.span;
+    inFlight.set(seq, { endsAt: bytes, firstLine, long: skipped });
+    lanes[seq % lanes.length]!.send({
+      seq,
+      firstLine,
+      data: Uint8Array.from(skipped.head),
+      final: false,
+      forced: false,
+      columns,
+      tooLong: skipped.bytes,
+    });
+  };
+
   const add = (chunk: Buffer) => {
     pending.push(chunk);
     pendingBytes += chunk.byteLength;
@@ -469,6 +505,20 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
   /** Sends the blocks the pending bytes hold, and at the end of the file what is left. */
   const cut = (atEnd = ended) => {
     while (!stopped && !failed && !awaitingHeader()) {
+      if (long !== undefined) {
+        // The bytes before a line beyond the limit end where it begins, their last record too.
+        if (pendingBytes > 0) {
+          const before = Buffer.concat(pending);
+          pending = [];
+          pendingBytes = 0;
+          ends.reset();
+          send(before, true, false);
+          continue; // the header may be in it: the line waits for it
+        }
+        sendLong(long);
+        long = undefined;
+        continue;
+      }
       if (atEnd) {
         if (pendingBytes > 0) {
           const rest = Buffer.concat(pending);
@@ -504,35 +554,45 @@ function parseInBlocks(source: Readable, request: ParseRequest, workers: ParseWo
   const cutAgain = (seq: number, used: number) => {
     const block = inFlight.get(seq)!;
     const data = block.data!;
-    const again = [data.subarray(used)];
+    const again: (Buffer | LongLine)[] = [data.subarray(used)];
     for (let s = seq + 1; s < sent; s++) {
-      again.push(inFlight.get(s)!.data!);
+      const later = inFlight.get(s)!;
+      again.push(later.long ?? later.data!);
       inFlight.delete(s);
     }
     line = block.firstLine + countNewlines(data.subarray(0, used));
     bytes = block.endsAt - data.byteLength + used;
     taken = sent;
     parsed.clear();
-    // Given back piece by piece, so that blocks keep their size (the end of the file waits).
+    // Given back piece by piece, so that blocks keep their size (the end of the file waits);
+    // a line beyond the limit not yet sent stays after them all.
     again.push(...pending);
     pending = [];
     pendingBytes = 0;
     ends.reset();
+    const waiting = long;
+    long = undefined;
     for (const piece of again) {
-      add(piece);
+      if (isLongLine(piece)) long = piece;
+      else add(piece);
       cut(false);
     }
+    long = waiting;
   };
 
   const pump = (async () => {
     try {
-      for await (const chunk of source as AsyncIterable<Buffer>) {
+      // A line beyond the limit comes as a LongLine, in place of its bytes.
+      for await (const chunk of boundedLines(source as AsyncIterable<Buffer>, maxRecordBytes)) {
         // After a failure nothing more is read: the rest of the file is not wanted.
         if (stopped || failed) return;
-        add(chunk);
+        if (isLongLine(chunk)) long = chunk;
+        else add(chunk);
         cut();
         while (
-          (sent - taken >= maxInFlight || (awaitingHeader() && pendingBytes >= blockBytes)) &&
+          (sent - taken >= maxInFlight ||
+            long !== undefined ||
+            (awaitingHeader() && pendingBytes >= blockBytes)) &&
           !failed &&
           !stopped
         ) {

@@ -6,10 +6,11 @@
 import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
 import { encodeCopyText } from '../schema/copy-text.js';
-import { csvBlock } from './csv.js';
+import { CsvReader, csvBlock } from './csv.js';
 import { packedBatches } from './index.js';
 import { NdjsonPacker, ndjsonBlock, ndjsonPackedBlock } from './ndjson.js';
 import type { ParseRequest, ToMain, ToWorker } from './parallel.js';
+import { MAX_RECORD_BYTES, tooLongReject } from './record-size.js';
 import { packBatch } from './shape.js';
 import { JobTables } from './tables.js';
 import type { PackedBatch } from './types.js';
@@ -56,7 +57,11 @@ port.on('message', (message: ToWorker) => {
       const tables = new JobTables(request.plan);
       const packer =
         tables.plainJson && request.format === 'json'
-          ? new NdjsonPacker(tables.plan.type, tables.hintsOf(tables.main))
+          ? new NdjsonPacker(
+              tables.plan.type,
+              tables.hintsOf(tables.main),
+              request.maxRecordBytes ?? MAX_RECORD_BYTES,
+            )
           : undefined;
       files.set(job, { request, tables, packer });
       latestJob = Math.max(latestJob, job);
@@ -101,6 +106,12 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
     if (file === undefined) throw new Error('a block came before its file');
     const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
     const { request, tables, packer } = file;
+    const maxBytes = request.maxRecordBytes ?? MAX_RECORD_BYTES;
+    if (message.tooLong !== undefined) {
+      const batch = longLineBatch(message, text, request, tables, maxBytes);
+      postBatch({ type: 'parsed', job, seq, batch }, request);
+      return;
+    }
     if (packer) {
       const batch = ndjsonPackedBlock(text, firstLine, packer);
       postBatch({ type: 'parsed', job, seq, batch }, request);
@@ -109,7 +120,7 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
     const { type } = request.plan;
     const { shape } = tables;
     if (request.format === 'csv') {
-      const { reader, usedLines } = csvBlock(text, firstLine, message, type, shape);
+      const { reader, usedLines } = csvBlock(text, firstLine, message, type, shape, maxBytes);
       const { rows, columns } = reader;
       postBatch(
         {
@@ -125,7 +136,7 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
       );
       return;
     }
-    const { rows, rejects } = ndjsonBlock(text, firstLine, type, shape);
+    const { rows, rejects } = ndjsonBlock(text, firstLine, type, shape, maxBytes);
     const batch = packBatch({ rows, rejects, bytesRead: 0 }, tables);
     postBatch({ type: 'parsed', job, seq, batch }, request);
   } catch (error) {
@@ -134,12 +145,35 @@ function parseBlock(message: Extract<ToWorker, { type: 'block' }>): void {
   }
 }
 
+/**
+ * The batch of a line beyond the limit, skipped unread (`tooLong` bytes, `head` its first ones):
+ * its reject alone.
+ */
+function longLineBatch(
+  message: Extract<ToWorker, { type: 'block' }>,
+  head: string,
+  request: ParseRequest,
+  tables: JobTables,
+  maxBytes: number,
+): PackedBatch {
+  const { firstLine, tooLong: bytes = 0 } = message;
+  if (request.format === 'csv') {
+    // Sent before the file's header was read only when it is the header: that fails the file.
+    const reader = new CsvReader(request.plan.type, tables.shape, message.columns, maxBytes);
+    reader.rejectLong(firstLine, head, bytes);
+    return packBatch({ rows: [], ...reader.takeNotes(), bytesRead: 0 }, tables);
+  }
+  const rejects = [tooLongReject(firstLine, head, bytes, maxBytes)];
+  return packBatch({ rows: [], rejects, bytesRead: 0 }, tables);
+}
+
 async function run(request: ParseRequest): Promise<void> {
   input = new PassThrough({ highWaterMark: 1 << 20 });
   unacked = 0;
   try {
     const tables = new JobTables(request.plan);
-    for await (const batch of packedBatches(input, request.format, tables, request.batchSize)) {
+    const { format, batchSize, maxRecordBytes } = request;
+    for await (const batch of packedBatches(input, format, tables, batchSize, maxRecordBytes)) {
       unacked++;
       postBatch({ type: 'batch', batch }, request);
       while (unacked >= request.maxBuffered) await new Promise<void>((r) => (resume = r));

@@ -46,6 +46,8 @@ const TEXT = 2;
 const NUMBER = 3;
 const TRUE = 4;
 const FALSE = 5;
+/** A bigint (an integer past 2^53, rare): its digits travel with the text values. */
+const BIGINT = 6;
 
 /** The three views of a `WireValues` buffer: numbers first, as they need 8-byte alignment. */
 function views(count: number, numbers: number, strings: number, buffer: ArrayBuffer) {
@@ -63,7 +65,7 @@ export function packValues(values: readonly RowValue[]): WireValues {
   let strings = 0;
   for (let i = 0; i < count; i++) {
     const value = values[i];
-    if (typeof value === 'string') strings++;
+    if (typeof value === 'string' || typeof value === 'bigint') strings++;
     else if (typeof value === 'number') numbers++;
   }
   const buffer = new ArrayBuffer(numbers * 8 + strings * 4 + count);
@@ -83,6 +85,11 @@ export function packValues(values: readonly RowValue[]): WireValues {
         break;
       case 'boolean':
         kinds[i] = value ? TRUE : FALSE;
+        break;
+      case 'bigint':
+        text += value.toString();
+        ends[s++] = text.length;
+        kinds[i] = BIGINT;
         break;
       case 'undefined':
         kinds[i] = UNDEFINED;
@@ -113,6 +120,12 @@ export function unpackValues(wire: WireValues): RowValue[] {
       case NUMBER:
         values.push(numberValues[n++]!);
         break;
+      case BIGINT: {
+        const end = ends[s++]!;
+        values.push(BigInt(text.slice(at, end)));
+        at = end;
+        break;
+      }
       case TRUE:
         values.push(true);
         break;

@@ -8,8 +8,9 @@ import type { ColumnType, CopyText, PackedRows, RowValue } from './types.js';
  * storing the rows.
  *
  * A line per row, cells separated by tabs. A cell is `\N` for null; text with backslash,
- * newline, carriage return and tab escaped; a number as JavaScript writes it; a boolean `t`/`f`
- * in a boolean column, `1`/`0` in a numeric one, `true`/`false` in any other.
+ * newline, carriage return and tab escaped; a number as JavaScript writes it, a bigint as its
+ * digits; a boolean `t`/`f` in a boolean column, `1`/`0` in a numeric one, `true`/`false` in
+ * any other.
  */
 
 const NEEDS_ESCAPE = /[\\\n\r\t]/;
@@ -34,6 +35,9 @@ export function copyCell(value: RowValue | undefined, type: ColumnType): string 
       if (type === 'boolean') return value === 0 ? 'f' : 't';
       if (type === 'json' && !Number.isFinite(value)) return '\\N';
       return String(value);
+    case 'bigint':
+      if (type === 'boolean') return value === 0n ? 'f' : 't';
+      return value.toString();
     default:
       return escapeCopyText(JSON.stringify(value));
   }
@@ -65,12 +69,17 @@ export function encodeCopyText(
   if (names.length === 0) return undefined;
   const { values, count } = packed;
   let text = '';
+  let bigints: Set<string> | undefined;
   for (let r = 0; r < count; r++) {
     const base = r * width;
     for (let i = 0; i < at.length; i++) {
       const value = values[base + at[i]!];
       const type = types[i]!;
       if (!readsBack(value, type)) return undefined;
+      if (typeof value === 'bigint') {
+        bigints ??= new Set();
+        bigints.add(names[i]!);
+      }
       text += i === 0 ? copyCell(value, type) : `\t${copyCell(value, type)}`;
     }
     text += '\n';
@@ -84,7 +93,8 @@ export function encodeCopyText(
   for (let r = 0, o = 0; r < count; r++) {
     for (const c of keptAt) keptValues[o++] = values[r * width + c] ?? null;
   }
-  return { names: kept, values: keptValues, count, text: { names, types, bytes } };
+  const copy = { names, types, bytes, ...(bigints ? { bigints: [...bigints] } : {}) };
+  return { names: kept, values: keptValues, count, text: copy };
 }
 
 const NUMBERS: ReadonlySet<ColumnType> = new Set(['integer', 'real']);
@@ -96,6 +106,8 @@ function readsBack(value: RowValue | undefined, type: ColumnType): boolean {
       return type === 'boolean';
     case 'number':
       return NUMBERS.has(type);
+    case 'bigint':
+      return type === 'integer';
     case 'string':
       return type !== 'boolean' && !NUMBERS.has(type);
     default:
@@ -142,9 +154,17 @@ function readCell(cell: string, type: ColumnType): RowValue {
   if (cell === '\\N') return null;
   const text = cell.includes('\\') ? cell.replace(UNESCAPES, (_, c) => UNESCAPE_OF[c] ?? c) : cell;
   if (type === 'boolean') return text === 't';
-  if (NUMBERS.has(type)) return Number(text);
+  if (NUMBERS.has(type)) {
+    const value = Number(text);
+    // An integer past 2^53 was written from a bigint (`readsBack`): it reads back as one.
+    return type === 'integer' && !Number.isSafeInteger(value) && INTEGER.test(text)
+      ? BigInt(text)
+      : value;
+  }
   return text;
 }
+
+const INTEGER = /^-?\d+$/;
 
 /**
  * The COPY text of `text`, each line followed by `suffix` (cells of the load's own columns),

@@ -14,8 +14,11 @@ export interface Column {
   type: ColumnType;
 }
 
-/** A value a destination column can hold. Nested values arrive as JSON text. */
-export type RowValue = string | number | boolean | null;
+/**
+ * A value a destination column can hold. Nested values arrive as JSON text; an integer past
+ * 2^53 (which a number would round) as a bigint, within 64 bits (records/numbers.ts).
+ */
+export type RowValue = string | number | bigint | boolean | null;
 
 /** One row: column name -> value. Always a null-prototype object (field names are data). */
 export type Row = Record<string, RowValue>;
@@ -53,6 +56,11 @@ export interface CopyText {
   readonly types: readonly ColumnType[];
   /** UTF-8, each line ended by a newline (a newline in a value is escaped). */
   readonly bytes: Uint8Array;
+  /**
+   * The columns with a bigint (an integer past 2^53) in some row: a floating-point column
+   * would round it, and refuses its row instead (load/loader-transaction.ts).
+   */
+  readonly bigints?: readonly string[];
 }
 
 /** Row `index` of `packed` (plain rows: see `plainRows`) as an object (for a rejected row). */
@@ -175,6 +183,9 @@ export function inferColumnType(value: RowValue, hint?: FieldDef): ColumnType {
       // A catalogue `number` (a price, an area) is real even when this value is whole, so that
       // the next fractional value does not widen the column.
       return Number.isSafeInteger(value) && hint?.kind !== 'number' ? 'integer' : 'real';
+    case 'bigint':
+      // Only an integer column holds it exactly: a floating-point one refuses its row.
+      return 'integer';
     case 'string':
       if (hint === undefined) return 'text';
       if (hint.kind === 'objects' || hint.kind === 'list') return 'json';
@@ -217,8 +228,8 @@ export function widen(a: ColumnType, b: ColumnType): ColumnType {
 
 /**
  * A value as text for a text column, the same on every destination: `1999` (never `1999.0`),
- * `true`/`false`.
+ * `true`/`false`, a bigint's digits.
  */
-export function textOf(value: string | number | boolean): string {
+export function textOf(value: string | number | bigint | boolean): string {
   return typeof value === 'string' ? value : String(value);
 }

@@ -1,13 +1,16 @@
 /**
  * A small stand-in for the service that sends what the emulator never would: records with a
  * field named `__proto__`, the same id twice in one file, values PostgreSQL refuses, a
- * thousand fields; result files that redirect, come empty or short, or damaged under gzip. It
- * speaks just enough of v4 for downloads of NDJSON lines (or CSV records under a header) as
- * given, written verbatim, over one file or several. A real HTTP server, as the tests' other
+ * thousand fields, a line of a hundred megabytes; result files that redirect, come empty or
+ * short, or damaged under gzip. It speaks just enough of v4 for downloads of NDJSON lines (or
+ * CSV records under a header) as given, written verbatim, over one file or several, or of one
+ * file generated piece by piece, never held whole. A real HTTP server, as the tests' other
  * parts.
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { gzipSync } from 'node:zlib';
 
 /**
@@ -40,6 +43,8 @@ export interface HostileService {
   downloads: () => number;
   /** What the next download's files hold (all of them: `num_records` is `lines.length`). */
   serve(lines: string[], serving?: Serving): void;
+  /** The next download: one file of `records` records whose bytes `body` generates as read. */
+  serveGenerated(records: number, body: () => Iterable<string | Uint8Array>): void;
   /** GETs of the result file named `name` so far (redirects followed not counted twice). */
   fileGets(name: string): number;
   /**
@@ -54,6 +59,8 @@ export interface HostileService {
 export async function startHostileService(): Promise<HostileService> {
   let lines: string[] = [];
   let serving: Serving = {};
+  let generated: { records: number; body: () => Iterable<string | Uint8Array> } | undefined;
+  const records = () => generated?.records ?? lines.length;
   let started = 0;
   const gets = new Map<string, number>();
   /** Answers waiting for every file to be asked for (`together`). */
@@ -72,6 +79,14 @@ export async function startHostileService(): Promise<HostileService> {
     return lines.slice(index * per, (index + 1) * per);
   };
   const send = (res: ServerResponse, index: number, answer: FileAnswer | undefined) => {
+    if (generated) {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      // Piece by piece, as the reader takes them: a generated file is never held whole.
+      pipeline(Readable.from(generated.body(), { objectMode: false }), res).catch(() =>
+        res.destroy(),
+      );
+      return;
+    }
     const all = linesOf(index);
     const head = serving.header === undefined ? '' : `${serving.header}\n`;
     const text = head + (answer === 'short' ? all.slice(0, -1) : all).map((l) => `${l}\n`).join('');
@@ -115,11 +130,11 @@ export async function startHostileService(): Promise<HostileService> {
       if (/^\/v4\/\w+\/search$/.test(path)) {
         const request = JSON.parse(body || '{}') as { download?: boolean; num_records?: number };
         if (!request.download)
-          return json(200, { num_found: lines.length, total_cost: 0, records: [] });
+          return json(200, { num_found: records(), total_cost: 0, records: [] });
         started++;
         return json(200, {
-          num_found: lines.length,
-          total_cost: lines.length,
+          num_found: records(),
+          total_cost: records(),
           download_id: `h${started}`,
           records: [],
         });
@@ -131,7 +146,7 @@ export async function startHostileService(): Promise<HostileService> {
         return json(200, {
           id: asked,
           status: 'completed',
-          num_records: lines.length,
+          num_records: records(),
           results: Array.from({ length: fileCount() }, (_, n) => ({
             url: `${origin}/files/${asked}_${n}.txt?signature=s3cr3t`,
           })),
@@ -169,6 +184,14 @@ export async function startHostileService(): Promise<HostileService> {
     serve(next, how = {}) {
       lines = next;
       serving = how;
+      generated = undefined;
+      release();
+      together = false;
+    },
+    serveGenerated(count, body) {
+      lines = [];
+      serving = {};
+      generated = { records: count, body };
       release();
       together = false;
     },

@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -11,7 +12,14 @@ import {
   targetFactory,
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import {
+  emulatorEnv,
+  pipelineHead,
+  runCli,
+  SLUICE_BIN,
+  tempDir,
+  writePipeline,
+} from '../helpers/pipeline.js';
 import { postgresUrl } from '../helpers/postgres.js';
 import { downloadsByType, startRun, stopAt } from '../helpers/runs.js';
 import { type HostileService, startHostileService } from './hostile-server.js';
@@ -38,6 +46,12 @@ after(async () => {
 });
 
 const POLL = 'poll: { interval: 50ms, max_interval: 100ms, timeout: 30s }';
+
+/** Both parse paths: in the main thread, and parse workers sharing a file in blocks. */
+const PARSINGS = [
+  ['', '0'],
+  [' (parse workers)', '2'],
+] as const;
 
 /** Runs a statement that returns no rows, over a connection of the test's own. */
 async function exec(t: TestTarget, text: string): Promise<void> {
@@ -68,6 +82,47 @@ async function runJson(file: string, env: NodeJS.ProcessEnv, args: string[] = []
   return { ...result, summary: JSON.parse(result.stdout) };
 }
 
+/** `sluice run --json` as a process of its own, as users run it, with its own environment. */
+function runProcess(file: string, env: NodeJS.ProcessEnv) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [SLUICE_BIN, 'run', file, '--json', '--no-progress'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * A file of three records whose second is `mib` MiB of one line, generated a MiB at a time: the
+ * server never holds it, and a reader that gathered it would need several times its size.
+ */
+function hugeRecordFile(format: 'csv' | 'json', mib: number) {
+  const [head, tail] =
+    format === 'csv'
+      ? ['id,address\nr1,1 Main St\nhuge,', '\nr3,3 Elm Rd\n']
+      : [
+          `${JSON.stringify({ id: 'r1', address: '1 Main St' })}\n{"id":"huge","address":"`,
+          `"}\n${JSON.stringify({ id: 'r3', address: '3 Elm Rd' })}\n`,
+        ];
+  const block = Buffer.alloc(1 << 20, 'x');
+  const bytes = (text: string) => Buffer.byteLength(text.slice(text.lastIndexOf('\n') + 1));
+  return {
+    /** The huge record's size, its line end not counted. */
+    size: bytes(head) + mib * block.length + Buffer.byteLength(tail.slice(0, tail.indexOf('\n'))),
+    *body() {
+      yield head;
+      for (let i = 0; i < mib; i++) yield block;
+      yield tail;
+    },
+  };
+}
+
 for (const kind of destinationKinds()) {
   const reason = await skipReason(kind);
   const target = targetFactory(kind, () => dir);
@@ -76,10 +131,7 @@ for (const kind of destinationKinds()) {
 
   describe(`hostile inputs on ${kind}`, { skip: reason }, () => {
     // Parse workers hand PostgreSQL the rows as COPY text: the same rows and rejects.
-    for (const [parsing, workers] of [
-      ['', '0'],
-      [' (parse workers)', '2'],
-    ] as const) {
+    for (const [parsing, workers] of PARSINGS) {
       test(`values a database refuses, field names that are JavaScript builtins, empty and long names, a record twice: rejects with reasons, the rest loads, later jobs run${parsing}`, async () => {
         const long = `x${'LongFieldName'.repeat(7)}`;
         hostile.serve([
@@ -228,6 +280,219 @@ for (const kind of destinationKinds()) {
         const said = csv.stderr.match(/names a column more than once[^\n]*/g) ?? [];
         assert.equal(said.length, 1, csv.stderr);
         assert.match(said[0]!, /city \(column 4\) as city__2/);
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
+      test(`a raw NUL byte in a CSV cell or an NDJSON line is one reject, stored as text on every destination; the rest loads${parsing}`, async () => {
+        const files: Record<string, { lines: string[]; header?: string }> = {
+          csv: {
+            lines: ['n1,1 Main St', 'n2,2 N\u0000ul St', 'n3,3 Elm Rd'],
+            header: 'id,address',
+          },
+          json: {
+            lines: [
+              JSON.stringify({ id: 'n1', address: '1 Main St' }),
+              '{"id":"n2","address":"2 N\u0000ul St"}',
+              JSON.stringify({ id: 'n3', address: '3 Elm Rd' }),
+            ],
+          },
+        };
+        for (const [format, { lines, header }] of Object.entries(files)) {
+          hostile.serve(lines, header === undefined ? {} : { header });
+          const t = await target(`nul-${format}-${workers}`);
+          const file = pipeline(
+            t,
+            `nul-${format}-${workers}`,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          assert.equal(run.summary.jobs[0].loaded, 2, format);
+          assert.equal(run.summary.jobs[0].rejected, 1, format);
+          const rejects = await t.all<{ line: number; raw: string; reason: string }>(
+            'select line, raw, reason from _sluice_rejects',
+          );
+          assert.equal(rejects.length, 1);
+          assert.equal(Number(rejects[0]!.line), 3 - (format === 'json' ? 1 : 0));
+          assert.match(
+            rejects[0]!.reason,
+            /NUL character \(U\+0000\), which PostgreSQL cannot store/,
+          );
+          assert.ok(
+            rejects[0]!.raw.includes('2 N\\u0000ul St'),
+            `the NUL shown escaped: ${rejects[0]!.raw}`,
+          );
+          const ids = await t.all<{ id: string }>('select id from homes order by id');
+          assert.deepEqual(
+            ids.map((r) => r.id),
+            ['n1', 'n3'],
+          );
+        }
+      });
+
+      test(`an NDJSON file that begins with a byte order mark loads its first record${parsing}`, async () => {
+        hostile.serve([
+          `\ufeff${JSON.stringify({ id: 'b1', address: '1 Main St' })}`,
+          JSON.stringify({ id: 'b2', address: '2 Oak Ave' }),
+        ]);
+        const t = await target(`bom-${workers}`);
+        const file = pipeline(
+          t,
+          `bom-${workers}`,
+          `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+        );
+        const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+        assert.equal(run.code, 0, run.stdout + run.stderr);
+        assert.equal(run.summary.jobs[0].rejected, 0);
+        const rows = await t.all<{ id: string; address: string }>(
+          'select id, address from homes order by id',
+        );
+        assert.deepEqual(
+          rows.map((r) => [r.id, r.address]),
+          [
+            ['b1', '1 Main St'],
+            ['b2', '2 Oak Ave'],
+          ],
+        );
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
+      test(`numbers past a double are kept exactly or rejected with their reason, never changed${parsing}`, async () => {
+        const files = {
+          json: [
+            '{"id":"n1","yearBuilt":9007199254740993,"prices":[{"amountMin":1.5,"listingId":9007199254740993}]}',
+            '{"id":"n2","yearBuilt":-9223372036854775808}',
+            '{"id":"n3","yearBuilt":1e400}',
+            '{"id":"n4","numBedroom":99999999999999999999999}',
+            '{"id":"n5","floorSizeValue":1.5}',
+            '{"id":"n6","floorSizeValue":9007199254740993}',
+          ],
+          csv: [
+            'id,yearBuilt,numBedroom,floorSizeValue,prices',
+            'n1,9007199254740993,,,"[{""amountMin"":1.5,""listingId"":9007199254740993}]"',
+            'n2,-9223372036854775808,,,',
+            'n3,1e400,,,',
+            'n4,,99999999999999999999999,,',
+            'n5,,,1.5,',
+            'n6,,,9007199254740993,',
+          ],
+        };
+        for (const [format, lines] of Object.entries(files)) {
+          // A CSV file's header is none of its records.
+          if (format === 'csv') hostile.serve(lines.slice(1), { header: lines[0]! });
+          else hostile.serve(lines);
+          const t = await target(`numbers-${format}-${workers}`);
+          const file = pipeline(
+            t,
+            `numbers-${format}-${workers}`,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          assert.equal(run.summary.jobs[0].loaded, 3, format);
+          assert.equal(run.summary.jobs[0].rejected, 3, format);
+          // Read back as text: a driver would read an integer past 2^53 as a rounded number.
+          const homes = await t.all<{ id: string; y: string | null; f: string | null }>(
+            'select id, cast("yearBuilt" as text) as y, cast("floorSizeValue" as text) as f from homes order by id',
+          );
+          assert.deepEqual(
+            homes.map((h) => [h.id, h.y, h.f]),
+            [
+              ['n1', '9007199254740993', null],
+              ['n2', '-9223372036854775808', null],
+              ['n5', null, '1.5'],
+            ],
+            format,
+          );
+          const child = await t.one<{ listing: string }>(
+            `select cast("listingId" as text) as listing from homes__prices where _parent_id = 'n1'`,
+          );
+          assert.equal(child.listing, '9007199254740993', `${format}: in a child table`);
+          const rejects = await t.all<{ line: number; reason: string }>(
+            'select line, reason from _sluice_rejects order by line',
+          );
+          const at = format === 'csv' ? 1 : 0;
+          assert.deepEqual(
+            rejects.map((r) => [Number(r.line), r.reason]),
+            [
+              [
+                3 + at,
+                "yearBuilt: the number 1e400 cannot be stored exactly: beyond a double's range",
+              ],
+              [
+                4 + at,
+                'numBedroom: the number 99999999999999999999999 cannot be stored exactly: an integer beyond 64 bits',
+              ],
+              [
+                6 + at,
+                'homes: floorSizeValue: the number 9007199254740993 cannot be stored exactly: the column is floating point, which rounds an integer past 2^53',
+              ],
+            ],
+            format,
+          );
+        }
+        // Alone in its batch, the number is written as an integer (as COPY text, by parse
+        // workers for PostgreSQL) into the table's floating-point column: refused all the same.
+        hostile.serve([
+          '{"id":"f1","floorSizeValue":9007199254740993}',
+          '{"id":"f2","address":"2 Oak Ave"}',
+        ]);
+        const t = await target(`numbers-float-${workers}`);
+        const file = pipeline(
+          t,
+          `numbers-float-${workers}`,
+          `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+        );
+        const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+        assert.equal(run.code, 0, run.stdout + run.stderr);
+        assert.equal(run.summary.jobs[0].rejected, 1);
+        const [kept] = await t.all<{ id: string }>('select id from homes');
+        assert.equal(kept?.id, 'f2');
+        const [reject] = await t.all<{ raw: string }>('select raw from _sluice_rejects');
+        assert.match(reject!.raw, /"floorSizeValue":9007199254740993/, 'its row, digits and all');
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
+      test(`a single record of 100 MB is one reject with its size, found in bounded memory; the rest loads, exit 0${parsing}`, async () => {
+        for (const format of ['json', 'csv'] as const) {
+          const huge = hugeRecordFile(format, 100);
+          hostile.serveGenerated(3, () => huge.body());
+          const t = await target(`huge-${format}-${workers}`);
+          const file = pipeline(
+            t,
+            `huge-${format}-${workers}`,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n    ${POLL}\n`,
+          );
+          // A heap of 192 MB, as the installed command runs: a run that gathered the record
+          // ran out of memory after minutes (exit 134, no JSON, the pipeline blocked for good).
+          const env = hostileEnv({
+            SLUICE_PARSE_WORKERS: workers,
+            NODE_OPTIONS: '--max-old-space-size=192',
+          });
+          const run = await runProcess(file, env);
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          const [job] = JSON.parse(run.stdout).jobs;
+          assert.equal(job.loaded, 2, format);
+          assert.equal(job.rejected, 1, format);
+          const [reject] = await t.all<{ line: number; raw: string; reason: string }>(
+            'select line, raw, reason from _sluice_rejects',
+          );
+          assert.equal(Number(reject!.line), format === 'csv' ? 3 : 2);
+          assert.equal(
+            reject!.reason,
+            `a record of ${huge.size.toLocaleString('en-US')} bytes, more than the 4,194,304 a record may hold (SLUICE_MAX_RECORD_BYTES)`,
+          );
+          assert.equal(reject!.raw.length, 10_000, 'its first 10 kB');
+          assert.ok(reject!.raw.startsWith(format === 'csv' ? 'huge,xxx' : '{"id":"huge"'));
+          const ids = await t.all<{ id: string }>('select id from homes order by id');
+          assert.deepEqual(
+            ids.map((r) => r.id),
+            ['r1', 'r3'],
+          );
+        }
       });
     }
 

@@ -66,8 +66,11 @@ function typeOfDeclared(declared: string): ColumnType {
   }
 }
 
-/** A value as better-sqlite3 binds it for a column of `type`: booleans as 1 and 0. */
-function bindable(value: RowValue | undefined, type: ColumnType): string | number | null {
+/**
+ * A value as better-sqlite3 binds it for a column of `type`: booleans as 1 and 0; a bigint as
+ * itself, which it binds as a 64-bit INTEGER, exactly.
+ */
+function bindable(value: RowValue | undefined, type: ColumnType): string | number | bigint | null {
   if (value === undefined || value === null) return null;
   if (type === 'text') return textOf(value);
   if (typeof value === 'boolean') return value ? 1 : 0;
@@ -224,7 +227,7 @@ class SqliteDialect implements Dialect<Database.Database> {
     const statement = this.#insertStatement(table, columns, mode, key);
     const width = columns.length;
     const types = columns.map((c) => c.type);
-    const values: (string | number | null)[] = new Array(width);
+    const values: (string | number | bigint | null)[] = new Array(width);
     const input = rows.values;
     for (let r = 0, o = 0; r < rows.count; r++) {
       for (let i = 0; i < width; i++) values[i] = bindable(input[o++], types[i]!);

@@ -4,7 +4,8 @@ import { describe, it } from 'node:test';
 import { csvRow } from '../../../src/emulator/render.js';
 import { packBatch, packedBatches, recordBatches } from '../../../src/records/index.js';
 import { ParserPool } from '../../../src/records/parallel.js';
-import { JobTables } from '../../../src/records/tables.js';
+import { tooLongReason } from '../../../src/records/record-size.js';
+import { JobTables, type ShapePlan } from '../../../src/records/tables.js';
 import type { PackedBatch, RecordBatch } from '../../../src/records/types.js';
 import { plainRows } from '../../../src/schema/copy-text.js';
 import { type Row, unpackRow } from '../../../src/schema/types.js';
@@ -97,6 +98,44 @@ function flat(batches: PackedBatch[]) {
     ),
     rejects: batches.flatMap((b) => b.rejects),
   };
+}
+
+/**
+ * A file parsed each way a run parses one: in this thread, streamed to one worker, and cut into
+ * blocks for two workers (blocks of 4 kB, so that a small file makes several, and rows as COPY
+ * text, as for PostgreSQL); the rows and rejects of each way, by its name.
+ */
+async function everyWay(
+  file: string | Buffer,
+  format: 'csv' | 'json',
+  shapePlan: ShapePlan,
+  maxRecordBytes?: number,
+) {
+  const buffer = typeof file === 'string' ? Buffer.from(file) : file;
+  const tables = new JobTables(shapePlan);
+  const batches = packedBatches(sourceOf(buffer), format, tables, 500, maxRecordBytes);
+  const ways: Record<string, ReturnType<typeof flat>> = {
+    'this thread': flat(await collect(batches)),
+  };
+  for (const workers of [1, 2]) {
+    const pool = new ParserPool(workers);
+    try {
+      const request = {
+        format,
+        plan: shapePlan,
+        batchSize: 500,
+        maxBuffered: 2,
+        blockBytes: 4096,
+        copyText: { keep: tables.keysRead() },
+        ...(maxRecordBytes === undefined ? {} : { maxRecordBytes }),
+      };
+      const batches = await collect(pool.parse(sourceOf(buffer), request).batches);
+      ways[`${workers} worker(s)`] = flat(batches.map((b) => ({ ...b, rows: plainRows(b.rows) })));
+    } finally {
+      await pool.close();
+    }
+  }
+  return ways;
 }
 
 describe('parsing in worker threads', () => {
@@ -385,6 +424,258 @@ describe('parsing in worker threads', () => {
       );
     } finally {
       await pool.close();
+    }
+  });
+
+  it('an NDJSON file that begins with a byte order mark keeps its first record, every way it is parsed', async () => {
+    const lines = Array.from({ length: 300 }, (_, i) =>
+      JSON.stringify({ id: `p${i}`, address: `${i} ${'Main Street '.repeat(10)}` }),
+    );
+    const text = `\ufeff${lines.join('\n')}\n`;
+    for (const nested of ['json', 'tables']) {
+      const ways = await everyWay(text, 'json', propertiesPlan(`nested: ${nested}`));
+      for (const [way, { rows, rejects }] of Object.entries(ways)) {
+        assert.deepEqual(rejects, [], `${nested}, ${way}`);
+        assert.equal(rows.length, 300, `${nested}, ${way}`);
+        assert.deepEqual(rows[0], {
+          line: 1,
+          row: { id: 'p0', address: `0 ${'Main Street '.repeat(10)}` },
+          related: undefined,
+        });
+      }
+    }
+  });
+
+  it('a record beyond the size limit is one reject with its size, never gathered, every way it is parsed', async () => {
+    const limit = 5000;
+    const reject = (line: number, text: string) => ({
+      line,
+      raw: text.slice(0, 10_000),
+      reason: tooLongReason(Buffer.byteLength(text), limit),
+    });
+    // NDJSON: lines past the limit in one piece and over many chunks, one of characters of two
+    // bytes, one ended by CRLF, one that ends the file; one at the limit exactly loads.
+    const json = (id: string, address: string) => JSON.stringify({ id, address });
+    const at = json('at', 'x'.repeat(limit - json('at', '').length));
+    const long = {
+      6: json('over', 'x'.repeat(limit)),
+      40: json('huge', 'y'.repeat(60_000)),
+      41: json('wide', 'é'.repeat(2600)),
+      90: json('crlf', 'z'.repeat(30_000)),
+      120: json('last', 'w'.repeat(70_000)),
+    } as Record<number, string>;
+    const lines: string[] = [];
+    for (let n = 1; n <= 120; n++)
+      lines.push(long[n] ?? (n === 7 ? at : json(`p${n}`, `${n} Main St`)));
+    const ndjson = lines
+      .map((l, i) => (i === 89 ? `${l}\r\n` : `${l}\n`))
+      .join('')
+      .slice(0, -1);
+    for (const nested of ['json', 'tables']) {
+      const ways = await everyWay(ndjson, 'json', propertiesPlan(`nested: ${nested}`), limit);
+      for (const [way, { rows, rejects }] of Object.entries(ways)) {
+        const what = `NDJSON, nested ${nested}, ${way}`;
+        assert.deepEqual(
+          rejects,
+          Object.entries(long).map(([n, text]) => reject(Number(n), text)),
+          what,
+        );
+        assert.equal(rows.length, 115, what);
+        assert.equal(rows[6]?.line, 8, `${what}: lines are counted past a skipped one`);
+        assert.equal(
+          rows.find((r) => r.row.id === 'at')?.line,
+          7,
+          `${what}: a record at the limit loads`,
+        );
+      }
+    }
+    // CSV: a record of one line past the limit, unquoted and quoted, is one reject; the
+    // records around it, one over several lines among them, load.
+    const csvLong = {
+      4: `u1,${'a'.repeat(40_000)}`,
+      5: `q1,"${'b,'.repeat(20_000)}"`,
+      9: `u2,${'c'.repeat(6000)}`,
+    } as Record<number, string>;
+    const csvLines = ['id,address'];
+    for (let n = 2; n <= 60; n++) {
+      csvLines.push(csvLong[n] ?? (n === 7 ? 'm1,"two\nlines"' : `c${n},${n} Elm Rd`));
+    }
+    const csv = `${csvLines.join('\n')}\n`;
+    const ways = await everyWay(csv, 'csv', plan, limit);
+    for (const [way, { rows, rejects }] of Object.entries(ways)) {
+      assert.deepEqual(
+        rejects,
+        // The record of two lines moves the file lines of those after it by one.
+        Object.entries(csvLong).map(([n, text]) =>
+          reject(Number(n) + (Number(n) > 7 ? 1 : 0), text),
+        ),
+        `CSV, ${way}`,
+      );
+      assert.equal(rows.length, 56, `CSV, ${way}`);
+      assert.deepEqual(rows.find((r) => r.row.id === 'm1')?.row.address, 'two\nlines');
+      assert.equal(rows.at(-1)?.line, 61, `CSV, ${way}: lines are counted past a skipped one`);
+    }
+  });
+
+  it('a line beyond the limit among blocks cut again after a broken quote: the rows and rejects of one thread', async () => {
+    // The cutter takes the lines from the stray quote to the next quote for one record; its
+    // worker rejects the first of them and the file is cut again from the line of that next
+    // quote, with the blocks sent after it: among them, sooner or later, the line beyond the
+    // limit, which must be sent again as it was.
+    const limit = 20_000;
+    const tables = new JobTables(plan);
+    for (const between of [5, 40, 120]) {
+      const lines = ['id,yearBuilt'];
+      for (let i = 0; i < 300; i++) lines.push(`h${i},${1900 + (i % 100)}`);
+      lines.push('0,"stray quote');
+      for (let i = 1; i < 20; i++) lines.push(`a${i},${1900 + i}`);
+      lines.push('x,1"9');
+      for (let i = 0; i < between; i++) lines.push(`b${i},${1950 + (i % 50)}`);
+      lines.push(`long,${'9'.repeat(30_000)}`);
+      for (let i = 0; i < 300; i++) lines.push(`c${i},2000`);
+      const text = Buffer.from(`${lines.join('\n')}\n`);
+      const here = flat(await collect(packedBatches(sourceOf(text), 'csv', tables, 500, limit)));
+      assert.deepEqual(
+        here.rejects.map((r) => r.line),
+        [302, 322, 323 + between],
+        'the stray quote, the line of the next one, the line beyond the limit',
+      );
+      for (const workers of [2, 3]) {
+        const pool = new ParserPool(workers);
+        try {
+          const request = { ...CSV_REQUEST, blockBytes: 200, maxRecordBytes: limit };
+          const batches = await collect(pool.parse(sourceOf(text), request).batches);
+          assert.deepEqual(flat(batches), here, `${workers} workers, ${between} lines between`);
+          assert.equal(batches.at(-1)?.bytesRead, text.byteLength);
+        } finally {
+          await pool.close();
+        }
+      }
+    }
+  });
+
+  it('numbers past a double: exact as bigints or rejected as written, top level and nested, every way a file is parsed', async () => {
+    const lines = [
+      '{"id":"p1","yearBuilt":9007199254740993,"prices":[{"amountMin":1.5,"listingId":9007199254740993}],"extra":{"big":9007199254740995}}',
+      '{"id":"p2","yearBuilt":-9223372036854775808}',
+      '{"id":"p3","yearBuilt":1e400}',
+      '{"id":"p4","numBedroom":99999999999999999999999}',
+      '{"id":"p5","floorSizeValue":1.5,"address":"1234567890123456789 Main St, Suite e400"}',
+      '{"id":"p6","prices":[{"amountMin":1e-400}]}',
+    ];
+    const reasons = [
+      {
+        line: 3,
+        reason: "yearBuilt: the number 1e400 cannot be stored exactly: beyond a double's range",
+      },
+      {
+        line: 4,
+        reason:
+          'numBedroom: the number 99999999999999999999999 cannot be stored exactly: an integer beyond 64 bits',
+      },
+      {
+        line: 6,
+        reason:
+          'prices.amountMin: the number 1e-400 cannot be stored exactly: a double rounds it to 0',
+      },
+    ];
+    const ndjson = `${lines.join('\n')}\n`;
+    for (const nested of ['json', 'tables'] as const) {
+      const ways = await everyWay(ndjson, 'json', propertiesPlan(`nested: ${nested}`));
+      for (const [way, { rows, rejects }] of Object.entries(ways)) {
+        const what = `NDJSON, nested ${nested}, ${way}`;
+        assert.deepEqual(
+          rejects.map(({ line, reason }) => ({ line, reason })),
+          reasons,
+          what,
+        );
+        assert.deepEqual(
+          rows.map((r) => r.row.id),
+          ['p1', 'p2', 'p5'],
+          what,
+        );
+        const [p1, p2, p5] = rows;
+        assert.equal(p1!.row.yearBuilt, 9007199254740993n, what);
+        assert.equal(p2!.row.yearBuilt, -9223372036854775808n, what);
+        assert.equal(p5!.row.floorSizeValue, 1.5, what);
+        assert.equal(p5!.row.address, '1234567890123456789 Main St, Suite e400', what);
+        if (nested === 'json') {
+          assert.equal(p1!.row.prices, '[{"amountMin":1.5,"listingId":9007199254740993}]', what);
+          assert.equal(p1!.row.extra, '{"big":9007199254740995}', what);
+        } else {
+          assert.equal(p1!.row.extra__big, 9007199254740995n, what);
+          assert.deepEqual(
+            p1!.related?.get('homes__prices'),
+            [{ _parent_id: 'p1', _position: 0, amountMin: 1.5, listingId: 9007199254740993n }],
+            what,
+          );
+        }
+      }
+    }
+    // CSV: number cells and numbers in JSON cells alike (a field the catalogue does not know
+    // stays text, as ever).
+    const columns = 'id,yearBuilt,numBedroom,prices';
+    const csv = [
+      columns,
+      'p1,9007199254740993,,"[{""amountMin"":1.5,""listingId"":9007199254740993}]"',
+      'p2,-9223372036854775808.0,,',
+      'p3,1e400,,',
+      'p4,,99999999999999999999999,',
+      'p5,1999,1.5e0,',
+      'p6,,,"[{""amountMin"":1e-400}]"',
+    ].join('\n');
+    const ways = await everyWay(`${csv}\n`, 'csv', plan);
+    for (const [way, { rows, rejects }] of Object.entries(ways)) {
+      assert.deepEqual(
+        rejects.map(({ line, reason }) => ({ line, reason })),
+        [
+          {
+            line: 4,
+            reason: "yearBuilt: the number 1e400 cannot be stored exactly: beyond a double's range",
+          },
+          {
+            line: 5,
+            reason:
+              'numBedroom: the number 99999999999999999999999 cannot be stored exactly: an integer beyond 64 bits',
+          },
+          {
+            line: 7,
+            reason:
+              'prices: amountMin: the number 1e-400 cannot be stored exactly: a double rounds it to 0',
+          },
+        ],
+        `CSV, ${way}`,
+      );
+      const [p1, p2, p5] = rows;
+      assert.equal(p1!.row.yearBuilt, 9007199254740993n, `CSV, ${way}`);
+      assert.deepEqual(
+        p1!.related?.get('homes__prices'),
+        [{ _parent_id: 'p1', _position: 0, amountMin: 1.5, listingId: 9007199254740993n }],
+        `CSV, ${way}`,
+      );
+      assert.equal(p2!.row.yearBuilt, -9223372036854775808n, `CSV, ${way}`);
+      assert.equal(p5!.row.numBedroom, 1.5, `CSV, ${way}`);
+    }
+  });
+
+  it('a CSV header beyond the size limit fails the file as unreadable, every way it is parsed', async () => {
+    const csv = `id,${'x'.repeat(9000)}\n1,2\n`;
+    const tables = new JobTables(plan);
+    await assert.rejects(
+      collect(packedBatches(sourceOf(Buffer.from(csv)), 'csv', tables, 500, 5000)),
+      /header line of the file cannot be read: a record of 9,003 bytes/,
+    );
+    for (const workers of [1, 2]) {
+      const pool = new ParserPool(workers);
+      try {
+        const request = { ...CSV_REQUEST, blockBytes: 4096, maxRecordBytes: 5000 };
+        await assert.rejects(
+          collect(pool.parse(sourceOf(Buffer.from(csv)), request).batches),
+          /header line of the file cannot be read: a record of 9,003 bytes/,
+        );
+      } finally {
+        await pool.close();
+      }
     }
   });
 

@@ -51,6 +51,8 @@ const EVERY_KIND: RowValue[] = [
   true,
   false,
   null,
+  9007199254740993n,
+  -9223372036854775808n,
   'last',
 ];
 

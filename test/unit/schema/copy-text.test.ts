@@ -74,6 +74,32 @@ describe('COPY text', () => {
     assert.equal(encodeCopyText(packed(['v'], [[null]]), new Map(), []), undefined, 'no column');
   });
 
+  test('an integer past 2^53 is written as its digits and reads back as the same bigint', () => {
+    const rows: PackedRows = {
+      names: ['id', 'big', 'small'],
+      values: ['a', 9007199254740993n, 5, 'b', -9223372036854775808n, 9007199254740991],
+      count: 2,
+    };
+    const columns = new Map<string, ColumnType>([
+      ['id', 'text'],
+      ['big', 'integer'],
+      ['small', 'integer'],
+    ]);
+    const encoded = encodeCopyText(rows, columns, ['big'])!;
+    assert.equal(
+      text(encoded),
+      'a\t9007199254740993\t5\nb\t-9223372036854775808\t9007199254740991\n',
+    );
+    assert.deepEqual(encoded.values, [9007199254740993n, -9223372036854775808n], 'kept as values');
+    assert.deepEqual(encoded.text!.bigints, ['big'], 'which columns hold one');
+    assert.deepEqual(plainRows(encoded).values, rows.values);
+    // In a floating-point or text column a cell would not read back as the bigint: values.
+    for (const type of ['real', 'text'] as const) {
+      const other = new Map([...columns, ['big', type] as const]);
+      assert.equal(encodeCopyText(rows, other, []), undefined, type);
+    }
+  });
+
   test('withSuffix follows every line with the load columns', () => {
     const columns = new Map<string, ColumnType>([['v', 'text']]);
     const encoded = encodeCopyText(packed(['v'], [['é'], ['b\nc'], [null]]), columns, [])!;
