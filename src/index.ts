@@ -24,7 +24,14 @@ export {
   SluiceError,
   UsageError,
 } from './errors.js';
-export { type Destination, DestinationError, openDestination } from './load/index.js';
+export {
+  type Destination,
+  type DestinationEntry,
+  DestinationError,
+  destinations,
+  openDestination,
+  registerDestination,
+} from './load/index.js';
 export { createLogger, type Logger, silentLogger } from './log.js';
 export {
   type Clock,

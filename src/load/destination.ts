@@ -1,4 +1,6 @@
 import type { FieldMap } from '../catalog.js';
+import type { Logger } from '../log.js';
+import type { RowEncoding } from '../schema/copy-text.js';
 import type { Naming } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType, PackedRows, Row } from '../schema/types.js';
@@ -34,10 +36,10 @@ export interface DestinationCapabilities {
   /** Write transactions that can run at once (SQLite has one writer). */
   concurrentWriters: number;
   /**
-   * Rows are best handed over as COPY text, written by the parse workers (PostgreSQL; see
-   * `schema/copy-text.ts`); any destination takes such rows.
+   * How the parse workers hand it rows (`schema/copy-text.ts`): bound values, or already in
+   * the text its bulk loader reads (COPY text for PostgreSQL). Its writer takes either.
    */
-  copyText: boolean;
+  rowEncoding: RowEncoding;
   /**
    * Bytes of a result file in one written batch, where several parse workers share a file (with
    * one or none, a batch is 500 rows): for a job whose rows are only appended, and, by the
@@ -203,8 +205,47 @@ export interface State {
   }>;
 }
 
+export interface OpenDestinationOptions {
+  /** PostgreSQL schema for the tables (default `public`). */
+  schema?: string;
+  /** Open for reading only: create nothing, write nothing (`sluice status`). */
+  readOnly?: boolean;
+  /** Where a relative path of a file destination starts from (default: the working directory). */
+  baseDir?: string;
+  /** SQLite: how long to wait for another program's lock (default 10 s). */
+  busyTimeoutMs?: number;
+  /** Stops a statement that waits (PostgreSQL: on another session's lock). */
+  signal?: AbortSignal;
+  /** Where waits on other sessions' locks are reported. */
+  logger?: Logger;
+}
+
+/**
+ * A kind of destination sluice loads into: one folder of `src/load/` (its parts: see
+ * `dialect.ts`) and one entry of the registry (`registry.ts`). The entry is small and loads
+ * nothing heavy: the driver is imported when a destination of the kind is opened.
+ */
+export interface DestinationEntry {
+  /** Its name in run summaries and the registry: `sqlite`, `postgres`. */
+  readonly name: string;
+  /** As messages name it: `SQLite`, `PostgreSQL`. */
+  readonly displayName: string;
+  /** How its URLs look, for messages: `sqlite:PATH`. */
+  readonly example: string;
+  /** Whether a destination URL is one of this kind. */
+  matches(url: string): boolean;
+  /**
+   * Prefixes of table names it keeps for itself (lower case), with why: a job's table may not
+   * begin with one, whatever the pipeline's destination (`keeps names beginning pg_ for ...`).
+   */
+  readonly reservedPrefixes?: readonly (readonly [prefix: string, why: string])[];
+  /** Opens the destination a URL of this kind names. */
+  open(url: string, options: OpenDestinationOptions): Promise<Destination>;
+}
+
 export interface Destination {
-  readonly kind: 'sqlite' | 'postgres';
+  /** Its kind's name in the registry (`sqlite`, `postgres`, ...). */
+  readonly kind: string;
   /** Where the data goes, without any password, for messages and summaries. */
   readonly description: string;
   readonly capabilities: DestinationCapabilities;

@@ -1,41 +1,50 @@
 import type { Kysely } from 'kysely';
 import { SluiceError } from '../errors.js';
+import { plainRows } from '../schema/copy-text.js';
 import type { Widening } from '../schema/plan.js';
-import type { Column, RowValue } from '../schema/types.js';
+import type { Column, PackedRows, RowValue } from '../schema/types.js';
 import type { DestinationCapabilities, Lock, LockOptions, PairFilter } from './destination.js';
 import type { StateDatabase } from './state-tables.js';
 
-/** Rows to insert: `count` rows of one value per column of the insert, row after row. */
-export interface TableRows {
-  readonly count: number;
-  readonly values: readonly RowValue[];
-  /**
-   * Instead of values (a destination with `copyText`): the rows as COPY text lines of the
-   * columns `columns` names (physical), in that order: every column of the table.
-   */
-  readonly text?: { readonly columns: readonly string[]; readonly bytes: Uint8Array };
-}
-
 /**
- * What each database does its own way, under the shared loader (`loader.ts`): mapping types,
- * running DDL, writing rows in bulk, swapping tables and locking. Names here are physical
- * (already within the identifier limit). Only `src/load/` sees this interface.
+ * What each database does its own way, under the shared loader (`loader.ts`), in the parts a
+ * destination's folder holds under the same file names, as Kysely splits a dialect into driver,
+ * introspector and compiler:
  *
- * `C` is the dialect's handle on one transaction (a better-sqlite3 handle, a pg client).
+ * - `connection.ts`: opening, transactions and locks (`DialectConnection`);
+ * - `types.ts`: how sluice's column types map to the database's, and values to its cells;
+ * - `schema.ts`: DDL and introspection (`DialectSchema`);
+ * - `writer.ts`: rows in bulk, in the encoding the destination wants (`DialectWriter`);
+ * - `errors.ts`: a driver's errors as SluiceErrors that say what to do;
+ * - `index.ts`: the registry's entry (URLs, display name) and `open`, which puts them together.
+ *
+ * Names here are physical (already within the identifier limit). Only `src/load/` sees these
+ * interfaces. `C` is the dialect's handle on one transaction (a better-sqlite3 handle, a client).
  */
 export interface Dialect<C> {
-  readonly kind: 'sqlite' | 'postgres';
+  /** The destination's name in the registry (`sqlite`, `postgres`, ...). */
+  readonly name: string;
+  /** As messages name it: `SQLite`, `PostgreSQL`. */
+  readonly displayName: string;
+  /** Where the data goes, without any password. */
   readonly description: string;
   readonly capabilities: DestinationCapabilities;
   readonly readOnly: boolean;
   /** State statements outside any transaction. */
   readonly db: Kysely<StateDatabase>;
+  readonly connection: DialectConnection<C>;
+  readonly schema: DialectSchema<C>;
+  readonly writer: DialectWriter<C>;
+  /** A driver's error as a SluiceError that says what to do (and never holds a password). */
+  translate(error: unknown): unknown;
+}
+
+export interface DialectConnection<C> {
   /**
    * Rows can be locked against other writers for the rest of a transaction (PostgreSQL). SQLite
    * needs none: a transaction there is the one writer.
    */
   readonly rowLocks: boolean;
-
   /**
    * Runs `work` in one transaction on one connection; `db` runs state statements inside it.
    * Rolled back when `work` throws.
@@ -43,23 +52,46 @@ export interface Dialect<C> {
   transaction<T>(work: (conn: C, db: Kysely<StateDatabase>) => Promise<T>): Promise<T>;
   /** Runs the state tables' creation or migration so that two processes never do it at once. */
   migrationTransaction<T>(work: (conn: C, db: Kysely<StateDatabase>) => Promise<T>): Promise<T>;
+  lock(name: string, options: LockOptions): Promise<Lock>;
+  /**
+   * For the rest of the transaction, a statement waits at most `ms` for a lock another session
+   * holds, then fails with SLUICE_DESTINATION_BUSY (SQLite: its busy timeout stands).
+   */
+  waitAtMost(conn: C, ms: number): Promise<void>;
+  close(): Promise<void>;
+}
 
+export interface DialectSchema<C> {
   /** Columns of a table, or undefined when there is none (`conn`: inside a transaction). */
   describe(table: string, conn?: C): Promise<Column[] | undefined>;
   /** Column names of a state table, or undefined (for the migration). */
   stateColumns(table: string, conn: C): Promise<string[] | undefined>;
-
   createTable(conn: C, table: string, columns: readonly BoundColumn[]): Promise<void>;
   addColumns(conn: C, table: string, columns: readonly BoundColumn[]): Promise<void>;
   /** Changes a column's type, in place or by rebuilding it, as `capabilities` says. */
   widenColumn(conn: C, table: string, change: Widening): Promise<void>;
   createIndex(conn: C, table: string, index: IndexDef): Promise<void>;
+  indexes(table: string, conn?: C): Promise<IndexDef[]>;
   /**
    * Before a schema change inside a transaction that other writers may share the table with:
    * waits for them (PostgreSQL: an exclusive table lock), so the table is described afresh.
    */
   lockTable(conn: C, table: string): Promise<void>;
+  /** Replaces `target` with `staging` inside the transaction; indexes are renamed with it. */
+  swap(conn: C, staging: string, target: string, indexes: readonly IndexRename[]): Promise<void>;
+  clear(conn: C, table: string): Promise<void>;
+  drop(conn: C, table: string): Promise<void>;
+}
 
+export interface DialectWriter<C> {
+  /**
+   * Rows as this destination writes them: bound values in the table's column order (see
+   * `rowsInTableOrder`), or the encoding its parse workers wrote them in (COPY text, where the
+   * capability `rowEncoding` asked for it).
+   */
+  encode(packed: PackedRows, columns: readonly BoundColumn[]): TableRows;
+  /** Whether an insert failed on the encoding of the rows (sluice's fault, never a value's). */
+  isEncodingFault(error: unknown): boolean;
   /** Writes rows whole: `append` inserts, `merge` upserts on `key` (the last row of a key wins). */
   insert(
     conn: C,
@@ -75,28 +107,24 @@ export interface Dialect<C> {
     conn: C,
     table: string,
     column: string,
-    values: readonly (string | number)[],
+    values: readonly (string | number | bigint)[],
   ): Promise<void>;
-  /** Replaces `target` with `staging` inside the transaction; indexes are renamed with it. */
-  swap(conn: C, staging: string, target: string, indexes: readonly IndexRename[]): Promise<void>;
-  clear(conn: C, table: string): Promise<void>;
-  drop(conn: C, table: string): Promise<void>;
-  indexes(table: string, conn?: C): Promise<IndexDef[]>;
-
   readPairs(
     table: string,
     columns: [string, string],
     filter?: PairFilter,
   ): Promise<[unknown, unknown][]>;
-  lock(name: string, options: LockOptions): Promise<Lock>;
+}
+
+/** Rows to insert: `count` rows of one value per column of the insert, row after row. */
+export interface TableRows {
+  readonly count: number;
+  readonly values: readonly RowValue[];
   /**
-   * For the rest of the transaction, a statement waits at most `ms` for a lock another session
-   * holds, then fails with SLUICE_DESTINATION_BUSY (SQLite: its busy timeout stands).
+   * Instead of values, the rows in an encoding of the destination's own: the lines of the
+   * columns `columns` names (physical), in that order: every column of the table.
    */
-  waitAtMost(conn: C, ms: number): Promise<void>;
-  /** A driver's error as a SluiceError that says what to do (and never holds a password). */
-  translate(error: unknown): unknown;
-  close(): Promise<void>;
+  readonly text?: { readonly columns: readonly string[]; readonly bytes: Uint8Array };
 }
 
 /** A column as written: its physical name and type, and the row key its values come from. */
@@ -113,6 +141,38 @@ export interface IndexDef {
 export interface IndexRename extends IndexDef {
   /** The index's name on the staging table. */
   from: string;
+}
+
+/**
+ * Packed rows as the table's columns take them, as values (those a parse worker wrote in an
+ * encoding read back: `plainRows`): absent fields NULL, constants repeated.
+ */
+export function rowsInTableOrder(rows: PackedRows, columns: readonly BoundColumn[]): TableRows {
+  const packed = plainRows(rows);
+  const from = new Map(packed.names.map((name, i) => [name, i]));
+  const width = columns.length;
+  const stride = packed.names.length;
+  // Per column: its place in a packed row, or -1 with the value every row has (NULL or a constant).
+  const slots = new Int32Array(width);
+  const fixed: RowValue[] = new Array(width).fill(null);
+  for (let c = 0; c < width; c++) {
+    const source = columns[c]!.source;
+    // A constant wins over a field of the same name (the load's own columns are its own).
+    if (packed.constants && Object.hasOwn(packed.constants, source)) {
+      slots[c] = -1;
+      fixed[c] = packed.constants[source]!;
+    } else slots[c] = from.get(source) ?? -1;
+  }
+  const input = packed.values;
+  const values: RowValue[] = new Array(packed.count * width);
+  for (let r = 0, o = 0; r < packed.count; r++) {
+    const base = r * stride;
+    for (let c = 0; c < width; c++) {
+      const slot = slots[c]!;
+      values[o++] = slot >= 0 ? (input[base + slot] ?? null) : fixed[c]!;
+    }
+  }
+  return { count: packed.count, values };
 }
 
 /**

@@ -1,3 +1,9 @@
 export type * from './destination.js';
 export { DestinationError } from './errors.js';
-export { openDestination } from './open-destination.js';
+export {
+  destinationEntryOf,
+  destinationExamples,
+  destinations,
+  openDestination,
+  registerDestination,
+} from './registry.js';

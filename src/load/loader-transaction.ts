@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { copyCell, plainRows, withSuffix } from '../schema/copy-text.js';
+import { plainRows } from '../schema/copy-text.js';
 import { ColumnNames, type Naming } from '../schema/naming.js';
 import { hasChanges, packedColumns, packRows, planChanges } from '../schema/plan.js';
 import {
@@ -7,18 +7,22 @@ import {
   type ColumnType,
   type PackedRows,
   type Row,
-  type RowValue,
   selectPacked,
 } from '../schema/types.js';
 import type { DestinationCapabilities, FileTransaction, WriteTarget } from './destination.js';
-import type { BoundColumn, Dialect, IndexRename, TableRows } from './dialect.js';
+import {
+  type BoundColumn,
+  type Dialect,
+  type IndexRename,
+  rowsInTableOrder,
+  type TableRows,
+} from './dialect.js';
 import { DestinationError } from './errors.js';
 import type { FileRow, RejectRow, StateStore } from './state-store.js';
 import type { StateDatabase } from './state-tables.js';
 
 /** What a transaction needs of its loader. */
 export interface LoaderInternals<C> {
-  readonly kind: 'sqlite' | 'postgres';
   readonly capabilities: DestinationCapabilities;
   readonly dialect: Dialect<C>;
   readonly store: StateStore;
@@ -66,7 +70,7 @@ export class LoaderTransaction<C> implements FileTransaction {
     let columns: Map<string, ColumnType> | undefined;
     if (committed !== undefined) columns = new Map(committed);
     else {
-      const described = await this.#dialect.describe(table, this.conn);
+      const described = await this.#dialect.schema.describe(table, this.conn);
       columns = described && new Map(described.map((c) => [c.name, c.type]));
     }
     this.tables.set(table, columns);
@@ -113,7 +117,7 @@ export class LoaderTransaction<C> implements FileTransaction {
     }
     if (hasChanges(changes) && !changes.create) {
       // Another transaction may have changed the table since it was described: wait for it.
-      await this.#dialect.lockTable(this.conn, table);
+      await this.#dialect.schema.lockTable(this.conn, table);
       existing = await this.#columns(table, true);
       this.known.add(table);
       bound = bind();
@@ -127,21 +131,29 @@ export class LoaderTransaction<C> implements FileTransaction {
     const count = (existing?.size ?? 0) + changes.add.length;
     if (count > limit) {
       throw new DestinationError(
-        `table ${table} would need ${count} columns, more than the ${limit} ${this.loader.kind === 'postgres' ? 'PostgreSQL' : 'SQLite'} allows: use a view with fewer fields, or nested: tables`,
+        `table ${table} would need ${count} columns, more than the ${limit} ${this.#dialect.displayName} allows: use a view with fewer fields, or nested: tables`,
         'SLUICE_DESTINATION_LIMIT',
       );
     }
     const columns = new Map(existing);
     if (changes.create) {
-      await this.#dialect.createTable(this.conn, table, this.#withSource(table, changes.add));
+      await this.#dialect.schema.createTable(
+        this.conn,
+        table,
+        this.#withSource(table, changes.add),
+      );
       for (const c of changes.add) columns.set(c.name, c.type);
     } else {
       if (changes.add.length > 0) {
-        await this.#dialect.addColumns(this.conn, table, this.#withSource(table, changes.add));
+        await this.#dialect.schema.addColumns(
+          this.conn,
+          table,
+          this.#withSource(table, changes.add),
+        );
         for (const c of changes.add) columns.set(c.name, c.type);
       }
       for (const change of changes.widen) {
-        await this.#dialect.widenColumn(this.conn, table, change);
+        await this.#dialect.schema.widenColumn(this.conn, table, change);
         columns.set(change.name, change.to);
       }
     }
@@ -171,7 +183,7 @@ export class LoaderTransaction<C> implements FileTransaction {
     const existing = await this.#indexesOf(table);
     if (!existing.some((i) => i.name === name)) {
       try {
-        await this.#dialect.createIndex(this.conn, table, { name, columns, unique: true });
+        await this.#dialect.schema.createIndex(this.conn, table, { name, columns, unique: true });
       } catch (error) {
         const translated = this.#dialect.translate(error);
         if (
@@ -199,7 +211,7 @@ export class LoaderTransaction<C> implements FileTransaction {
     const name = this.loader.indexName(table, 'parent');
     const existing = await this.#indexesOf(table);
     if (existing.some((i) => i.name === name)) return;
-    await this.#dialect.createIndex(this.conn, table, {
+    await this.#dialect.schema.createIndex(this.conn, table, {
       name,
       columns: [this.#namesOf(table).physical(column)],
       unique: false,
@@ -218,7 +230,7 @@ export class LoaderTransaction<C> implements FileTransaction {
   #indexesOf(table: string): Promise<{ name: string }[]> {
     let indexes = this.#indexes.get(table);
     if (indexes === undefined) {
-      indexes = this.#dialect.indexes(table, this.conn);
+      indexes = this.#dialect.schema.indexes(table, this.conn);
       this.#indexes.set(table, indexes);
     }
     return indexes;
@@ -261,23 +273,22 @@ export class LoaderTransaction<C> implements FileTransaction {
       const rest = await this.write(target, selectPacked(plainRows(packed), kept));
       return [...inexact, ...rest.map((r) => ({ ...r, index: kept[r.index]! }))];
     }
-    const text = this.loader.capabilities.copyText ? asCopyText(packed, bound) : undefined;
-    let all = text ? undefined : inTableOrder(plainRows(packed), bound);
     const key = target.key.map((k) => names.physical(k));
     const insert = (some: TableRows) =>
-      this.#dialect.insert(this.conn, table, bound, some, target.mode, key);
+      this.#dialect.writer.insert(this.conn, table, bound, some, target.mode, key);
     try {
-      await this.#inSavepoint(() => insert(text ?? all!));
+      await this.#inSavepoint(() => insert(this.#dialect.writer.encode(packed, bound)));
       return [];
     } catch (error) {
-      // COPY text the server cannot read as rows (cells out of line) is sluice's own fault,
+      // Rows the writer's own encoding got wrong (cells out of line) are sluice's own fault,
       // never a value to keep aside.
-      if (text && (error as { code?: unknown }).code === BAD_COPY_FORMAT) throw error;
+      if (this.#dialect.writer.isEncodingFault(error)) throw error;
       if (!isValueError(this.#dialect.translate(error))) throw error;
     }
     // A value the database refuses (one sluice's checks did not foresee): the batch is written
-    // row by row, and each refused row is handed back to be kept aside with the reason.
-    all ??= inTableOrder(plainRows(packed), bound);
+    // row by row, as values, and each refused row is handed back to be kept aside with the
+    // reason.
+    const all = rowsInTableOrder(packed, bound);
     const refused: RefusedRow[] = [];
     const width = bound.length;
     for (let index = 0; index < all.count; index++) {
@@ -295,14 +306,14 @@ export class LoaderTransaction<C> implements FileTransaction {
 
   /** Runs `work` so that its failure undoes only itself, not the file's transaction. */
   async #inSavepoint(work: () => Promise<void>): Promise<void> {
-    await this.#dialect.savepoint(this.conn, 'begin');
+    await this.#dialect.writer.savepoint(this.conn, 'begin');
     try {
       await work();
     } catch (error) {
-      await this.#dialect.savepoint(this.conn, 'rollback');
+      await this.#dialect.writer.savepoint(this.conn, 'rollback');
       throw error;
     }
-    await this.#dialect.savepoint(this.conn, 'release');
+    await this.#dialect.writer.savepoint(this.conn, 'release');
   }
 
   async deleteWhereIn(
@@ -314,7 +325,7 @@ export class LoaderTransaction<C> implements FileTransaction {
     const table = this.loader.physical(target.table, target.stagedBy);
     if ((await this.#columns(table)) === undefined) return;
     const physical = this.#namesOf(table).physical(column);
-    await this.#dialect.deleteWhereIn(this.conn, table, physical, values);
+    await this.#dialect.writer.deleteWhereIn(this.conn, table, physical, values);
   }
 
   async addRejects(rows: readonly RejectRow[]): Promise<void> {
@@ -330,7 +341,7 @@ export class LoaderTransaction<C> implements FileTransaction {
   }
 
   async drop(table: string): Promise<void> {
-    await this.#dialect.drop(this.conn, table);
+    await this.#dialect.schema.drop(this.conn, table);
     this.tables.set(table, undefined);
     this.#names.delete(table);
     this.known.add(table);
@@ -356,11 +367,12 @@ export class LoaderTransaction<C> implements FileTransaction {
     const columns = await this.#columns(staging, true);
     if (columns === undefined) {
       // Nothing was staged (an older run's table): the new table is an empty one.
-      if ((await this.#columns(target)) !== undefined) await this.#dialect.clear(this.conn, target);
+      if ((await this.#columns(target)) !== undefined)
+        await this.#dialect.schema.clear(this.conn, target);
       return;
     }
     const renames: IndexRename[] = [];
-    for (const index of await this.#dialect.indexes(staging, this.conn)) {
+    for (const index of await this.#dialect.schema.indexes(staging, this.conn)) {
       for (const purpose of ['key', 'parent'] as const) {
         if (index.name === this.loader.indexName(staging, purpose)) {
           renames.push({
@@ -371,7 +383,7 @@ export class LoaderTransaction<C> implements FileTransaction {
         }
       }
     }
-    await this.#dialect.swap(this.conn, staging, target, renames);
+    await this.#dialect.schema.swap(this.conn, staging, target, renames);
     this.tables.set(target, columns);
     this.tables.set(staging, undefined);
     this.#names.delete(target);
@@ -422,77 +434,8 @@ function inexactRows(
   return [...refused].sort(([a], [b]) => a - b).map(([index, reason]) => ({ index, reason }));
 }
 
-/** PostgreSQL's SQLSTATE for COPY data it cannot split into the columns named. */
-const BAD_COPY_FORMAT = '22P04';
-
 function isValueError(error: unknown): boolean {
   return error instanceof DestinationError && error.code === 'SLUICE_DESTINATION_VALUE';
-}
-
-/** Packed rows as the table's columns take them: absent fields NULL, constants repeated. */
-function inTableOrder(packed: PackedRows, columns: readonly BoundColumn[]): TableRows {
-  const from = new Map(packed.names.map((name, i) => [name, i]));
-  const width = columns.length;
-  const stride = packed.names.length;
-  // Per column: its place in a packed row, or -1 with the value every row has (NULL or a constant).
-  const slots = new Int32Array(width);
-  const fixed: RowValue[] = new Array(width).fill(null);
-  for (let c = 0; c < width; c++) {
-    const source = columns[c]!.source;
-    // A constant wins over a field of the same name (the load's own columns are its own).
-    if (packed.constants && Object.hasOwn(packed.constants, source)) {
-      slots[c] = -1;
-      fixed[c] = packed.constants[source]!;
-    } else slots[c] = from.get(source) ?? -1;
-  }
-  const input = packed.values;
-  const values: RowValue[] = new Array(packed.count * width);
-  for (let r = 0, o = 0; r < packed.count; r++) {
-    const base = r * stride;
-    for (let c = 0; c < width; c++) {
-      const slot = slots[c]!;
-      values[o++] = slot >= 0 ? (input[base + slot] ?? null) : fixed[c]!;
-    }
-  }
-  return { count: packed.count, values };
-}
-
-/**
- * Rows a parse worker wrote as COPY text, each line followed by the load's own columns, as the
- * table takes them; undefined where it does not take them as written: a boolean's cell depends
- * on its column's type (other cells read the same in a column made wider), and a constant wins
- * over a field of the same name.
- */
-function asCopyText(packed: PackedRows, columns: readonly BoundColumn[]): TableRows | undefined {
-  const { text, constants = {} } = packed;
-  if (text === undefined) return undefined;
-  const bySource = new Map(columns.map((c) => [c.source, c]));
-  const names: string[] = [];
-  for (let i = 0; i < text.names.length; i++) {
-    const name = text.names[i]!;
-    const column = bySource.get(name);
-    if (column === undefined || Object.hasOwn(constants, name)) return undefined;
-    if (text.types[i] === 'boolean' && column.type !== 'boolean') return undefined;
-    names.push(column.name);
-  }
-  let suffix = '';
-  for (const [source, value] of Object.entries(constants)) {
-    const column = bySource.get(source);
-    if (column === undefined) return undefined;
-    names.push(column.name);
-    suffix += `\t${copyCell(value, column.type)}`;
-  }
-  // Every column of the table, as values are written: one the batch lacks is NULL, never its
-  // default (a column a user added with one).
-  const named = new Set(names);
-  for (const column of columns) {
-    if (!named.has(column.name)) {
-      names.push(column.name);
-      suffix += '\t\\N';
-    }
-  }
-  const bytes = withSuffix(text, packed.count, suffix);
-  return { count: packed.count, values: [], text: { columns: names, bytes } };
 }
 
 function toColumns(map: Map<string, ColumnType>): Column[] {

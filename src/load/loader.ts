@@ -51,7 +51,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   }
 
   get kind() {
-    return this.#dialect.kind;
+    return this.#dialect.name;
   }
   get description() {
     return this.#dialect.description;
@@ -67,8 +67,8 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     if (this.#stateReady) return;
     await this.#guard(async () => {
       try {
-        await this.#dialect.migrationTransaction((conn, db) =>
-          migrateStateTables(db, { columns: (t) => this.#dialect.stateColumns(t, conn) }),
+        await this.#dialect.connection.migrationTransaction((conn, db) =>
+          migrateStateTables(db, { columns: (t) => this.#dialect.schema.stateColumns(t, conn) }),
         );
       } catch (error) {
         if (error instanceof StateVersionError) {
@@ -81,20 +81,22 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   }
 
   async hasState(): Promise<boolean> {
-    return this.#guard(async () => (await this.#dialect.describe('_sluice_runs')) !== undefined);
+    return this.#guard(
+      async () => (await this.#dialect.schema.describe('_sluice_runs')) !== undefined,
+    );
   }
 
   async lock(name: string, options: LockOptions): Promise<Lock> {
     await this.ensureState(); // the lease lives in the state tables
-    const held = await this.#guard(() => this.#dialect.lock(name, options));
+    const held = await this.#guard(() => this.#dialect.connection.lock(name, options));
     const holder = randomUUID();
     const by = `${options.holder ? `run ${options.holder}, ` : ''}process ${process.pid} on ${hostname()}`;
     try {
       await this.#guard(() =>
-        this.#dialect.transaction(async (conn, db) => {
+        this.#dialect.connection.transaction(async (conn, db) => {
           // A holder that lost its lock may be committing a file, the lease locked against a
           // takeover until it ends: it is alive and writing, so this run does not take over.
-          await this.#dialect.waitAtMost(conn, LEASE_WAIT_MS);
+          await this.#dialect.connection.waitAtMost(conn, LEASE_WAIT_MS);
           await this.#store.takeLease({ name, holder, taken_at: new Date().toISOString(), by }, db);
         }),
       );
@@ -122,10 +124,10 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
    * take the lease over while one of this handle's transactions is under way.
    */
   async #fenced<T>(work: (conn: C, db: Kysely<StateDatabase>) => Promise<T>): Promise<T> {
-    return this.#dialect.transaction(async (conn, db) => {
+    return this.#dialect.connection.transaction(async (conn, db) => {
       const fence = this.#fence;
       if (fence !== undefined) {
-        const lease = await this.#store.lease(fence.name, db, this.#dialect.rowLocks);
+        const lease = await this.#store.lease(fence.name, db, this.#dialect.connection.rowLocks);
         if (lease?.holder !== fence.holder) throw lockLost(fence.name, this.description, lease);
       }
       return work(conn, db);
@@ -146,7 +148,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   }
 
   describeTable(table: string, stagedBy?: string): Promise<Column[] | undefined> {
-    return this.#guard(() => this.#dialect.describe(this.#physical(table, stagedBy)));
+    return this.#guard(() => this.#dialect.schema.describe(this.#physical(table, stagedBy)));
   }
 
   async prepareTables(tables: readonly TableDef[], stagedBy?: string): Promise<void> {
@@ -215,15 +217,15 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     return this.#guard(async () => {
       const physical = this.naming.table(table);
       // The columns the rows were written to, as the table's columns say (see ColumnNames).
-      const described = await this.#dialect.describe(physical);
+      const described = await this.#dialect.schema.describe(physical);
       const names = new ColumnNames(this.naming, described?.map((c) => c.name) ?? []);
       const [a, b] = columns.map((c) => names.physical(c)) as [string, string];
-      return this.#dialect.readPairs(physical, [a, b], filter);
+      return this.#dialect.writer.readPairs(physical, [a, b], filter);
     });
   }
 
   async close(): Promise<void> {
-    await this.#dialect.close();
+    await this.#dialect.connection.close();
   }
 
   // --- internals shared with transactions ---------------------------------------------------

@@ -123,7 +123,9 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
       workers,
       files,
       blockBytes: tables.appendsOnly ? batchBytes.appends : batchBytes.merges[job.format],
-      ...(destination.capabilities.copyText ? { copyText: { keep: tables.keysRead() } } : {}),
+      ...(destination.capabilities.rowEncoding === 'values'
+        ? {}
+        : { encoding: { name: destination.capabilities.rowEncoding, keep: tables.keysRead() } }),
       maxRecordBytes: maxRecordBytes(ctx.env),
     },
     ctx.signal,

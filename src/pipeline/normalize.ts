@@ -10,6 +10,7 @@ import {
 } from '../records/index.js';
 import { JobTables, type ShapePlan } from '../records/tables.js';
 import type { FileFormat } from '../records/types.js';
+import type { RowEncoding } from '../schema/copy-text.js';
 
 /**
  * The normalize stage: a result file's bytes to shaped batches (rows of the job's table and
@@ -82,14 +83,14 @@ export class FileReader {
     readonly format: FileFormat,
     /**
      * Parse workers (0: this thread), files opened at once (the workers share them), the bytes
-     * of a block where workers share a file, whether they write the job's rows as COPY text, and
+     * of a block where workers share a file, the encoding they write the job's rows in, and
      * the size beyond which a record is rejected (see `ParseRequest`).
      */
     readonly parsing: {
       workers: number;
       files?: number;
       blockBytes?: number;
-      copyText?: { keep: string[] };
+      encoding?: { name: RowEncoding; keep: string[] };
       maxRecordBytes?: number;
     },
     readonly signal?: AbortSignal,
@@ -109,7 +110,7 @@ export class FileReader {
         batchSize: BATCH_ROWS,
         maxBuffered: this.#pool.streams ? 3 : blocksAhead(this.parsing.blockBytes),
         ...(this.parsing.blockBytes ? { blockBytes: this.parsing.blockBytes } : {}),
-        ...(this.parsing.copyText ? { copyText: this.parsing.copyText } : {}),
+        ...(this.parsing.encoding ? { encoding: this.parsing.encoding } : {}),
         ...(this.parsing.maxRecordBytes ? { maxRecordBytes: this.parsing.maxRecordBytes } : {}),
       });
     }

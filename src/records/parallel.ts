@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
+import type { RowEncoding } from '../schema/copy-text.js';
 import { boundedLines, isLongLine, type LongLine, MAX_RECORD_BYTES } from './record-size.js';
 import type { ShapePlan } from './tables.js';
 import type { FileFormat, PackedBatch } from './types.js';
@@ -43,10 +44,10 @@ export interface ParseRequest {
    */
   maxRecordBytes?: number;
   /**
-   * The job's rows as COPY text (a PostgreSQL destination, see schema/copy-text.ts), with only
-   * the columns `keep` names also as values (those the writing thread reads: keys).
+   * The job's rows in the destination's encoding (see schema/copy-text.ts) where it has one,
+   * with only the columns `keep` names also as values (those the writing thread reads: keys).
    */
-  copyText?: { keep: string[] };
+  encoding?: { name: RowEncoding; keep: string[] };
 }
 
 export type ToWorker =

@@ -91,7 +91,11 @@ type Unposted<M> = M extends { batch: WireBatch }
  */
 function postBatch(message: Unposted<ToMain>, request: ParseRequest): void {
   const { batch } = message;
-  const rows = request.copyText && encodeCopyText(batch.rows, batch.columns, request.copyText.keep);
+  const { encoding } = request;
+  const rows =
+    encoding?.name === 'copy-text'
+      ? encodeCopyText(batch.rows, batch.columns, encoding.keep)
+      : undefined;
   const wire = toWire(rows?.text ? { ...batch, rows } : batch);
   port!.postMessage({ ...message, batch: wire.batch } satisfies ToMain, wire.transfer);
 }

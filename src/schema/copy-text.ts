@@ -44,6 +44,13 @@ export function copyCell(value: RowValue | undefined, type: ColumnType): string 
 }
 
 /**
+ * How a destination wants rows handed to it: bound values, or lines of text its bulk loader
+ * reads (`copy-text`: PostgreSQL's COPY text format, written here by the parse workers). A
+ * destination names its own (`DestinationCapabilities.rowEncoding`).
+ */
+export type RowEncoding = 'values' | 'copy-text';
+
+/**
  * A batch's rows as COPY text (the columns `columns` types, those with a value in some row),
  * keeping as values only the columns `keep` names. Undefined when a value's type is not its
  * column's (a boolean in a numeric column, a number in a text one): its cell could not be read

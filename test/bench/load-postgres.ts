@@ -25,8 +25,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse';
 import type { ColumnType, Destination } from '../../src/load/destination.js';
-import { openPostgresDestination } from '../../src/load/postgres/postgres-dialect.js';
-import { PG_TYPE } from '../../src/load/postgres/postgres-encoding.js';
+import { openDestination } from '../../src/load/index.js';
+import { PG_TYPE } from '../../src/load/postgres/types.js';
 import type { Row, RowValue } from '../../src/records/types.js';
 import type { TableDef } from '../../src/schema/plan.js';
 import { dropSchema, postgresUrl, randomSchemaName } from '../helpers/postgres.js';
@@ -265,7 +265,7 @@ try {
   const bytes = statSync(csvPath).size;
   console.log(`CSV: ${(bytes / 1e6).toFixed(1)} MB, ${COLUMNS.length} columns, schema ${schema}`);
 
-  dest = await openPostgresDestination(url, { schema });
+  dest = await openDestination(url, { schema });
   const results: Result[] = [];
 
   // (a) psql \copy into a pre-created table.

@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { Dataset } from '../../src/emulator/data/dataset.js';
-import { PAGE_SIZE } from '../../src/load/sqlite/sqlite-dialect.js';
+import { PAGE_SIZE } from '../../src/load/sqlite/connection.js';
 
 const { values } = parseArgs({
   options: {

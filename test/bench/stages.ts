@@ -19,7 +19,7 @@ import { Readable } from 'node:stream';
 import { deserialize, serialize } from 'node:v8';
 import Database from 'better-sqlite3';
 import { parse } from 'csv-parse/sync';
-import { PAGE_SIZE } from '../../src/load/sqlite/sqlite-dialect.js';
+import { PAGE_SIZE } from '../../src/load/sqlite/connection.js';
 import { BLOCK_BYTES, packedBatches } from '../../src/records/index.js';
 import { JobTables } from '../../src/records/tables.js';
 import type { PackedBatch } from '../../src/records/types.js';

@@ -11,7 +11,7 @@
 
 import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -20,10 +20,13 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { FieldMap } from '../../src/catalog.js';
 import type { ColumnType, Destination, Row, WriteTarget } from '../../src/load/destination.js';
-import { openDestination } from '../../src/load/index.js';
+import { destinations, openDestination, registerDestination } from '../../src/load/index.js';
 import { STATE_VERSION } from '../../src/load/state-tables.js';
+import { silentLogger } from '../../src/log.js';
+import { loadPipeline, noProgress, runPipeline } from '../../src/pipeline/index.js';
 import { encodeCopyText } from '../../src/schema/copy-text.js';
 import { META_COLUMNS, packRows, type TableDef } from '../../src/schema/plan.js';
+import { EmulatorHarness } from '../helpers/emulator.js';
 import { breakLock } from '../helpers/locks.js';
 import {
   dropSchema,
@@ -32,11 +35,16 @@ import {
   queryPostgres,
   randomSchemaName,
 } from '../helpers/postgres.js';
+import { fake } from './fake-destination.js';
 
 interface Opened {
   dest: Destination;
   /** Rows of a query, over the test's own connection. */
   all<T = Record<string, unknown>>(sql: string): Promise<T[]>;
+  /** Runs statements over the test's own writable connection. */
+  raw(statements: string[]): Promise<void>;
+  /** Names of the tables there are. */
+  tables(): Promise<string[]>;
   /** Declared column types as the database reports them. */
   declared(table: string): Promise<Record<string, string>>;
   indexes(table: string): Promise<string[]>;
@@ -44,30 +52,95 @@ interface Opened {
   reopen(options?: { readOnly?: boolean; busyTimeoutMs?: number }): Promise<Destination>;
   /** PostgreSQL: the same destination, with these session settings in the URL's `options`. */
   withSettings?(settings: string): Promise<Destination>;
+  /** The arguments of hold-lock.mjs (URL, lock name, schema). */
   lockHolder(name: string): string[];
+  /** Takes the lock `name` away from the handle holding it (breakLock). */
+  breakLock(name: string): Promise<void>;
+}
+
+/** What a destination is expected to be and do where destinations differ. */
+interface Expects {
+  maxIdentifierBytes: number;
+  alterColumnType: 'in-place' | 'rebuild';
+  maxColumns: number;
+  /** The types the database declares for sluice's column types. */
+  declared: Record<string, string>;
+  /** The state tables of sluice 0.1 on this destination, where there were any. */
+  v1State?: string[];
+  /** The database itself refuses a value sluice's checks let through (a bad timestamp). */
+  refusesValues: boolean;
+  /** A table may hold columns that differ only in case (made by an earlier sluice). */
+  caseTwins: boolean;
 }
 
 interface Harness {
-  kind: 'sqlite' | 'postgres';
+  kind: string;
   skip?: string;
+  expects: Expects;
   open(): Promise<{ opened: Opened; cleanup(): Promise<void> }>;
 }
 
-const kinds = (process.env.SLUICE_TEST_DESTINATIONS ?? 'sqlite,postgres')
-  .split(',')
-  .map((k) => k.trim())
-  .filter((k) => k.length > 0);
+// A destination of the tests' own, registered as a plugin would be: the suite runs on it too.
+registerDestination(fake);
+
+/** Every registered destination, or those SLUICE_TEST_DESTINATIONS names (the fake one too). */
+const kinds = destinations()
+  .map((d) => d.name)
+  .filter((name) => {
+    const chosen = process.env.SLUICE_TEST_DESTINATIONS;
+    return (
+      chosen === undefined || chosen.split(',').some((k) => k.trim() === name) || name === 'fake'
+    );
+  });
 
 const LOCK_SCRIPT = fileURLToPath(new URL('./hold-lock.mjs', import.meta.url));
 
+/** The state tables of sluice 0.1, as each destination created them (they had drifted). */
+const V1_STATE: Record<'sqlite' | 'postgres', string[]> = {
+  sqlite: [
+    'create table "_sluice_runs" ("run_id" text primary key, "pipeline" text not null, "started_at" text not null, "finished_at" text, "status" text not null, "summary" text)',
+    'create table "_sluice_downloads" ("attempt_id" text primary key, "pipeline" text not null, "job" text not null, "spec_hash" text not null, "api" text not null, "download_id" text, "status" text not null, "target_table" text not null, "load_table" text not null, "num_found" integer, "num_records" integer, "requested_at" text not null, "started_at" text, "updated_at" text not null, "finished_at" text, "run_id" text not null, "message" text)',
+    'create index "_sluice_downloads_by_job" on "_sluice_downloads" ("pipeline", "job", "requested_at")',
+    'create table "_sluice_files" ("download_id" text not null, "file_index" integer not null, "file_name" text not null, "table_name" text not null, "rows_loaded" integer not null, "rows_rejected" integer not null, "bytes" bigint not null, "loaded_at" text not null, "run_id" text not null, constraint "_sluice_files_pk" primary key ("download_id", "file_index"))',
+    'create table "_sluice_rejects" ("download_id" text not null, "job" text not null, "file_name" text not null, "line" integer not null, "raw" text not null, "reason" text not null, "created_at" text not null)',
+    'create index "_sluice_rejects_by_download" on "_sluice_rejects" ("download_id", "file_name")',
+  ],
+  postgres: [
+    'CREATE TABLE "_sluice_runs" (run_id text PRIMARY KEY, pipeline text NOT NULL, started_at text NOT NULL, finished_at text, status text NOT NULL, summary text)',
+    'CREATE TABLE "_sluice_downloads" (attempt_id text PRIMARY KEY, pipeline text NOT NULL, job text NOT NULL, spec_hash text NOT NULL, api text NOT NULL, download_id text, status text NOT NULL, target_table text NOT NULL, load_table text NOT NULL, num_found bigint, num_records bigint, requested_at text NOT NULL, started_at text, updated_at text NOT NULL, finished_at text, run_id text NOT NULL, message text)',
+    'CREATE TABLE "_sluice_files" (download_id text NOT NULL, file_index bigint NOT NULL, file_name text NOT NULL, table_name text NOT NULL, rows_loaded bigint NOT NULL, rows_rejected bigint NOT NULL, bytes bigint NOT NULL, loaded_at text NOT NULL, run_id text NOT NULL, UNIQUE (download_id, file_index))',
+    'CREATE TABLE "_sluice_rejects" (download_id text NOT NULL, job text NOT NULL, file_name text NOT NULL, line bigint NOT NULL, raw text NOT NULL, reason text NOT NULL, created_at text NOT NULL)',
+    'CREATE INDEX "_sluice_downloads__pipeline" ON "_sluice_downloads" (pipeline, job)',
+    'CREATE INDEX "_sluice_rejects__download" ON "_sluice_rejects" (download_id)',
+  ],
+};
+
+const SQLITE_DECLARED = {
+  id: 'integer',
+  flag: 'boolean',
+  price: 'real',
+  seen: 'timestamp',
+  doc: 'json',
+  name: 'text',
+};
+
 async function harness(kind: string): Promise<Harness> {
-  if (kind === 'sqlite') {
+  if (kind === 'sqlite' || kind === 'fake') {
     return {
       kind,
+      expects: {
+        maxIdentifierBytes: kind === 'fake' ? 40 : Number.POSITIVE_INFINITY,
+        alterColumnType: 'rebuild',
+        maxColumns: 2000,
+        declared: SQLITE_DECLARED,
+        ...(kind === 'sqlite' ? { v1State: V1_STATE.sqlite } : {}),
+        refusesValues: false,
+        caseTwins: false,
+      },
       async open() {
         const dir = mkdtempSync(join(tmpdir(), 'sluice-contract-'));
         const file = join(dir, 'contract.sqlite');
-        const url = `sqlite:${file}`;
+        const url = `${kind}:${file}`;
         const dest = await openDestination(url);
         const all = async <T>(sql: string) => {
           const db = new Database(file, { readonly: true });
@@ -94,8 +167,25 @@ async function harness(kind: string): Promise<Harness> {
                 `select name from sqlite_master where type = 'index' and tbl_name = '${table.replaceAll("'", "''")}' and sql is not null order by name`,
               )
             ).map((i) => i.name),
+          raw: async (statements) => {
+            const db = new Database(file);
+            try {
+              for (const statement of statements) db.exec(statement);
+            } finally {
+              db.close();
+            }
+          },
+          tables: async () =>
+            (
+              await all<{ name: string }>(
+                `select name from sqlite_master where type = 'table' order by name`,
+              )
+            ).map((t) => t.name),
           reopen: (options = {}) => openDestination(url, options),
-          lockHolder: (name) => [url, name],
+          // A second process (hold-lock.mjs) knows only the built-in destinations: the lock is
+          // SQLite's, whatever the scheme.
+          lockHolder: (name) => [`sqlite:${file}`, name],
+          breakLock: (name) => breakLock({ kind: 'sqlite', url: `sqlite:${file}` }, name),
         };
         return {
           opened,
@@ -113,6 +203,22 @@ async function harness(kind: string): Promise<Harness> {
     return {
       kind,
       ...(skip === undefined ? {} : { skip }),
+      expects: {
+        maxIdentifierBytes: 63,
+        alterColumnType: 'in-place',
+        maxColumns: 1600,
+        declared: {
+          id: 'bigint',
+          flag: 'boolean',
+          price: 'double precision',
+          seen: 'timestamp with time zone',
+          doc: 'jsonb',
+          name: 'text',
+        },
+        v1State: V1_STATE.postgres,
+        refusesValues: true,
+        caseTwins: true,
+      },
       async open() {
         const schema = randomSchemaName();
         const dest = await openDestination(url, { schema });
@@ -165,7 +271,25 @@ async function harness(kind: string): Promise<Harness> {
             withOptions.searchParams.set('options', settings);
             return openDestination(withOptions.toString(), { schema });
           },
+          raw: async (statements) => {
+            const client = new pg.Client({ connectionString: url });
+            client.on('error', () => {});
+            await client.connect();
+            try {
+              await client.query(`SET search_path TO "${schema}"`);
+              for (const statement of statements) await client.query(statement);
+            } finally {
+              await client.end();
+            }
+          },
+          tables: async () =>
+            (
+              await all<{ name: string }>(
+                `select table_name as name from information_schema.tables where table_schema = current_schema() order by 1`,
+              )
+            ).map((t) => t.name),
           lockHolder: (name) => [url, name, schema],
+          breakLock: (name) => breakLock({ kind: 'postgres', url, schema }, name),
         };
         return {
           opened,
@@ -178,7 +302,7 @@ async function harness(kind: string): Promise<Harness> {
     };
   }
   throw new Error(
-    `SLUICE_TEST_DESTINATIONS: unknown destination ${kind} (expected sqlite or postgres)`,
+    `destination ${kind} is registered, but the contract suite has no test adapter for it: add one to harness()`,
   );
 }
 
@@ -287,26 +411,6 @@ const attempt = {
   stage: 'extract',
 };
 
-/** The state tables of sluice 0.1, as each destination created them (they had drifted). */
-const V1_STATE: Record<'sqlite' | 'postgres', string[]> = {
-  sqlite: [
-    'create table "_sluice_runs" ("run_id" text primary key, "pipeline" text not null, "started_at" text not null, "finished_at" text, "status" text not null, "summary" text)',
-    'create table "_sluice_downloads" ("attempt_id" text primary key, "pipeline" text not null, "job" text not null, "spec_hash" text not null, "api" text not null, "download_id" text, "status" text not null, "target_table" text not null, "load_table" text not null, "num_found" integer, "num_records" integer, "requested_at" text not null, "started_at" text, "updated_at" text not null, "finished_at" text, "run_id" text not null, "message" text)',
-    'create index "_sluice_downloads_by_job" on "_sluice_downloads" ("pipeline", "job", "requested_at")',
-    'create table "_sluice_files" ("download_id" text not null, "file_index" integer not null, "file_name" text not null, "table_name" text not null, "rows_loaded" integer not null, "rows_rejected" integer not null, "bytes" bigint not null, "loaded_at" text not null, "run_id" text not null, constraint "_sluice_files_pk" primary key ("download_id", "file_index"))',
-    'create table "_sluice_rejects" ("download_id" text not null, "job" text not null, "file_name" text not null, "line" integer not null, "raw" text not null, "reason" text not null, "created_at" text not null)',
-    'create index "_sluice_rejects_by_download" on "_sluice_rejects" ("download_id", "file_name")',
-  ],
-  postgres: [
-    'CREATE TABLE "_sluice_runs" (run_id text PRIMARY KEY, pipeline text NOT NULL, started_at text NOT NULL, finished_at text, status text NOT NULL, summary text)',
-    'CREATE TABLE "_sluice_downloads" (attempt_id text PRIMARY KEY, pipeline text NOT NULL, job text NOT NULL, spec_hash text NOT NULL, api text NOT NULL, download_id text, status text NOT NULL, target_table text NOT NULL, load_table text NOT NULL, num_found bigint, num_records bigint, requested_at text NOT NULL, started_at text, updated_at text NOT NULL, finished_at text, run_id text NOT NULL, message text)',
-    'CREATE TABLE "_sluice_files" (download_id text NOT NULL, file_index bigint NOT NULL, file_name text NOT NULL, table_name text NOT NULL, rows_loaded bigint NOT NULL, rows_rejected bigint NOT NULL, bytes bigint NOT NULL, loaded_at text NOT NULL, run_id text NOT NULL, UNIQUE (download_id, file_index))',
-    'CREATE TABLE "_sluice_rejects" (download_id text NOT NULL, job text NOT NULL, file_name text NOT NULL, line bigint NOT NULL, raw text NOT NULL, reason text NOT NULL, created_at text NOT NULL)',
-    'CREATE INDEX "_sluice_downloads__pipeline" ON "_sluice_downloads" (pipeline, job)',
-    'CREATE INDEX "_sluice_rejects__download" ON "_sluice_rejects" (download_id)',
-  ],
-};
-
 for (const h of harnesses) {
   describe(`destination contract: ${h.kind}`, () => {
     if (h.skip !== undefined) {
@@ -330,10 +434,10 @@ for (const h of harnesses) {
       use(async ({ dest }) => {
         assert.equal(dest.kind, h.kind);
         const c = dest.capabilities;
-        assert.equal(c.maxIdentifierBytes, h.kind === 'postgres' ? 63 : Number.POSITIVE_INFINITY);
-        assert.equal(c.alterColumnType, h.kind === 'postgres' ? 'in-place' : 'rebuild');
+        assert.equal(c.maxIdentifierBytes, h.expects.maxIdentifierBytes);
+        assert.equal(c.alterColumnType, h.expects.alterColumnType);
         assert.equal(c.concurrentWriters >= 1, true);
-        assert.equal(c.maxColumns, h.kind === 'postgres' ? 1600 : 2000);
+        assert.equal(c.maxColumns, h.expects.maxColumns);
         assert.equal(dest.naming.maxBytes, c.maxIdentifierBytes, 'naming reads the limit');
         assert.ok(dest.description.length > 0);
       }));
@@ -384,12 +488,16 @@ for (const h of harnesses) {
         assert.equal((await dest.state.loadedFiles('dl-1')).size, 2, 'existing state is kept');
       }));
 
-    it('migrates the state tables of sluice 0.1 in place, keeping their rows', () =>
+    it('migrates the state tables of sluice 0.1 in place, keeping their rows', (t) =>
       use(async (o) => {
         const { dest } = o;
+        if (h.expects.v1State === undefined) {
+          t.skip('sluice 0.1 never wrote to this destination');
+          return;
+        }
         // Made as sluice 0.1 made them on this destination, with a row in each.
-        await runRaw(h.kind, o, V1_STATE[h.kind]);
-        await runRaw(h.kind, o, [
+        await o.raw(h.expects.v1State);
+        await o.raw([
           `insert into _sluice_runs values ('r0', 'p', '2024-01-01T00:00:00Z', null, 'succeeded', null)`,
           `insert into _sluice_downloads values ('a0', 'p', 'j', 'h', 'v4', 'd0', 'loading', 't', 't', 5, 5, '2024-01-01T00:00:00Z', null, '2024-01-01T00:00:00Z', null, 'r0', null)`,
           `insert into _sluice_files values ('d0', 0, 'd0_0.csv', 't', 5, 0, 100, '2024-01-01T00:00:00Z', 'r0')`,
@@ -426,7 +534,7 @@ for (const h of harnesses) {
     it('refuses state tables written by a newer sluice', () =>
       use(async (o) => {
         await o.dest.ensureState();
-        await runRaw(h.kind, o, [
+        await o.raw([
           `update _sluice_meta set value = '${STATE_VERSION + 1}' where key = 'state_version'`,
         ]);
         const fresh = await o.reopen();
@@ -455,25 +563,7 @@ for (const h of harnesses) {
         assert.equal(await dest.describeTable('things'), undefined);
         await dest.prepareTables([things]);
         assert.deepEqual(await dest.describeTable('things'), things.columns);
-        const expectedDeclared =
-          h.kind === 'postgres'
-            ? {
-                id: 'bigint',
-                flag: 'boolean',
-                price: 'double precision',
-                seen: 'timestamp with time zone',
-                doc: 'jsonb',
-                name: 'text',
-              }
-            : {
-                id: 'integer',
-                flag: 'boolean',
-                price: 'real',
-                seen: 'timestamp',
-                doc: 'json',
-                name: 'text',
-              };
-        assert.deepEqual(await o.declared('things'), expectedDeclared);
+        assert.deepEqual(await o.declared('things'), h.expects.declared);
         const input = rows(
           {
             id: 1,
@@ -748,7 +838,7 @@ for (const h of harnesses) {
         }
         await both(rows({ id: 1, note: 'again', n: 5 }, { id: 5, n: 6 }));
         await both(rows({ id: 1, ok: false }, { id: 5, ok: true }));
-        if (h.kind === 'postgres') {
+        if (h.expects.refusesValues) {
           // A value only the database finds wrong: the rows are written one by one.
           const refused = await both(
             rows({ id: 6, note: 'fine' }, { id: 7, at: 'not a date' }, { id: 8, note: 'also' }),
@@ -772,7 +862,7 @@ for (const h of harnesses) {
             [3, 'café ✓ 😀', '3', null],
             [4, null, 'x', 10],
             [5, null, null, 1],
-            ...(h.kind === 'postgres'
+            ...(h.expects.refusesValues
               ? [
                   [6, 'fine', null, null],
                   [8, 'also', null, null],
@@ -965,7 +1055,7 @@ for (const h of harnesses) {
         ]);
         assert.deepEqual(await readNormalized(o, 'homes__kids', ['n']), [{ _parent_id: 2, n: 7 }]);
         assert.deepEqual(await o.indexes('homes__kids'), ['homes__kids__sluice_parent']);
-        const tables = (await o.all<{ name: string }>(tableList(h.kind))).map((t) => t.name);
+        const tables = await o.tables();
         assert.deepEqual(
           tables.filter((t) => t.includes('sluice_new')),
           [],
@@ -1063,7 +1153,7 @@ for (const h of harnesses) {
         for (const name of names) {
           assert.equal((await o.all(`select * from "${dest.physicalName(name)}"`)).length, 2, name);
         }
-        const all = (await o.all<{ name: string }>(tableList(h.kind))).map((t) => t.name);
+        const all = await o.tables();
         assert.deepEqual(
           all.filter((t) => t.includes('sluice_new')),
           [],
@@ -1268,9 +1358,9 @@ for (const h of harnesses) {
             [2, null, 'B'],
           ],
         );
-        if (h.kind === 'postgres') {
+        if (h.expects.caseTwins) {
           // A table of an earlier sluice, which PostgreSQL let hold both: loaded on as it is.
-          await runRaw(h.kind, o, [
+          await o.raw([
             'create table both_cases (id bigint, "City" text, city text, _sluice_download_id text, _sluice_loaded_at timestamptz)',
           ]);
           await write(dest, target('both_cases'), rows({ id: 1, City: 'X', city: 'x' }));
@@ -1346,13 +1436,9 @@ for (const h of harnesses) {
 
     it('lock lost: once another handle takes it over, the old holder writes nothing more (SLUICE_LOCK_LOST)', () =>
       use(async (o) => {
-        const [url, , schema] = o.lockHolder('');
         const first = await o.dest.lock('pipeline:lost', { wait: false, holder: 'run-1' });
         await o.dest.state.insertAttempt({ ...attempt });
-        await breakLock(
-          { kind: h.kind, url: url!, ...(schema ? { schema } : {}) },
-          'pipeline:lost',
-        );
+        await o.breakLock('pipeline:lost');
         const other = await o.reopen();
         try {
           const second = await other.lock('pipeline:lost', { wait: false, holder: 'run-2' });
@@ -1385,21 +1471,21 @@ for (const h of harnesses) {
 
     it('lock lost while the holder commits: no takeover until it ends (SLUICE_LOCKED)', () =>
       use(async (o) => {
-        const [url, , schema] = o.lockHolder('');
         const first = await o.dest.lock('pipeline:busy', { wait: false });
         const other = await o.reopen({ busyTimeoutMs: 300 });
         try {
           await other.ensureState();
           let finish: () => void = () => {};
+          let begun: () => void = () => {};
+          const inside = new Promise<void>((resolve) => (begun = resolve));
           const committing = o.dest.loadFile(async (tx) => {
             await tx.recordFile({ ...fileRow(0), download_id: 'busy' });
+            begun();
             await new Promise<void>((resolve) => (finish = resolve));
           });
-          await new Promise((r) => setTimeout(r, 100));
-          await breakLock(
-            { kind: h.kind, url: url!, ...(schema ? { schema } : {}) },
-            'pipeline:busy',
-          );
+          // The holder is inside its transaction (not a timer's guess: under load that was late).
+          await inside;
+          await o.breakLock('pipeline:busy');
           await assert.rejects(
             other.lock('pipeline:busy', { wait: false }),
             (e: Error & { code?: string }) => {
@@ -1439,36 +1525,6 @@ for (const h of harnesses) {
         }
       }));
   });
-}
-
-function tableList(kind: string): string {
-  return kind === 'sqlite'
-    ? `select name from sqlite_master where type = 'table' order by name`
-    : `select table_name as name from information_schema.tables where table_schema = current_schema() order by 1`;
-}
-
-/** Runs statements over the test's own writable connection. */
-async function runRaw(kind: string, o: Opened, statements: string[]): Promise<void> {
-  if (kind === 'sqlite') {
-    const [url] = o.lockHolder('');
-    const db = new Database(url!.slice('sqlite:'.length));
-    try {
-      for (const s of statements) db.exec(s);
-    } finally {
-      db.close();
-    }
-    return;
-  }
-  const [url, , schema] = o.lockHolder('');
-  const client = new pg.Client({ connectionString: url });
-  client.on('error', () => {});
-  await client.connect();
-  try {
-    await client.query(`SET search_path TO "${schema}"`);
-    for (const s of statements) await client.query(s);
-  } finally {
-    await client.end();
-  }
 }
 
 /** An empty lock file (made, not yet written) is a lock, not a stale leftover to remove. */
@@ -1528,6 +1584,51 @@ describe('sqlite page size', () => {
         }
       }
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/**
+ * The destination registered above is a destination like the built-in ones for everything that
+ * reads the registry: the pipeline file's check of `destination:` and a whole run.
+ */
+describe('a registered destination', () => {
+  it('runs a pipeline into it: validated, loaded, its state kept, nothing else edited', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-fake-'));
+    const harness = await EmulatorHarness.start({ scale: 0.05, queueMs: 0 });
+    try {
+      const file = join(dir, 'fake.yaml');
+      writeFileSync(
+        file,
+        `version: 1
+name: fake-run
+source: { api: v4, url: '${harness.v4Url}', email: '${harness.credentials.email}', password: '${harness.credentials.password}' }
+destination: fake:out.db
+jobs:
+  homes: { type: properties, query: 'province:TX', records: 50, poll: { interval: 20ms } }
+`,
+      );
+      const spec = await loadPipeline(file);
+      const summary = await runPipeline(spec, { logger: silentLogger(), progress: noProgress });
+      assert.equal(summary.status, 'succeeded', JSON.stringify(summary));
+      assert.match(summary.destination, /^fake:.*out\.db$/);
+      assert.equal(summary.jobs[0]!.loaded, 50);
+      const db = new Database(join(dir, 'out.db'), { readonly: true });
+      try {
+        assert.equal((db.prepare('select count(*) as n from homes').get() as { n: number }).n, 50);
+        assert.equal(
+          (db.prepare('select count(*) as n from _sluice_files').get() as { n: number }).n,
+          1,
+        );
+      } finally {
+        db.close();
+      }
+      // A URL no destination takes is refused by the file's check, naming every kind there is.
+      writeFileSync(file, readFileSync(file, 'utf8').replace('fake:out.db', 'nosuch:out.db'));
+      await assert.rejects(loadPipeline(file), /destination: expected .*sqlite:PATH.*fake:PATH/);
+    } finally {
+      await harness.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -126,7 +126,7 @@ async function everyWay(
         batchSize: 500,
         maxBuffered: 2,
         blockBytes: 4096,
-        copyText: { keep: tables.keysRead() },
+        encoding: { name: 'copy-text' as const, keep: tables.keysRead() },
         ...(maxRecordBytes === undefined ? {} : { maxRecordBytes }),
       };
       const batches = await collect(pool.parse(sourceOf(buffer), request).batches);
@@ -153,7 +153,11 @@ describe('parsing in worker threads', () => {
     for (const workers of [1, 2]) {
       const pool = new ParserPool(workers);
       try {
-        const request = { ...CSV_REQUEST, blockBytes: 16 << 10, copyText: { keep: ['id'] } };
+        const request = {
+          ...CSV_REQUEST,
+          blockBytes: 16 << 10,
+          encoding: { name: 'copy-text' as const, keep: ['id'] },
+        };
         const batches = await collect(pool.parse(source(text), request).batches);
         for (const batch of batches.filter((b) => b.rows.count > 0)) {
           const { rows } = batch;

@@ -1,12 +1,9 @@
 /**
- * PostgreSQL's side of the portable column types: the types it declares, reading them back,
- * converting one into another, and rows as COPY text where no parse worker wrote them so (the
- * cells are `schema/copy-text.ts`'s).
+ * PostgreSQL's side of the portable column types: the types it declares, reading them back, and
+ * converting one into another.
  */
 import pg from 'pg';
-import { copyCell } from '../../schema/copy-text.js';
 import type { ColumnType } from '../../schema/types.js';
-import type { BoundColumn, TableRows } from '../dialect.js';
 
 const INT8_OID = 20;
 const JSON_OID = 114;
@@ -81,27 +78,4 @@ export function castExpression(col: string, from: ColumnType, to: ColumnType): s
   }
   if (from === 'boolean') return `${col}::integer::${PG_TYPE[to]}`;
   return `${col}::${PG_TYPE[to]}`;
-}
-
-const CHUNK_CHARS = 256 * 1024;
-
-/** COPY text lines for `rows`, in chunks of about 256 kB. */
-export function* copyChunks(rows: TableRows, columns: readonly BoundColumn[]): Generator<string> {
-  const width = columns.length;
-  const types = columns.map((c) => c.type);
-  const input = rows.values;
-  let chunk = '';
-  for (let r = 0, o = 0; r < rows.count; r++) {
-    let line = '';
-    for (let i = 0; i < width; i++) {
-      if (i > 0) line += '\t';
-      line += copyCell(input[o++], types[i]!);
-    }
-    chunk += `${line}\n`;
-    if (chunk.length >= CHUNK_CHARS) {
-      yield chunk;
-      chunk = '';
-    }
-  }
-  if (chunk.length > 0) yield chunk;
 }

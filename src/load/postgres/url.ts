@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { SluiceError } from '../../errors.js';
 import { quoteIdent } from '../dialect.js';
-import { LOCK_TIMEOUT } from './postgres-errors.js';
+import { LOCK_TIMEOUT } from './errors.js';
 
 /** The URL without its password (user info and `password=` query parameter). */
 export function redact(url: string): { description: string; secrets: string[] } {
