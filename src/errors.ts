@@ -122,11 +122,17 @@ export class CreditGuardError extends SluiceError {
   }
 }
 
-/** A pipeline file that cannot be used; names the file, line and field. */
+/**
+ * A pipeline file that cannot be used; names the file, line and field. One error may say several
+ * mistakes of the file, each on a line of its own (`problems`), so that one run of `validate`
+ * shows all of them.
+ */
 export class PipelineSpecError extends SluiceError {
   readonly file: string;
   readonly line: number | undefined;
   readonly path: string;
+  /** Each mistake: this one first, with its line, field and message (without file and line). */
+  readonly problems: readonly { line: number | undefined; path: string; message: string }[];
 
   constructor(message: string, init: { file: string; line?: number; path: string }) {
     const where = init.line === undefined ? init.file : `${init.file}:${init.line}`;
@@ -135,6 +141,22 @@ export class PipelineSpecError extends SluiceError {
     this.file = init.file;
     this.line = init.line;
     this.path = init.path;
+    this.problems = [{ line: init.line, path: init.path, message }];
+  }
+
+  /** One error for several mistakes of a file, in the order of their lines. */
+  static all(errors: readonly PipelineSpecError[]): PipelineSpecError {
+    const sorted = [...errors].sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+    const [first, ...more] = sorted;
+    if (first === undefined) throw new Error('PipelineSpecError.all of no error');
+    if (more.length === 0) return first;
+    const combined = Object.create(PipelineSpecError.prototype) as PipelineSpecError;
+    Object.assign(combined, first, {
+      problems: sorted.flatMap((e) => e.problems),
+    });
+    combined.message = sorted.map((e) => e.message).join('\n');
+    combined.stack = `${combined.name}: ${combined.message}`;
+    return combined;
   }
 }
 

@@ -70,6 +70,8 @@ export function errorDocument(error: unknown): {
     step?: string;
     file?: string;
     line?: number;
+    /** Every mistake of a pipeline file, each with its line and field. */
+    problems?: { line?: number; field: string; message: string }[];
   };
 } {
   const info = errorInfo(error);
@@ -82,6 +84,11 @@ export function errorDocument(error: unknown): {
     doc.step = 'pipeline-file';
     doc.file = error.file;
     if (error.line !== undefined) doc.line = error.line;
+    doc.problems = error.problems.map((p) => ({
+      ...(p.line === undefined ? {} : { line: p.line }),
+      field: p.path,
+      message: p.message,
+    }));
   } else if (error instanceof UsageError && error.code === ARGUMENTS_CODE) {
     doc.step = 'arguments';
   } else if (info.stage !== undefined) {

@@ -9,6 +9,8 @@ import { type ErrorCode, SluiceError } from '../errors.js';
 
 /** The stages of a run, in order: dlt's extract, normalize, load, and what surrounds them. */
 export type Stage =
+  /** The service's login (or API token) is tried before anything is written. */
+  | 'login'
   | 'destination'
   | 'lock'
   | 'views'

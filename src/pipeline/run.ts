@@ -107,6 +107,8 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
   const client = options.client ?? clientFor(spec, log);
   let destination: Destination | undefined;
   try {
+    // Wrong credentials are found before the database is made or a failed run is recorded.
+    await inStage('login', () => checkLogin(client, options.signal));
     destination =
       options.destination ??
       (await inStage('destination', () =>
@@ -170,6 +172,16 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
     if (!options.destination) await destination?.close();
     if (!options.client) await client.close();
   }
+}
+
+/**
+ * The cheapest call that needs the credentials: v4's account (a login first, with an email and
+ * a password), v3's list of requests (its health check, which takes the token).
+ */
+async function checkLogin(client: ServiceClient, signal?: AbortSignal): Promise<void> {
+  const options = signal ? { signal } : {};
+  if (client.api === 'v3') await client.health(options);
+  else await client.account(options);
 }
 
 /** Statuses of a run that ended: its key's retries do nothing. */

@@ -123,7 +123,11 @@ const budget = z
 const job = z.strictObject({
   type: z.enum(DATA_TYPES).describe('data type: properties, businesses, products or people'),
   query: z.string().min(1, 'a query is required, e.g. city:Austin').optional(),
-  records: numeric(z.union([z.literal('all'), z.number().int().positive()]))
+  records: numeric(
+    z.union([z.literal('all'), z.number().int().positive()], {
+      error: "expected a whole number of records (at least 1), or 'all'",
+    }),
+  )
     .default('all')
     .describe("number of records to download, or 'all'"),
   view: z.string().optional().describe('a view declared under views:, or a pre-made view'),
@@ -134,7 +138,9 @@ const job = z.strictObject({
   table: identifier.optional().describe('destination table, default the job name'),
   write: z.enum(['append', 'replace', 'merge']).default('merge'),
   key: z
-    .union([identifier, z.array(identifier).min(1)])
+    .union([identifier, z.array(identifier).min(1)], {
+      error: 'expected a column name, or a list of them (e.g. [id, province])',
+    })
     .default('id')
     .describe('merge key column(s)'),
   max_credits: numeric(z.number().int().nonnegative())
@@ -171,7 +177,11 @@ export const pipelineSchema = z.strictObject({
     .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected letters, digits, dots, dashes and underscores')
     .max(100),
   source,
-  destination: z.union([z.string(), destinationObject]).default('sqlite:data/sluice.sqlite'),
+  destination: z
+    .union([z.string(), destinationObject], {
+      error: 'expected a URL (e.g. sqlite:data/out.sqlite), or { url: ..., schema: ... }',
+    })
+    .default('sqlite:data/sluice.sqlite'),
   resume_window: duration
     .default(6 * 3_600_000)
     .describe('a run this soon after an interrupted or failed one resumes it (0: never)'),

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import type { z } from 'zod';
 import {
   CREDIT_TYPES,
   closest,
@@ -11,6 +12,7 @@ import {
   resolveField,
 } from '../catalog.js';
 import { PipelineSpecError, QueryError } from '../errors.js';
+import { destinationEntryOf, destinationExamples, destinations } from '../load/index.js';
 import { checkQuery } from '../query/index.js';
 import {
   BUDGET_AMOUNT,
@@ -108,35 +110,56 @@ export function parsePipeline(
   }
   const parsed = pipelineSchema.safeParse(plain);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const path = issue.path.map(String);
-    let where = path;
-    let message = issue.message;
-    if (issue.code === 'unrecognized_keys') {
-      const key = issue.keys[0]!;
-      where = [...path, key];
-      const known = knownKeys(path);
-      const guess = closest(key, known);
-      message = `unknown key '${key}'${guess ? `; did you mean '${guess}'?` : known.length ? `; expected one of: ${known.join(', ')}` : ''}`;
-    } else if (valueAt(doc, path) === undefined) {
-      const choices =
-        'values' in issue
-          ? ` (one of ${issue.values.map((v) => `'${String(v)}'`).join(', ')})`
-          : '';
-      message = `is required${choices}`;
-    } else if (issue.code === 'invalid_value' && 'values' in issue) {
-      const given = valueAt(doc, path);
-      const guess =
-        typeof given === 'string' ? closest(given, issue.values.map(String)) : undefined;
-      message = `expected one of ${issue.values.map((v) => `'${String(v)}'`).join(', ')}${given === undefined ? '' : `, got '${String(given)}'`}${guess ? `; did you mean '${guess}'?` : ''}`;
+    // Every mistake of the file at once, one for each field.
+    const seen = new Set<string>();
+    const errors: PipelineSpecError[] = [];
+    for (const issue of parsed.error.issues) {
+      for (const error of issueErrors(issue, doc, file, lineOf)) {
+        if (seen.has(error.path)) continue;
+        seen.add(error.path);
+        errors.push(error);
+      }
     }
-    throw new PipelineSpecError(message, {
+    throw PipelineSpecError.all(errors);
+  }
+  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views });
+}
+
+/** The mistakes zod found, as the file's lines and fields and what to do. */
+function issueErrors(
+  issue: z.core.$ZodIssue,
+  doc: Document,
+  file: string,
+  lineOf: (offset: number | undefined) => number | undefined,
+): PipelineSpecError[] {
+  const path = issue.path.map(String);
+  const at = (where: string[], message: string) =>
+    new PipelineSpecError(message, {
       file,
       line: lineOf(nodeStart(doc, where)),
       path: where.join('.'),
     });
+  if (issue.code === 'unrecognized_keys') {
+    const known = knownKeys(path);
+    return issue.keys.map((key) => {
+      const guess = closest(key, known);
+      return at(
+        [...path, key],
+        `unknown key '${key}'${guess ? `; did you mean '${guess}'?` : known.length ? `; expected one of: ${known.join(', ')}` : ''}`,
+      );
+    });
   }
-  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views });
+  let message = issue.message;
+  if (valueAt(doc, path) === undefined) {
+    const choices =
+      'values' in issue ? ` (one of ${issue.values.map((v) => `'${String(v)}'`).join(', ')})` : '';
+    message = `is required${choices}`;
+  } else if (issue.code === 'invalid_value' && 'values' in issue) {
+    const given = valueAt(doc, path);
+    const guess = typeof given === 'string' ? closest(given, issue.values.map(String)) : undefined;
+    message = `expected one of ${issue.values.map((v) => `'${String(v)}'`).join(', ')}${given === undefined ? '' : `, got '${String(given)}'`}${guess ? `; did you mean '${guess}'?` : ''}`;
+  }
+  return [at(path, message)];
 }
 
 function resolve(
@@ -153,11 +176,23 @@ function resolve(
       path: path.join('.'),
     });
   };
+  // Every mistake of the file at once: each check (a job's all together) throws its first, which
+  // is kept, and the next check goes on.
+  const problems: PipelineSpecError[] = [];
+  const check = <T>(work: () => T): T | undefined => {
+    try {
+      return work();
+    } catch (error) {
+      if (!(error instanceof PipelineSpecError)) throw error;
+      problems.push(error);
+      return undefined;
+    }
+  };
   // Commands that never talk to the service only note what `run` would need.
   const need = (message: string, path: string[]) => {
-    if (!options.lenient) fail(message, path);
+    if (!options.lenient) check(() => fail(message, path));
     // An unset variable was already noted where it is used.
-    else if (!options.warnings.some((w) => w.includes(': source.'))) {
+    else if (!options.warnings.some((w) => /: source\.[^:]*: environment variable/.test(w))) {
       options.warnings.push(`${path.join('.')}: ${message}`);
     }
   };
@@ -175,195 +210,205 @@ function resolve(
   }
   const destination =
     typeof raw.destination === 'string' ? { url: raw.destination } : raw.destination;
-  if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(destination.url)) {
-    fail("expected 'sqlite:PATH' or 'postgres://...'", ['destination']);
+  if (destinationEntryOf(destination.url) === undefined) {
+    check(() => fail(`expected ${destinationExamples()}`, ['destination']));
   }
   const tables = new Map<string, string>();
-  const jobs = Object.entries(raw.jobs).map(([name, j]): JobSpec => {
-    const at = (...rest: string[]) => ['jobs', name, ...rest];
-    if (raw.source.api === 'v3') checkV3Job(raw, name, j, fail, options.views === 'offline');
-    const declared = j.view && Object.hasOwn(raw.views, j.view) ? raw.views[j.view] : undefined;
-    const premade = j.view && !declared ? premadeView(j.view) : undefined;
-    if (premade && premade.type !== j.type) {
-      fail(`view '${j.view}' is a pre-made view of ${premade.type}, not ${j.type}`, at('view'));
-    }
-    if (j.view && !declared && !premade && options.views === 'offline') {
-      const premadeNames = Object.keys(PREMADE_VIEWS).filter(
-        (n) => PREMADE_VIEWS[n]!.type === j.type,
-      );
-      const guess = closest(j.view, [...Object.keys(raw.views), ...premadeNames]);
-      fail(
-        `view '${j.view}' is not declared under views: nor a pre-made view of ${j.type}${guess ? `; did you mean '${guess}'?` : ''} (plan and run also take a view the service lists)`,
-        at('view'),
-      );
-    }
-    if (j.type !== 'properties') {
-      for (const key of ['auto_trace', 'address_matching', 'require_people_data'] as const) {
-        if (j[key] !== undefined && j[key] !== false)
-          fail(`${key} applies to properties only`, at(key));
+  const jobs = Object.entries(raw.jobs).flatMap(([name, j]) => {
+    const job = check((): JobSpec => {
+      const at = (...rest: string[]) => ['jobs', name, ...rest];
+      if (raw.source.api === 'v3') checkV3Job(raw, name, j, fail, options.views === 'offline');
+      const declared = j.view && Object.hasOwn(raw.views, j.view) ? raw.views[j.view] : undefined;
+      const premade = j.view && !declared ? premadeView(j.view) : undefined;
+      if (premade && premade.type !== j.type) {
+        fail(`view '${j.view}' is a pre-made view of ${premade.type}, not ${j.type}`, at('view'));
       }
-    }
-    if (j.people_keys_from !== undefined) {
-      const from = raw.jobs[j.people_keys_from];
-      const names = Object.keys(raw.jobs);
-      if (j.type !== 'people') fail('people_keys_from applies to jobs of type people', at('type'));
-      if (!from) {
-        const guess = closest(j.people_keys_from, names);
-        fail(
-          `no job '${j.people_keys_from}' in this file${guess ? `; did you mean '${guess}'?` : ''}`,
-          at('people_keys_from'),
+      if (j.view && !declared && !premade && options.views === 'offline') {
+        const premadeNames = Object.keys(PREMADE_VIEWS).filter(
+          (n) => PREMADE_VIEWS[n]!.type === j.type,
         );
-      } else if (from.type !== 'properties') {
-        fail(`job '${j.people_keys_from}' is not a properties job`, at('people_keys_from'));
-      } else if (names.indexOf(j.people_keys_from) > names.indexOf(name)) {
-        fail(`job '${j.people_keys_from}' must come before this job`, at('people_keys_from'));
-      }
-      if (j.query !== undefined)
-        fail('a job with people_keys_from builds its own queries: remove query', at('query'));
-      if (j.write !== 'merge')
+        const guess = closest(j.view, [...Object.keys(raw.views), ...premadeNames]);
         fail(
-          'a job with people_keys_from merges into the people table: write must be merge',
-          at('write'),
-        );
-    } else if (j.query === undefined) {
-      fail('a query is required, e.g. city:Austin', at());
-    }
-    if (j.nested === 'tables' && j.write === 'merge' && Array.isArray(j.key) && j.key.length > 1) {
-      fail(
-        'nested: tables links child rows by one key column; use one key or nested: json',
-        at('key'),
-      );
-    }
-    const query = j.query ?? 'keys:*';
-    try {
-      checkQuery(query, j.type);
-    } catch (error) {
-      if (!(error instanceof QueryError)) throw error;
-      fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, at('query'));
-    }
-    declared?.fields.forEach((field, i) => {
-      const path = field.endsWith(':*') ? field.slice(0, -2) : field;
-      if (!resolveField(j.type, path)) {
-        fail(
-          `field '${field}' of view '${j.view}' is not a field of ${j.type} (used by job '${name}')`,
-          ['views', j.view!, 'fields', String(i)],
+          `view '${j.view}' is not declared under views: nor a pre-made view of ${j.type}${guess ? `; did you mean '${guess}'?` : ''} (plan and run also take a view the service lists)`,
+          at('view'),
         );
       }
-    });
-    const keys = Array.isArray(j.key) ? j.key : [j.key];
-    // The fields the job's view selects, when known here (declared, or pre-made).
-    const viewFields = declared?.fields ?? premade?.fields;
-    // The merge key must come with the data, or every row is rejected after the credits are
-    // spent: checked against the view's fields, or the data type's.
-    if (j.write === 'merge' && j.people_keys_from === undefined) {
-      const top =
-        viewFields && new Set(viewFields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
-      for (const key of keys) {
-        if (top && !top.has(key)) {
+      if (j.type !== 'properties') {
+        for (const key of ['auto_trace', 'address_matching', 'require_people_data'] as const) {
+          if (j[key] !== undefined && j[key] !== false)
+            fail(`${key} applies to properties only`, at(key));
+        }
+      }
+      if (j.people_keys_from !== undefined) {
+        const from = raw.jobs[j.people_keys_from];
+        const names = Object.keys(raw.jobs);
+        if (j.type !== 'people')
+          fail('people_keys_from applies to jobs of type people', at('type'));
+        if (!from) {
+          const guess = closest(j.people_keys_from, names);
           fail(
-            `merge key '${key}' is not a field of view '${j.view}' (${viewFields!.join(', ')}): ${declared ? 'add it to the view, or choose another key' : 'choose another key, or a view that has it'}`,
-            at('key'),
+            `no job '${j.people_keys_from}' in this file${guess ? `; did you mean '${guess}'?` : ''}`,
+            at('people_keys_from'),
           );
-        } else if (!top && !Object.hasOwn(FIELDS[j.type], key)) {
-          const guess = closest(key, Object.keys(FIELDS[j.type]));
+        } else if (from.type !== 'properties') {
+          fail(`job '${j.people_keys_from}' is not a properties job`, at('people_keys_from'));
+        } else if (names.indexOf(j.people_keys_from) > names.indexOf(name)) {
+          fail(`job '${j.people_keys_from}' must come before this job`, at('people_keys_from'));
+        }
+        if (j.query !== undefined)
+          fail('a job with people_keys_from builds its own queries: remove query', at('query'));
+        if (j.write !== 'merge')
           fail(
-            `merge key '${key}' is not a field of ${j.type}${guess ? `; did you mean '${guess}'?` : ''}`,
-            at('key'),
+            'a job with people_keys_from merges into the people table: write must be merge',
+            at('write'),
+          );
+      } else if (j.query === undefined) {
+        fail('a query is required, e.g. city:Austin', at());
+      }
+      if (
+        j.nested === 'tables' &&
+        j.write === 'merge' &&
+        Array.isArray(j.key) &&
+        j.key.length > 1
+      ) {
+        fail(
+          'nested: tables links child rows by one key column; use one key or nested: json',
+          at('key'),
+        );
+      }
+      const query = j.query ?? 'keys:*';
+      try {
+        checkQuery(query, j.type);
+      } catch (error) {
+        if (!(error instanceof QueryError)) throw error;
+        fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, at('query'));
+      }
+      declared?.fields.forEach((field, i) => {
+        const path = field.endsWith(':*') ? field.slice(0, -2) : field;
+        if (!resolveField(j.type, path)) {
+          fail(
+            `field '${field}' of view '${j.view}' is not a field of ${j.type} (used by job '${name}')`,
+            ['views', j.view!, 'fields', String(i)],
+          );
+        }
+      });
+      const keys = Array.isArray(j.key) ? j.key : [j.key];
+      // The fields the job's view selects, when known here (declared, or pre-made).
+      const viewFields = declared?.fields ?? premade?.fields;
+      // The merge key must come with the data, or every row is rejected after the credits are
+      // spent: checked against the view's fields, or the data type's.
+      if (j.write === 'merge' && j.people_keys_from === undefined) {
+        const top =
+          viewFields && new Set(viewFields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
+        for (const key of keys) {
+          if (top && !top.has(key)) {
+            fail(
+              `merge key '${key}' is not a field of view '${j.view}' (${viewFields!.join(', ')}): ${declared ? 'add it to the view, or choose another key' : 'choose another key, or a view that has it'}`,
+              at('key'),
+            );
+          } else if (!top && !Object.hasOwn(FIELDS[j.type], key)) {
+            const guess = closest(key, Object.keys(FIELDS[j.type]));
+            fail(
+              `merge key '${key}' is not a field of ${j.type}${guess ? `; did you mean '${guess}'?` : ''}`,
+              at('key'),
+            );
+          }
+        }
+      }
+      if (j.incremental !== undefined) {
+        const { cursor } = j.incremental;
+        if (j.write !== 'merge') {
+          fail(
+            j.write === 'replace'
+              ? 'incremental needs write: merge: a replace keeps only what one download holds, and an incremental download holds only what changed since the last run'
+              : 'incremental needs write: merge: the lookback re-reads records, which append would load twice',
+            at('incremental'),
+          );
+        }
+        if (j.people_keys_from !== undefined) {
+          fail(
+            'an owner lookup follows its properties job: make that job incremental',
+            at('incremental'),
+          );
+        }
+        const def = Object.hasOwn(FIELDS[j.type], cursor) ? FIELDS[j.type][cursor] : undefined;
+        if (def?.kind !== 'date') {
+          const dates = Object.entries(FIELDS[j.type])
+            .filter(([, d]) => d.kind === 'date')
+            .map(([n]) => n);
+          fail(
+            `cursor '${cursor}' is not a date field of ${j.type}; use one of ${dates.join(', ')}`,
+            at('incremental', 'cursor'),
+          );
+        }
+        if (viewFields && !viewFields.some((f) => f.replace(/:\*$/, '') === cursor)) {
+          fail(
+            `cursor '${cursor}' is not in view '${j.view}': ${declared ? "add it to the view's fields" : 'choose a view that has it'}, or the run cannot know how far it got`,
+            at('incremental', 'cursor'),
           );
         }
       }
-    }
-    if (j.incremental !== undefined) {
-      const { cursor } = j.incremental;
-      if (j.write !== 'merge') {
-        fail(
-          j.write === 'replace'
-            ? 'incremental needs write: merge: a replace keeps only what one download holds, and an incremental download holds only what changed since the last run'
-            : 'incremental needs write: merge: the lookback re-reads records, which append would load twice',
-          at('incremental'),
+      // A name the destination keeps for itself is refused here, before anything is bought: the
+      // load could never make its table. Child and link tables begin with these names.
+      const reserved = (given: string, what: string, path: string[], fix: string) => {
+        const owner = reservedBy(given);
+        if (owner !== undefined) fail(`${what} is reserved: ${owner}; ${fix}`, path);
+      };
+      if (j.people_table !== undefined) {
+        reserved(
+          j.people_table,
+          `people_table '${j.people_table}'`,
+          at('people_table'),
+          'choose another name',
         );
       }
-      if (j.people_keys_from !== undefined) {
-        fail(
-          'an owner lookup follows its properties job: make that job incremental',
-          at('incremental'),
+      const table = j.table ?? (j.people_keys_from ? (j.people_table ?? 'people') : name);
+      if (j.table !== undefined)
+        reserved(table, `table '${table}'`, at('table'), 'choose another name');
+      else if (j.people_keys_from === undefined) {
+        reserved(
+          table,
+          `the job's name '${table}', its table's name by default,`,
+          at('table'),
+          'add table: with another name',
         );
       }
-      const def = Object.hasOwn(FIELDS[j.type], cursor) ? FIELDS[j.type][cursor] : undefined;
-      if (def?.kind !== 'date') {
-        const dates = Object.entries(FIELDS[j.type])
-          .filter(([, d]) => d.kind === 'date')
-          .map(([n]) => n);
-        fail(
-          `cursor '${cursor}' is not a date field of ${j.type}; use one of ${dates.join(', ')}`,
-          at('incremental', 'cursor'),
-        );
-      }
-      if (viewFields && !viewFields.some((f) => f.replace(/:\*$/, '') === cursor)) {
-        fail(
-          `cursor '${cursor}' is not in view '${j.view}': ${declared ? "add it to the view's fields" : 'choose a view that has it'}, or the run cannot know how far it got`,
-          at('incremental', 'cursor'),
-        );
-      }
-    }
-    // A name the destination keeps for itself is refused here, before anything is bought: the
-    // load could never make its table. Child and link tables begin with these names.
-    const reserved = (given: string, what: string, path: string[], fix: string) => {
-      const owner = reservedBy(given);
-      if (owner !== undefined) fail(`${what} is reserved: ${owner}; ${fix}`, path);
-    };
-    if (j.people_table !== undefined) {
-      reserved(
-        j.people_table,
-        `people_table '${j.people_table}'`,
-        at('people_table'),
-        'choose another name',
-      );
-    }
-    const table = j.table ?? (j.people_keys_from ? (j.people_table ?? 'people') : name);
-    if (j.table !== undefined)
-      reserved(table, `table '${table}'`, at('table'), 'choose another name');
-    else if (j.people_keys_from === undefined) {
-      reserved(
+      const other = tables.get(table);
+      if (other) fail(`table '${table}' is already written by job '${other}'`, at('table'));
+      tables.set(table, name);
+      const downloadHash = hash({
+        api: raw.source.api,
+        type: j.type,
+        query,
+        records: j.records,
+        view: j.view ?? null,
+        viewFields: declared?.fields ?? null,
+        format: j.format,
+        auto_trace: j.auto_trace,
+        address_matching: j.address_matching ?? null,
+        require_people_data: j.require_people_data ?? null,
+      });
+      return {
+        ...j,
+        name,
+        records: j.records === 'all' ? undefined : j.records,
+        query,
         table,
-        `the job's name '${table}', its table's name by default,`,
-        at('table'),
-        'add table: with another name',
-      );
-    }
-    const other = tables.get(table);
-    if (other) fail(`table '${table}' is already written by job '${other}'`, at('table'));
-    tables.set(table, name);
-    const downloadHash = hash({
-      api: raw.source.api,
-      type: j.type,
-      query,
-      records: j.records,
-      view: j.view ?? null,
-      viewFields: declared?.fields ?? null,
-      format: j.format,
-      auto_trace: j.auto_trace,
-      address_matching: j.address_matching ?? null,
-      require_people_data: j.require_people_data ?? null,
+        key: j.people_keys_from ? ['people_key'] : Array.isArray(j.key) ? j.key : [j.key],
+        downloadHash,
+        loadHash: hash({
+          table,
+          write: j.write,
+          nested: j.nested,
+          key: keys,
+          people_table: j.people_table ?? null,
+        }),
+      };
     });
-    return {
-      ...j,
-      name,
-      records: j.records === 'all' ? undefined : j.records,
-      query,
-      table,
-      key: j.people_keys_from ? ['people_key'] : Array.isArray(j.key) ? j.key : [j.key],
-      downloadHash,
-      loadHash: hash({
-        table,
-        write: j.write,
-        nested: j.nested,
-        key: keys,
-        people_table: j.people_table ?? null,
-      }),
-    };
+    return job === undefined ? [] : [job];
   });
-  const budgets = budgetsOf(raw, fail);
+  const budgets = check(() => budgetsOf(raw, fail)) ?? [];
+  if (problems.length > 0) throw PipelineSpecError.all(problems);
   return {
     file,
     baseDir: dirname(resolvePath(file)),
@@ -466,20 +511,20 @@ function budgetsOf(raw: RawPipeline, fail: (message: string, path: string[]) => 
 }
 
 /**
- * Prefixes of table names a destination keeps for itself, compared case aside (as SQLite
- * compares names): SQLite's own tables (`sqlite_master`, `sqlite_stat1`), PostgreSQL's catalogue
- * (`pg_class`, found before a table of the same name), and sluice's state tables.
+ * Who reserves a table name, or undefined when it is free: sluice's state tables, and what every
+ * destination keeps for itself (`DestinationEntry.reservedPrefixes`), compared case aside. Every
+ * destination's, not only the file's: SLUICE_DESTINATION may send the pipeline to another.
  */
-const RESERVED_PREFIXES: readonly [prefix: string, owner: string][] = [
-  ['sqlite_', 'SQLite keeps names beginning sqlite_ for itself'],
-  ['pg_', 'PostgreSQL keeps names beginning pg_ for its catalogue'],
-  ['_sluice', 'sluice keeps names beginning _sluice for its state tables'],
-];
-
-/** Who reserves a table name, or undefined when it is free. */
 function reservedBy(table: string): string | undefined {
   const folded = table.toLowerCase();
-  return RESERVED_PREFIXES.find(([prefix]) => folded.startsWith(prefix))?.[1];
+  if (folded.startsWith('_sluice'))
+    return 'sluice keeps names beginning _sluice for its state tables';
+  for (const destination of destinations()) {
+    for (const [prefix, why] of destination.reservedPrefixes ?? []) {
+      if (folded.startsWith(prefix)) return `${destination.displayName} ${why}`;
+    }
+  }
+  return undefined;
 }
 
 function hash(value: unknown): string {
@@ -513,7 +558,14 @@ function interpolate(
     node.items.forEach((item, i) => {
       interpolate(doc, item, [...path, String(i)], context);
     });
-  } else if (isScalar(node) && typeof node.value === 'string' && node.value.includes('${')) {
+  } else if (isScalar(node) && typeof node.value === 'string' && !node.value.includes('${')) {
+    const secret = literalSecret(path, node.value);
+    if (secret !== undefined) {
+      context.warnings.push(
+        `${context.file}:${context.lineOf(node.range?.[0]) ?? '?'}: ${path.join('.')}: ${secret}`,
+      );
+    }
+  } else if (isScalar(node) && typeof node.value === 'string') {
     let unset = false;
     const value = node.value.replace(
       /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
@@ -537,6 +589,30 @@ function interpolate(
     );
     node.value = unset ? UNSET : value;
   }
+}
+
+/**
+ * What to say of a secret written into the file itself (which is copied, committed and shown
+ * around) rather than taken from the environment: the service's password or token, or a
+ * password in the destination's URL. Never the secret.
+ */
+function literalSecret(path: string[], value: string): string | undefined {
+  const where = path.join('.');
+  if ((where === 'source.password' || where === 'source.token') && value !== '') {
+    const variable = where === 'source.token' ? 'SLUICE_API_TOKEN' : 'SLUICE_PASSWORD';
+    return `the ${path[1]} is written in the file, where whoever reads it (or its history) can spend your credits; use \${${variable}} and set it in the environment`;
+  }
+  if (where === 'destination' || where === 'destination.url') {
+    try {
+      const url = new URL(value);
+      if (url.password !== '') {
+        return 'the database password is written in the file; take it from the environment (postgres://user:${PGPASSWORD}@host/db), or set the whole URL in SLUICE_DESTINATION';
+      }
+    } catch {
+      // Not a URL (sqlite:PATH): no password in it.
+    }
+  }
+  return undefined;
 }
 
 /** The value of a `source:` field whose variable is unset, for a lenient load. */

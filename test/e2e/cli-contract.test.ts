@@ -101,7 +101,7 @@ describe('the machine contract: service commands', () => {
     await machine(['account'], env, { exit: 0 });
     await machine(
       ['account'],
-      { ...env, SLUICE_PASSWORD: 'wrong' },
+      { ...env, SLUICE_PASSWORD: 'Wr0ng-pa55word' },
       { exit: 2, code: 'SLUICE_API_401' },
     );
     await machine(
@@ -235,8 +235,18 @@ describe('the machine contract: pipeline commands', () => {
       await lock.release();
       await holder.close();
     }
-    const refused = await machine(['run', file], { ...env, SLUICE_PASSWORD: 'wrong' }, { exit: 2 });
-    assert.equal(refused.doc.status, 'failed');
+    // A wrong password is found before anything is written: no database, no failed run.
+    const fresh = simple('badlogin', 'sqlite:badlogin.sqlite');
+    const refused = await machine(
+      ['run', fresh],
+      { ...env, SLUICE_PASSWORD: 'Wr0ng-pa55word' },
+      { exit: 2, code: 'SLUICE_API_401', step: 'login' },
+    );
+    assert.ok(
+      !JSON.stringify(refused.doc).includes('Wr0ng-pa55word'),
+      'the password is never shown',
+    );
+    assert.equal(existsSync(join(dir, 'badlogin.sqlite')), false, 'no database made');
     await harness.setCredits({ property_credits_allotted: 10, property_credits_used: 0 });
     const guarded = await machine(['run', file], env, { exit: 3 });
     assert.equal(guarded.doc.status, 'refused');

@@ -177,8 +177,10 @@ for (const kind of destinationKinds()) {
       assert.deepEqual(made, ['homes', 'homes__prices', 'homes__statuses']);
       assert.deepEqual(await t.tables('homes'), [...made].sort());
       const login = await run(file, [], emulatorEnv(harness, { SLUICE_PASSWORD: 'wrong' }));
-      assert.notEqual(login.code, 0);
-      assert.deepEqual(login.summary.jobs, [], 'a failed login makes no job and no table');
+      assert.equal(login.code, 2);
+      assert.equal(login.summary.status, 'error', 'a failed login is no run: nothing recorded');
+      assert.equal(login.summary.error.step, 'login');
+      assert.deepEqual(await t.tables('homes'), [...made].sort(), 'and no table');
     });
 
     test('a failure outside any job records a failed run, with its stage', async () => {

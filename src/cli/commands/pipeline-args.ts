@@ -20,8 +20,8 @@ export function pipelineFileArg(y: Argv): Argv<PipelineArgs> {
 
 /**
  * Runs `work` on the pipeline file; what goes wrong is reported as this pipeline's. The file's
- * warnings (variables of `source:` left unset) are logged, unless the command never uses the
- * source (`status` reads the destination only).
+ * warnings (variables left unset, secrets written in the file) are logged, but those of
+ * `source:` not when the command never uses the source (`status` reads the destination only).
  */
 export async function withPipeline<T>(
   args: PipelineArgs,
@@ -31,8 +31,10 @@ export async function withPipeline<T>(
 ): Promise<T> {
   const { usesSource = true, ...options } = load;
   const spec = await loadPipeline(args.file, ctx.env, options);
-  if (usesSource) {
-    for (const warning of spec.warnings) ctx.logger.warn({ pipeline: spec.name }, warning);
+  for (const warning of spec.warnings) {
+    if (usesSource || !/^([^ ]*: )?source[.:]/.test(warning)) {
+      ctx.logger.warn({ pipeline: spec.name }, warning);
+    }
   }
   try {
     return await work(spec);

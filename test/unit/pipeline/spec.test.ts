@@ -95,6 +95,40 @@ describe('pipeline files', () => {
     );
   });
 
+  test('every mistake of a file is reported at once, in the order of its lines', () => {
+    const text = BASE.replace('  api: v4\n', '  api: v4\n  retires: 3\n')
+      .replace("    query: 'city:Austin'\n", "    query: 'city:Austin'\n    records: lots\n")
+      .concat(
+        '    write: marge\n  other:\n    type: properties\n    query: city:Dallas\n    view: basik\n',
+      );
+    const error = specError(text);
+    assert.deepEqual(
+      error.problems.map((p) => [p.line, p.path]),
+      [
+        [5, 'source.retires'],
+        [17, 'jobs.homes.records'],
+        [19, 'jobs.homes.write'],
+      ],
+    );
+    assert.match(error.problems[1]!.message, /expected a whole number of records.*or 'all'/);
+    // One line each in the message, first at the error's own line.
+    assert.equal(error.message.split('\n').length, 3);
+    assert.equal(error.line, 5);
+    // The shape is right: the checks of each job run, and report each job's first mistake.
+    const later = specError(
+      BASE.concat(
+        '    key: nosuch\n  other:\n    type: properties\n    query: city:Dallas\n    view: basik\n',
+      ),
+      env,
+      { views: 'offline' },
+    );
+    assert.deepEqual(
+      later.problems.map((p) => p.path),
+      ['jobs.homes.key', 'jobs.other.view'],
+    );
+    assert.match(later.problems[1]!.message, /did you mean 'basic'\?/);
+  });
+
   test('a missing field is reported at its parent', () => {
     const error = specError(BASE.replace('    type: properties\n', ''));
     assert.equal(error.path, 'jobs.homes.type');
@@ -110,6 +144,26 @@ describe('pipeline files', () => {
       /source\.password: environment variable SLUICE_PASSWORD is not set/,
     );
     assert.ok(!error.message.includes('pw'));
+  });
+
+  test('a password or token written in the file is a warning that never shows it', () => {
+    const literal = BASE.replace('${SLUICE_PASSWORD}', 'hunter2').replace(
+      'sqlite:data/t.sqlite',
+      'postgres://me:s3cret@db.example/test',
+    );
+    const { warnings } = parsePipeline(literal, 'p.yaml', env);
+    assert.equal(warnings.length, 2);
+    assert.match(
+      warnings[0]!,
+      /^p\.yaml:7: source\.password: the password is written in the file.*\$\{SLUICE_PASSWORD\}/,
+    );
+    assert.match(
+      warnings[1]!,
+      /^p\.yaml:8: destination: the database password is written in the file/,
+    );
+    assert.ok(!warnings.join('\n').includes('hunter2') && !warnings.join('\n').includes('s3cret'));
+    // From the environment: nothing to say.
+    assert.deepEqual(parsePipeline(BASE, 'p.yaml', env).warnings, []);
   });
 
   test('a v4 source takes the API token instead of email and password', () => {
