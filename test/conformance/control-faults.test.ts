@@ -50,7 +50,7 @@ for (const wire of WIRES) {
         for (const type of ['properties', 'businesses', 'products', 'people']) {
           assert.ok(Number.isInteger(info.counts[type]) && info.counts[type] > 0, type);
         }
-        assert.ok(Math.abs(Date.parse(info.now) - Date.now()) < 5_000);
+        assert.ok(Math.abs(Date.parse(info.now) - Date.now()) < 60_000, 'the clock is now');
       });
 
       test('reset returns account, views, downloads, tokens and clock to the start', async () => {
@@ -66,7 +66,7 @@ for (const wire of WIRES) {
 
         const res = await emu.control<Json>('POST', 'reset');
         assert.equal(typeof res.message, 'string');
-        assert.ok(Math.abs((await emulatorNow(emu)) - Date.now()) < 5_000, 'clock back to now');
+        assert.ok(Math.abs((await emulatorNow(emu)) - Date.now()) < 60_000, 'clock back to now');
         assertV4Error(
           wire,
           await call('GET', `${emu.v4Url}/account`, {
@@ -298,6 +298,7 @@ for (const wire of WIRES) {
         const started = performance.now();
         const res = await api.get('/health');
         assert.equal(res.status, 200);
+        // A lower bound only: a loaded machine answers later, never sooner.
         assert.ok(performance.now() - started >= 290);
       });
 

@@ -194,6 +194,36 @@ for (const kind of destinationKinds()) {
   });
 }
 
+describe('an interrupted run', () => {
+  const target = targetFactory('sqlite', () => dir);
+
+  test('its summary lists every job: those it never reached say so, and exit 130', async () => {
+    const t = await target('stopped');
+    const file = writePipeline(
+      dir,
+      'stopped',
+      `${pipelineHead('stopped', t.destinationYaml)}max_parallel_jobs: 1\n${jobs(100)}`,
+    );
+    const run = startRun(file, harness, { checkpoint: 'job-finished:homes' });
+    await run.reached;
+    run.child.kill('SIGINT');
+    const done = await run.finished;
+    assert.equal(done.code, 130, done.stderr);
+    const summary = JSON.parse(done.stdout);
+    assert.equal(summary.status, 'interrupted');
+    assert.deepEqual(
+      summary.jobs.map((j: { job: string; status: string }) => [j.job, j.status]),
+      [
+        ['homes', 'loaded'],
+        ['shops', 'interrupted'],
+        ['goods', 'interrupted'],
+      ],
+    );
+    assert.match(summary.jobs[1].message, /interrupted before it started/);
+    assert.deepEqual(downloadsByType(harness), { properties: 1 }, 'nothing bought after the stop');
+  });
+});
+
 describe('run keys', () => {
   const target = targetFactory('sqlite', () => dir);
 

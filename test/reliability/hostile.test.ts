@@ -803,11 +803,10 @@ describe('hostile pipeline files', () => {
     }
     const file = join(dir, 'bomb.yaml');
     writeFileSync(file, `${bomb.join('\n')}\n`);
-    const started = Date.now();
+    // Expanded, the aliases would be 10^10 strings: getting an answer at all is the proof.
     const run = await runCli(['validate', file, '--json'], {});
     assert.equal(run.code, 2);
     assert.match(JSON.parse(run.stdout).error.message, /invalid YAML: .*alias/i);
-    assert.ok(Date.now() - started < 5000);
     const huge = join(dir, 'huge.yaml');
     writeFileSync(
       huge,

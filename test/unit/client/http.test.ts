@@ -83,8 +83,31 @@ describe('abortableSleep', () => {
     );
   });
 
-  test('resolves after the time', async () => {
-    await abortableSleep(5, new AbortController().signal);
+  test('resolves when its time has passed, not before, and stops listening to the signal', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const controller = new AbortController();
+    let listeners = 0;
+    const add = controller.signal.addEventListener.bind(controller.signal);
+    const remove = controller.signal.removeEventListener.bind(controller.signal);
+    controller.signal.addEventListener = ((...args: Parameters<typeof add>) => {
+      listeners++;
+      add(...args);
+    }) as typeof add;
+    controller.signal.removeEventListener = ((...args: Parameters<typeof remove>) => {
+      listeners--;
+      remove(...args);
+    }) as typeof remove;
+    let done = false;
+    const sleeping = abortableSleep(5_000, controller.signal).then(() => (done = true));
+    t.mock.timers.tick(4_999);
+    await Promise.resolve();
+    assert.equal(done, false, 'not before its time');
+    t.mock.timers.tick(1);
+    await sleeping;
+    assert.equal(done, true);
+    assert.equal(listeners, 0, 'no listener left on a long-lived signal');
+    // Aborting afterwards changes nothing.
+    controller.abort(new Error('late'));
   });
 });
 

@@ -1,14 +1,14 @@
 import { strict as assert } from 'node:assert';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { csvRow } from '../../../src/emulator/render.js';
-import { packBatch, packedBatches, recordBatches } from '../../../src/records/index.js';
-import { ParserPool } from '../../../src/records/parallel.js';
-import { tooLongReason } from '../../../src/records/record-size.js';
-import { JobTables, type ShapePlan } from '../../../src/records/tables.js';
-import type { PackedBatch, RecordBatch } from '../../../src/records/types.js';
-import { plainRows } from '../../../src/schema/copy-text.js';
-import { type Row, unpackRow } from '../../../src/schema/types.js';
+import { csvRow } from '../../src/emulator/render.js';
+import { packBatch, packedBatches, recordBatches } from '../../src/records/index.js';
+import { ParserPool } from '../../src/records/parallel.js';
+import { tooLongReason } from '../../src/records/record-size.js';
+import { JobTables, type ShapePlan } from '../../src/records/tables.js';
+import type { PackedBatch, RecordBatch } from '../../src/records/types.js';
+import { plainRows } from '../../src/schema/copy-text.js';
+import { type Row, unpackRow } from '../../src/schema/types.js';
 import { propertiesPlan } from '../../helpers/pipeline.js';
 
 const plan = propertiesPlan('format: csv\nauto_trace: true');
