@@ -1,6 +1,7 @@
 // The package as users get it, checked the way they use it (.ci/run runs this after the tests):
 //  1. `npm pack`, the tarball installed with `--omit=dev` into an empty folder: no build tool
-//     (esbuild) and no fastify come with it; the emulator asks for fastify by name; once it is
+//     (esbuild), no fastify and no DuckDB come with it; the emulator asks for fastify by name, a
+//     duckdb: destination for @duckdb/node-api; once fastify is
 //     installed, `import('sluice')` and `import('sluice/emulator')` give the public API and the
 //     installed `sluice` command runs a pipeline against the emulator into SQLite.
 //  2. A clone of this repository, `npm ci` then `npm prune --omit=dev`, has a working command.
@@ -48,7 +49,7 @@ try {
   );
   step('install the tarball with --omit=dev into an empty folder');
   npm(['install', tarball, '--omit=dev'], app);
-  for (const tool of ['esbuild', 'fastify', 'typescript']) {
+  for (const tool of ['esbuild', 'fastify', 'typescript', '@duckdb/node-api']) {
     if (existsSync(join(app, 'node_modules', tool))) {
       throw new Error(
         `${tool} was installed with sluice: it is for development (or the emulator) only`,
@@ -96,6 +97,9 @@ try {
   const env = { ...process.env, SLUICE_API_URL: emulator.v4Url, SLUICE_EMAIL: emulator.options.email, SLUICE_PASSWORD: emulator.options.password };
   const spec = await sluice.loadPipeline('pipeline.yaml', env);
   if (spec.jobs.length !== 1) throw new Error('loadPipeline');
+  // DuckDB is optional (its binary is about 70 MB): a duckdb: destination asks for it by name.
+  const duck = await sluice.openDestination('duckdb:out.duckdb').then(() => 'opened', (e) => e.code + ' ' + e.message);
+  if (!/^SLUICE_USAGE .*npm install @duckdb\/node-api@1/.test(duck)) throw new Error('duckdb without @duckdb/node-api: ' + duck);
   // The installed command, as a user runs it, in a process of its own (the emulator answers here).
   const { spawn } = await import('node:child_process');
   const child = spawn('npx', ['sluice', 'run', 'pipeline.yaml', '--json', '--no-progress'], { env, stdio: ['ignore', 'pipe', 'inherit'] });

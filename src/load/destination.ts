@@ -218,6 +218,13 @@ export interface OpenDestinationOptions {
   signal?: AbortSignal;
   /** Where waits on other sessions' locks are reported. */
   logger?: Logger;
+  /**
+   * Wait while another process holds the destination itself (DuckDB: one process at a time
+   * opens a file for writing), instead of failing with SLUICE_LOCKED.
+   */
+  wait?: boolean;
+  /** Called once when the destination is held by another process and `wait` is set. */
+  onWait?: (where: string) => void;
 }
 
 /**

@@ -4,6 +4,7 @@ import { plainRows } from '../schema/copy-text.js';
 import type { Widening } from '../schema/plan.js';
 import type { Column, PackedRows, RowValue } from '../schema/types.js';
 import type { DestinationCapabilities, Lock, LockOptions, PairFilter } from './destination.js';
+import type { LeaseHold } from './state-store.js';
 import type { StateDatabase } from './state-tables.js';
 
 /**
@@ -41,10 +42,12 @@ export interface Dialect<C> {
 
 export interface DialectConnection<C> {
   /**
-   * Rows can be locked against other writers for the rest of a transaction (PostgreSQL). SQLite
-   * needs none: a transaction there is the one writer.
+   * How a transaction keeps its run's lease from being taken over until it ends (see
+   * `Loader.lock`): `share` locks the lease row (PostgreSQL); `write` writes it, so that a
+   * takeover's write conflicts with it (DuckDB, whose transactions take no locks); `none` where
+   * a transaction is the one writer (SQLite).
    */
-  readonly rowLocks: boolean;
+  readonly leaseHold: LeaseHold;
   /**
    * Runs `work` in one transaction on one connection; `db` runs state statements inside it.
    * Rolled back when `work` throws.

@@ -127,7 +127,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     return this.#dialect.connection.transaction(async (conn, db) => {
       const fence = this.#fence;
       if (fence !== undefined) {
-        const lease = await this.#store.lease(fence.name, db, this.#dialect.connection.rowLocks);
+        const lease = await this.#store.lease(fence.name, db, this.#dialect.connection.leaseHold);
         if (lease?.holder !== fence.holder) throw lockLost(fence.name, this.description, lease);
       }
       return work(conn, db);

@@ -1,5 +1,6 @@
 import { UsageError } from '../errors.js';
 import type { Destination, DestinationEntry, OpenDestinationOptions } from './destination.js';
+import { duckdb } from './duckdb/index.js';
 import { postgres } from './postgres/index.js';
 import { sqlite } from './sqlite/index.js';
 
@@ -8,7 +9,7 @@ import { sqlite } from './sqlite/index.js';
  * `src/load/` with the parts `dialect.ts` lists, and one line here; nothing else in `src/` names
  * a destination: URLs are told apart, opened and described through these entries.
  */
-const DESTINATIONS: DestinationEntry[] = [sqlite, postgres];
+const DESTINATIONS: DestinationEntry[] = [sqlite, postgres, duckdb];
 
 /**
  * Adds a destination to the registry (a plugin of a library user's, or a test's), or replaces

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { StateDatabase } from './state-tables.js';
 
 /**
@@ -23,6 +23,9 @@ export type FileRow = StateDatabase['_sluice_files'];
 export type RejectRow = StateDatabase['_sluice_rejects'];
 export type CursorRow = StateDatabase['_sluice_cursors'];
 export type LeaseRow = StateDatabase['_sluice_leases'];
+
+/** How a transaction holds its run's lease (see `DialectConnection.leaseHold`). */
+export type LeaseHold = 'share' | 'write' | 'none';
 
 export type AttemptStatus =
   | 'requested'
@@ -310,23 +313,37 @@ export class StateStore {
 
   // --- leases -----------------------------------------------------------------------------
 
-  /** Makes `lease` the holder of its name, whoever held it before. */
+  /**
+   * Makes `lease` the holder of its name, whoever held it before. An UPDATE where the row is
+   * there (an upsert's update escapes DuckDB's check of write conflicts); the caller holds the
+   * pipeline's lock, so no other run inserts it meanwhile.
+   */
   async takeLease(lease: LeaseRow, db: Db = this.db): Promise<void> {
     const { name, ...rest } = lease;
-    await db
-      .insertInto('_sluice_leases')
-      .values(lease)
-      .onConflict((oc) => oc.column('name').doUpdateSet(rest))
-      .execute();
+    const updated = await db
+      .updateTable('_sluice_leases')
+      .set(rest)
+      .where('name', '=', name)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) === 0) {
+      await db.insertInto('_sluice_leases').values(lease).execute();
+    }
   }
 
   /**
-   * The holder of a lease. `share`: the row is locked against a takeover until the transaction
-   * ends (destinations with row locks; SQLite's one writer needs none).
+   * The holder of a lease, held against a takeover until the transaction ends as `hold` says
+   * (see `DialectConnection.leaseHold`).
    */
-  async lease(name: string, db: Db, share: boolean): Promise<LeaseRow | undefined> {
+  async lease(name: string, db: Db, hold: LeaseHold): Promise<LeaseRow | undefined> {
+    if (hold === 'write') {
+      // A write DuckDB counts: it lets an update that changes nothing pass as no conflict. So
+      // the holder is changed and changed back; the row stays as it was.
+      for (const holder of [sql<string>`holder || '~'`, sql<string>`left(holder, -1)`]) {
+        await db.updateTable('_sluice_leases').set({ holder }).where('name', '=', name).execute();
+      }
+    }
     const query = db.selectFrom('_sluice_leases').selectAll().where('name', '=', name);
-    return (share ? query.forShare() : query).executeTakeFirst();
+    return (hold === 'share' ? query.forShare() : query).executeTakeFirst();
   }
 
   // --- status -----------------------------------------------------------------------------

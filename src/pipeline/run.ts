@@ -65,7 +65,13 @@ export function destinationOf(spec: PipelineSpec, env: NodeJS.ProcessEnv) {
 export function openPipelineDestination(
   spec: PipelineSpec,
   env: NodeJS.ProcessEnv,
-  options: { readOnly?: boolean; signal?: AbortSignal; logger?: Logger } = {},
+  options: {
+    readOnly?: boolean;
+    signal?: AbortSignal;
+    logger?: Logger;
+    wait?: boolean;
+    onWait?: (where: string) => void;
+  } = {},
 ): Promise<Destination> {
   const where = destinationOf(spec, env);
   const busy = Number(env.SLUICE_SQLITE_BUSY_TIMEOUT_MS || Number.NaN);
@@ -75,6 +81,8 @@ export function openPipelineDestination(
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
+    ...(options.wait === undefined ? {} : { wait: options.wait }),
+    ...(options.onWait ? { onWait: options.onWait } : {}),
     baseDir: spec.baseDir,
   });
 }
@@ -115,6 +123,11 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
         openPipelineDestination(spec, env, {
           ...(options.signal ? { signal: options.signal } : {}),
           logger: log,
+          wait: options.wait === true,
+          onWait: (where) =>
+            log.info(
+              `another process has ${where} open; waiting for it to end (DuckDB lets one process at a time write to a file)`,
+            ),
         }),
       ));
     await inStage('destination', () => destination!.ensureState());

@@ -1,7 +1,8 @@
 /**
  * Loader speed and memory, end to end: `sluice run` (the installed command, a child process)
  * against each database's own bulk loader reading the same result files (`sqlite3 .import` for
- * SQLite, `psql \copy` for PostgreSQL), and against the tools a user would pick instead (Debian
+ * SQLite, `psql \copy` for PostgreSQL, DuckDB's `read_json_auto` and `read_csv_auto` for DuckDB,
+ * on one thread and on two), and against the tools a user would pick instead (Debian
  * packages: `sqlite-utils`, csvkit's `csvsql`, `pgloader`; installed with apt-get when missing
  * and possible, else skipped with a line). Then where the time goes (each stage in one thread,
  * and the naive one-thread floor: stages.ts), how a run scales with parse workers (`--scaling`,
@@ -9,7 +10,7 @@
  * file over its own connection).
  *
  *   npx tsx test/bench/load.ts [--records 1000000] [--formats json,csv]
- *       [--destinations sqlite,postgres] [--peers] [--scaling 1,2,4] [--files 1,2,3]
+ *       [--destinations sqlite,postgres,duckdb] [--peers] [--scaling 1,2,4] [--files 1,2,3]
  *       [--no-stages]
  *
  * PostgreSQL comes from SLUICE_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test);
@@ -45,7 +46,8 @@ const { values } = parseArgs({
     'no-stages': { type: 'boolean', default: false },
   },
 });
-const DESTINATIONS = values.destinations.split(',') as ('sqlite' | 'postgres')[];
+type Kind = 'sqlite' | 'postgres' | 'duckdb';
+const DESTINATIONS = values.destinations.split(',') as Kind[];
 const PG_URL = postgresUrl();
 const schema = randomSchemaName('sluice_bench');
 let runs = 0;
@@ -91,6 +93,10 @@ try {
     await queryPostgres(`CREATE SCHEMA IF NOT EXISTS "${schema}"`, [], PG_URL);
   }
   for (const destination of DESTINATIONS) {
+    if (destination === 'duckdb') {
+      await duckdbBench();
+      continue;
+    }
     const results: Measure[] = [];
     results.push(
       destination === 'sqlite'
@@ -274,7 +280,7 @@ async function peer(
 }
 
 function report(destination: string, results: Measure[]) {
-  const native = results.find((r) => r.label.startsWith('sqlite3') || r.label.startsWith('psql'));
+  const native = results.find((r) => /^(sqlite3|psql|duckdb)/.test(r.label));
   // A table with no native loader in it (scaling) is read against its first row.
   const reference = native ?? results[0];
   const name = native ? native.label.split(' ')[0] : 'the first row';
@@ -324,8 +330,68 @@ async function warm(format: 'csv' | 'json'): Promise<string[]> {
   return paths;
 }
 
+/**
+ * DuckDB: for each format, DuckDB's own reader making its typed table from the same files (on
+ * one thread, and on two), against `sluice run` into DuckDB (nested json: one table, as the
+ * reader makes it), each with its peak memory.
+ */
+async function duckdbBench(): Promise<void> {
+  for (const format of FORMATS) {
+    const { files, bytes } = warmed.get(format)!;
+    const results: Measure[] = [];
+    for (const threads of [1, 2]) results.push(await duckdbRead(format, files, bytes, threads));
+    results.push(await sluiceRun('duckdb', format, 'json', 'append', bytes));
+    results.push(await sluiceRun('duckdb', format, 'json', 'merge', bytes));
+    report(`duckdb, ${format}`, results);
+  }
+}
+
+/** DuckDB's own reader of the files, in a process of its own, as `CREATE TABLE AS`. */
+async function duckdbRead(
+  format: 'csv' | 'json',
+  files: string[],
+  bytes: number,
+  threads: number,
+): Promise<Measure> {
+  const db = join(dir, `duckdb-read-${format}-${threads}.duckdb`);
+  const reader = format === 'json' ? 'read_json_auto' : 'read_csv_auto';
+  const list = files.map((f) => `'${f}'`).join(', ');
+  const script = `
+    const { DuckDBInstance } = await import('@duckdb/node-api');
+    const conn = await (await DuckDBInstance.create(${JSON.stringify(db)})).connect();
+    await conn.run('SET threads = ${threads}');
+    await conn.run(${JSON.stringify(`CREATE TABLE homes AS SELECT * FROM ${reader}([${list}])`)});
+  `;
+  const { seconds, peakRssMb, code, stderr } = await measure(
+    process.execPath,
+    ['--input-type=module', '-e', script],
+    ROOT,
+  );
+  if (code !== 0) throw new Error(`DuckDB's ${reader} failed (${code}): ${stderr}`);
+  return {
+    label: `duckdb ${reader} (${threads} thread${threads === 1 ? '' : 's'})`,
+    rows: await countDuckDb(db, 'homes'),
+    bytes,
+    seconds,
+    peakRssMb,
+  };
+}
+
+async function countDuckDb(db: string, table: string): Promise<number> {
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const instance = await DuckDBInstance.create(db);
+  const conn = await instance.connect();
+  try {
+    const result = await conn.runAndReadAll(`SELECT count(*) FROM "${table}"`);
+    return Number(result.getRows()[0]![0]);
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}
+
 async function sluiceRun(
-  destination: 'sqlite' | 'postgres',
+  destination: Kind,
   format: 'csv' | 'json',
   nested: 'json' | 'tables',
   write: 'append' | 'merge',
@@ -333,10 +399,10 @@ async function sluiceRun(
   env: Record<string, string> = {},
 ): Promise<Measure> {
   const table = `homes_${++runs}`;
-  const db = join(dir, `sluice-${runs}.sqlite`);
+  const db = join(dir, `sluice-${runs}.${destination === 'duckdb' ? 'duckdb' : 'sqlite'}`);
   const pipeline = join(dir, `bench-${format}-${nested}-${write}-${destination}.yaml`);
   const where =
-    destination === 'sqlite' ? `sqlite:${db}` : `{ url: '${PG_URL}', schema: ${schema} }`;
+    destination === 'postgres' ? `{ url: '${PG_URL}', schema: ${schema} }` : `${destination}:${db}`;
   writeFileSync(
     pipeline,
     `version: 1
@@ -364,7 +430,12 @@ jobs:
     env,
   );
   if (code !== 0) throw new Error(`sluice run failed (${code}): ${stderr}`);
-  const rows = destination === 'sqlite' ? countRows(db, table) : await countPostgres(table);
+  const rows =
+    destination === 'sqlite'
+      ? countRows(db, table)
+      : destination === 'duckdb'
+        ? await countDuckDb(db, table)
+        : await countPostgres(table);
   const label = `sluice run (${format}, ${write}, nested ${nested})`;
   return { label, rows, bytes, seconds, peakRssMb, table };
 }

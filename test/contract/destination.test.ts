@@ -26,6 +26,7 @@ import { silentLogger } from '../../src/log.js';
 import { loadPipeline, noProgress, runPipeline } from '../../src/pipeline/index.js';
 import { encodeCopyText } from '../../src/schema/copy-text.js';
 import { META_COLUMNS, packRows, type TableDef } from '../../src/schema/plan.js';
+import { execDuckDb, queryDuckDb } from '../helpers/duckdb.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
 import { breakLock } from '../helpers/locks.js';
 import {
@@ -71,6 +72,11 @@ interface Expects {
   refusesValues: boolean;
   /** A table may hold columns that differ only in case (made by an earlier sluice). */
   caseTwins: boolean;
+  /**
+   * One process at a time opens the database (DuckDB): another process holding it makes the
+   * open itself fail with SLUICE_LOCKED, or wait.
+   */
+  processExclusive?: boolean;
 }
 
 interface Harness {
@@ -296,6 +302,69 @@ async function harness(kind: string): Promise<Harness> {
           async cleanup() {
             await dest.close();
             await dropSchema(schema, url);
+          },
+        };
+      },
+    };
+  }
+  if (kind === 'duckdb') {
+    return {
+      kind,
+      expects: {
+        maxIdentifierBytes: Number.POSITIVE_INFINITY,
+        alterColumnType: 'in-place',
+        maxColumns: 2000,
+        declared: {
+          id: 'bigint',
+          flag: 'boolean',
+          price: 'double',
+          seen: 'timestamp with time zone',
+          doc: 'json',
+          name: 'varchar',
+        },
+        refusesValues: true,
+        caseTwins: false,
+        processExclusive: true,
+      },
+      async open() {
+        const dir = mkdtempSync(join(tmpdir(), 'sluice-contract-'));
+        const file = join(dir, 'contract.duckdb');
+        const url = `duckdb:${file}`;
+        const dest = await openDestination(url);
+        const all = <T>(sql: string) => queryDuckDb<T>(file, sql);
+        const opened: Opened = {
+          dest,
+          all,
+          declared: async (table) =>
+            Object.fromEntries(
+              (
+                await all<{ name: string; type: string }>(
+                  `select column_name as name, data_type as type from information_schema.columns where table_name = '${table.replaceAll("'", "''")}'`,
+                )
+              ).map((c) => [c.name, c.type.toLowerCase()]),
+            ),
+          indexes: async (table) =>
+            (
+              await all<{ name: string }>(
+                `select index_name as name from duckdb_indexes() where table_name = '${table.replaceAll("'", "''")}' order by 1`,
+              )
+            ).map((i) => i.name),
+          raw: (statements) => execDuckDb(file, statements),
+          tables: async () =>
+            (
+              await all<{ name: string }>(
+                `select table_name as name from information_schema.tables where table_schema = 'main' order by 1`,
+              )
+            ).map((t) => t.name),
+          reopen: (options = {}) => openDestination(url, options),
+          lockHolder: (name) => [url, name],
+          breakLock: (name) => breakLock({ kind: 'duckdb', url }, name),
+        };
+        return {
+          opened,
+          async cleanup() {
+            await dest.close();
+            rmSync(dir, { recursive: true, force: true });
           },
         };
       },
@@ -1411,6 +1480,43 @@ for (const h of harnesses) {
 
     it('lock: released when the process holding it dies, whatever its pid', async () => {
       const { opened, cleanup } = await h.open();
+      if (h.expects.processExclusive) {
+        // The database itself is the process's: a second process cannot open it while this
+        // one has it, so the holder opens it alone, and this process waits at the open.
+        await opened.dest.close();
+        const child = spawn(
+          process.execPath,
+          [LOCK_SCRIPT, ...opened.lockHolder('pipeline:held')],
+          { stdio: ['ignore', 'pipe', 'inherit'] },
+        );
+        try {
+          await new Promise<void>((resolve, reject) => {
+            child.stdout!.on('data', (d: Buffer) => d.toString().includes('locked') && resolve());
+            child.on('exit', (code) => reject(new Error(`lock holder exited with ${code}`)));
+          });
+          await assert.rejects(opened.reopen(), (e: Error & { code?: string }) => {
+            assert.equal(e.code, 'SLUICE_LOCKED');
+            assert.match(e.message, /open in another process .*PID \d+/);
+            return true;
+          });
+          let announce: () => void = () => {};
+          const announced = new Promise<void>((resolve) => (announce = resolve));
+          const waiting = openDestination(opened.dest.description, {
+            wait: true,
+            onWait: announce,
+          });
+          await announced;
+          child.kill('SIGKILL');
+          const again = await waiting;
+          const lock = await again.lock('pipeline:held', { wait: true, pollMs: 50 });
+          await lock.release();
+          await again.close();
+        } finally {
+          child.kill('SIGKILL');
+          await cleanup().catch(() => {});
+        }
+        return;
+      }
       try {
         const child = spawn(
           process.execPath,

@@ -60,15 +60,7 @@ function downloadsStarted(): number {
 
 /** A table's column types as the destination reports them (declared types in SQLite). */
 async function columnTypes(t: TestTarget, table: string): Promise<Record<string, string>> {
-  const rows =
-    t.kind === 'sqlite'
-      ? await t.all<{ name: string; type: string }>(
-          `select name, type from pragma_table_info('${table}')`,
-        )
-      : await t.all<{ name: string; type: string }>(
-          `select column_name as name, data_type as type from information_schema.columns where table_schema = '${t.schema}' and table_name = '${table}'`,
-        );
-  return Object.fromEntries(rows.map((r) => [r.name, r.type.toLowerCase()]));
+  return Object.fromEntries((await t.columns(table)).map((r) => [r.name, r.type]));
 }
 
 async function count(t: TestTarget, sql: string): Promise<number> {
@@ -188,7 +180,7 @@ for (const kind of destinationKinds()) {
       const run = await runJson(second);
       assert.equal(run.code, 0, run.stderr);
       const types = await columnTypes(t, 'homes');
-      assert.equal(types.yearBuilt, kind === 'sqlite' ? 'integer' : 'bigint', 'typed, not text');
+      assert.equal(types.yearBuilt, t.integerType, 'typed, not text');
       const { old, fresh } = await t.one<{ old: number; fresh: number }>(
         `select sum(case when "yearBuilt" is null then 1 else 0 end) as old, count("yearBuilt") as fresh from homes`,
       );

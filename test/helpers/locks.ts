@@ -1,6 +1,6 @@
 /**
- * Takes a pipeline's lock away from the run holding it, as the world can: for SQLite its lock
- * file is deleted, for PostgreSQL the session holding the advisory lock is terminated (as
+ * Takes a pipeline's lock away from the run holding it, as the world can: for a file
+ * destination (SQLite, DuckDB) its lock file is deleted, for PostgreSQL the session holding the advisory lock is terminated (as
  * `idle_session_timeout` or an administrator would). The holder lives on, not knowing.
  */
 import { createHash } from 'node:crypto';
@@ -9,11 +9,11 @@ import pg from 'pg';
 import { postgresUrl } from './postgres.js';
 
 export async function breakLock(
-  target: { kind: 'sqlite' | 'postgres'; url: string; schema?: string },
+  target: { kind: string; url: string; schema?: string },
   name: string,
 ): Promise<void> {
-  if (target.kind === 'sqlite') {
-    const file = realpathSync(target.url.slice('sqlite:'.length));
+  if (target.kind !== 'postgres') {
+    const file = realpathSync(target.url.replace(/^[a-z]+:/, ''));
     const path = `${file}.${name.replace(/[^A-Za-z0-9_.-]+/g, '_')}.lock`;
     rmSync(path);
     return;

@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -209,6 +210,18 @@ for (const kind of destinationKinds()) {
       });
       await first.reached;
       await breakLock(t, 'pipeline:lock-lost');
+      if (t.oneProcess) {
+        // The database is the first run's while it lives: no other process can take over.
+        const second = await startRun(pipeline, harness).finished;
+        assert.equal(second.code, 1, second.stderr);
+        assert.equal(JSON.parse(second.stdout).error.code, 'SLUICE_LOCKED');
+        const done = await first.finished;
+        assert.equal(done.code, 0, `${done.stdout}\n${done.stderr}`);
+        const { n } = await t.one<{ n: number }>('select count(*) as n from homes');
+        assert.equal(Number(n), 400, 'the table holds the download, whole');
+        assert.deepEqual(downloadsByType(harness), { properties: 1 }, 'bought once');
+        return;
+      }
       const second = await runToEnd(pipeline, harness);
       assert.equal((second.jobs as { loaded: number }[])[0]!.loaded, 400);
       const done = await first.finished;
@@ -331,6 +344,49 @@ for (const kind of destinationKinds()) {
         await harness.reset();
         await untilDone(file(locked, 'sqlite-locked-2'), harness);
         await check(locked);
+      });
+    }
+
+    if (kind === 'duckdb') {
+      test('the DuckDB file open in another program: exit 1 naming it, --wait waits for it, then a clean run', async () => {
+        await harness.reset();
+        const t = await target('duckdb-held');
+        // An analyst's session: another process with the file open, as the DuckDB CLI holds it.
+        const holder = spawn(
+          process.execPath,
+          [
+            '--input-type=module',
+            '-e',
+            `const { DuckDBInstance } = await import('@duckdb/node-api');
+             await (await DuckDBInstance.create(${JSON.stringify(t.file)})).connect();
+             console.log('open'); setInterval(() => {}, 60000);`,
+          ],
+          { stdio: ['ignore', 'pipe', 'inherit'] },
+        );
+        try {
+          await new Promise<void>((resolve, reject) => {
+            holder.stdout!.on('data', (d: Buffer) => d.toString().includes('open') && resolve());
+            holder.on('exit', (code) => reject(new Error(`the holder exited with ${code}`)));
+          });
+          const refused = await startRun(file(t, 'duckdb-held'), harness).finished;
+          assert.equal(refused.code, 1, refused.stderr);
+          const error = JSON.parse(refused.stdout).error;
+          assert.equal(error.code, 'SLUICE_LOCKED');
+          assert.match(error.message, new RegExp(`open in another process .*PID ${holder.pid}`));
+          const waiting = startRun(file(t, 'duckdb-held'), harness, { args: ['--wait'] });
+          let log = '';
+          waiting.child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+          for (let tries = 0; !log.includes('waiting for it to end'); tries++) {
+            if (tries > 600) throw new Error(`the run never said it waits: ${log}`);
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          holder.kill('SIGKILL');
+          const done = await waiting.finished;
+          assert.equal(done.code, 0, done.stderr);
+          await check(t);
+        } finally {
+          holder.kill('SIGKILL');
+        }
       });
     }
 

@@ -9,7 +9,7 @@ import { JobTables, type ShapePlan } from '../../src/records/tables.js';
 import type { PackedBatch, RecordBatch } from '../../src/records/types.js';
 import { plainRows } from '../../src/schema/copy-text.js';
 import { type Row, unpackRow } from '../../src/schema/types.js';
-import { propertiesPlan } from '../../helpers/pipeline.js';
+import { propertiesPlan } from '../helpers/pipeline.js';
 
 const plan = propertiesPlan('format: csv\nauto_trace: true');
 /** A CSV file of `plan` parsed into batches of 500 rows, at most two blocks ahead. */

@@ -196,7 +196,7 @@ function singleClientPool(client: pg.PoolClient): PostgresPool {
 }
 
 export class PostgresConnection implements DialectConnection<PgConn> {
-  readonly rowLocks = true;
+  readonly leaseHold = 'share' as const;
   readonly #watch: NodeJS.Timeout | undefined;
 
   constructor(readonly session: PostgresSession) {

@@ -2,8 +2,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
 import { SluiceError } from '../../errors.js';
-import { copyCell, withSuffix } from '../../schema/copy-text.js';
 import type { PackedRows } from '../../schema/types.js';
+import { asCopyText, copyChunks } from '../copy-rows.js';
 import type { PairFilter } from '../destination.js';
 import {
   type BoundColumn,
@@ -17,8 +17,6 @@ import type { PgConn, PostgresSession } from './connection.js';
 
 /** PostgreSQL's SQLSTATE for COPY data it cannot split into the columns named. */
 const BAD_COPY_FORMAT = '22P04';
-
-const CHUNK_CHARS = 256 * 1024;
 
 /**
  * Rows into PostgreSQL through COPY FROM STDIN (text format) on the transaction's client: an
@@ -143,63 +141,4 @@ async function copy(
     text ? Readable.from([text.bytes]) : Readable.from(copyChunks(rows, columns)),
     stream,
   );
-}
-
-/** COPY text lines for rows as values (no parse worker wrote them), in chunks of about 256 kB. */
-function* copyChunks(rows: TableRows, columns: readonly BoundColumn[]): Generator<string> {
-  const width = columns.length;
-  const types = columns.map((c) => c.type);
-  const input = rows.values;
-  let chunk = '';
-  for (let r = 0, o = 0; r < rows.count; r++) {
-    let line = '';
-    for (let i = 0; i < width; i++) {
-      if (i > 0) line += '\t';
-      line += copyCell(input[o++], types[i]!);
-    }
-    chunk += `${line}\n`;
-    if (chunk.length >= CHUNK_CHARS) {
-      yield chunk;
-      chunk = '';
-    }
-  }
-  if (chunk.length > 0) yield chunk;
-}
-
-/**
- * Rows a parse worker wrote as COPY text, each line followed by the load's own columns, as the
- * table takes them; undefined where it does not take them as written: a boolean's cell depends
- * on its column's type (other cells read the same in a column made wider), and a constant wins
- * over a field of the same name.
- */
-function asCopyText(packed: PackedRows, columns: readonly BoundColumn[]): TableRows | undefined {
-  const { text, constants = {} } = packed;
-  if (text === undefined) return undefined;
-  const bySource = new Map(columns.map((c) => [c.source, c]));
-  const names: string[] = [];
-  for (let i = 0; i < text.names.length; i++) {
-    const name = text.names[i]!;
-    const column = bySource.get(name);
-    if (column === undefined || Object.hasOwn(constants, name)) return undefined;
-    if (text.types[i] === 'boolean' && column.type !== 'boolean') return undefined;
-    names.push(column.name);
-  }
-  let suffix = '';
-  for (const [source, value] of Object.entries(constants)) {
-    const column = bySource.get(source);
-    if (column === undefined) return undefined;
-    names.push(column.name);
-    suffix += `\t${copyCell(value, column.type)}`;
-  }
-  // Every column of the table, as values are written: one the batch lacks is NULL, never its
-  // default (a column a user added with one).
-  const named = new Set(names);
-  for (const column of columns) {
-    if (!named.has(column.name)) {
-      names.push(column.name);
-      suffix += '\t\\N';
-    }
-  }
-  const bytes = withSuffix(text, packed.count, suffix);
-  return { count: packed.count, values: [], text: { columns: names, bytes } };
 }

@@ -1,12 +1,12 @@
-import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect as KyselySqliteDialect, sql } from 'kysely';
 import { SluiceError } from '../../errors.js';
-import { sleep } from '../../util/sleep.js';
 import type { Lock, LockOptions } from '../destination.js';
 import type { DialectConnection } from '../dialect.js';
 import { DestinationError } from '../errors.js';
+import { lockFile } from '../lock-file.js';
 import type { StateDatabase } from '../state-tables.js';
 import { translateSqliteError } from './errors.js';
 
@@ -94,7 +94,7 @@ export function openSqlite(
  * the busy timeout for another program), so two never deadlock on upgrading a read lock.
  */
 export class SqliteConnection implements DialectConnection<Database.Database> {
-  readonly rowLocks = false;
+  readonly leaseHold = 'none' as const;
 
   constructor(readonly session: SqliteSession) {}
 
@@ -144,68 +144,5 @@ export class SqliteConnection implements DialectConnection<Database.Database> {
   async close(): Promise<void> {
     this.session.statements.clear();
     await this.session.db.destroy();
-  }
-}
-
-/**
- * SQLite's stand-in for PostgreSQL's advisory lock: a small SQLite database beside the data,
- * held in an exclusive transaction for the life of the run. SQLite's locks are the operating
- * system's file locks, so the lock goes with the process: a run killed with SIGKILL, in a
- * container where every run is PID 1, leaves nothing to take over by hand.
- */
-async function lockFile(path: string, options: LockOptions): Promise<Lock> {
-  let announced = false;
-  for (;;) {
-    const handle = tryLock(path);
-    if (handle) {
-      let released = false;
-      return {
-        where: path,
-        async release() {
-          if (released) return;
-          released = true;
-          try {
-            handle.exec('ROLLBACK');
-          } finally {
-            handle.close();
-          }
-        },
-      };
-    }
-    if (!options.wait) {
-      throw new SluiceError(`the lock ${path} is held by another run`, {
-        code: 'SLUICE_LOCKED',
-      });
-    }
-    if (!announced) {
-      announced = true;
-      options.onWait?.(path);
-    }
-    await sleep(options.pollMs ?? 1000, options.signal);
-  }
-}
-
-/** The open handle holding the lock, or undefined when another process holds it. */
-function tryLock(path: string): Database.Database | undefined {
-  replaceOldLockFile(path);
-  const handle = new Database(path, { timeout: 0 });
-  try {
-    handle.exec('BEGIN EXCLUSIVE');
-    return handle;
-  } catch (error) {
-    handle.close();
-    const code = (error as { code?: string }).code ?? '';
-    if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return undefined;
-    throw error;
-  }
-}
-
-/** sluice 0.1 wrote its pid into a text file of the same name; that file is not a lock now. */
-function replaceOldLockFile(path: string): void {
-  try {
-    if (statSync(path).size > 64) return;
-    if (/^\d+\n?$/.test(readFileSync(path, 'utf8'))) rmSync(path, { force: true });
-  } catch {
-    // no file yet
   }
 }

@@ -1,0 +1,76 @@
+import { isAbsolute, resolve } from 'node:path';
+import type { Destination, DestinationCapabilities, DestinationEntry } from '../destination.js';
+
+const CAPABILITIES: DestinationCapabilities = {
+  maxIdentifierBytes: Number.POSITIVE_INFINITY,
+  maxColumns: 2000,
+  alterColumnType: 'in-place',
+  concurrentWriters: 1,
+  rowEncoding: 'copy-text',
+  // Each batch is a file DuckDB's reader opens and a statement it plans: large batches spread
+  // that over many rows.
+  batchBytes: { appends: 1 << 20, merges: { csv: 1 << 20, json: 1 << 20 } },
+};
+
+/**
+ * DuckDB, the analysts' columnar database, in one file through `@duckdb/node-api` (installed
+ * on demand: see connection.ts). `duckdb:PATH`, or a path ending in .duckdb or .ddb; a relative
+ * path starts at the pipeline file's folder. DuckDB lets one process at a time open a file for
+ * writing: while a run loads, other programs read the file only after it ends.
+ */
+export const duckdb: DestinationEntry = {
+  name: 'duckdb',
+  displayName: 'DuckDB',
+  example: 'duckdb:PATH (e.g. duckdb:data/out.duckdb)',
+  matches: (url) => duckdbPath(url) !== undefined,
+  // Its catalogue's own names (duckdb_tables(), ...), and its pg_catalog views' (pg_class, ...).
+  reservedPrefixes: [
+    ['duckdb_', 'keeps names beginning duckdb_ for its catalogue'],
+    ['pg_', 'keeps names beginning pg_ for its PostgreSQL catalogue views'],
+  ],
+  async open(url, options): Promise<Destination> {
+    const [
+      { openDuckDb, DuckDbConnection },
+      { DuckDbSchema },
+      { DuckDbWriter },
+      { translateDuckDbError },
+      { Loader },
+    ] = await Promise.all([
+      import('./connection.js'),
+      import('./schema.js'),
+      import('./writer.js'),
+      import('./errors.js'),
+      import('../loader.js'),
+    ]);
+    const path = duckdbPath(url, options.baseDir)!;
+    const session = await openDuckDb(path, {
+      readOnly: options.readOnly === true,
+      ...(options.wait === undefined ? {} : { wait: options.wait }),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.onWait ? { onWait: options.onWait } : {}),
+    });
+    return new Loader({
+      name: 'duckdb',
+      displayName: 'DuckDB',
+      description: session.description,
+      capabilities: CAPABILITIES,
+      readOnly: session.readOnly,
+      db: session.db,
+      connection: new DuckDbConnection(session),
+      schema: new DuckDbSchema(session),
+      writer: new DuckDbWriter(session),
+      translate: (error) => translateDuckDbError(error, path),
+    });
+  },
+};
+
+/** The absolute path of a `duckdb:` URL, relative paths taken from `baseDir`. */
+function duckdbPath(url: string, baseDir = process.cwd()): string | undefined {
+  let path: string | undefined;
+  if (url.startsWith('duckdb://')) path = url.slice('duckdb://'.length);
+  else if (url.startsWith('duckdb:')) path = url.slice('duckdb:'.length);
+  else if (/\.(duckdb|ddb)$/.test(url) && !/^[a-z][a-z0-9+.-]+:/i.test(url)) path = url;
+  if (!path) return undefined;
+  if (path === ':memory:' || isAbsolute(path)) return path;
+  return resolve(baseDir, path);
+}
