@@ -46,7 +46,7 @@ module.exports = {
       severity: 'error',
       comment: 'Only src/load/ touches SQL drivers and Kysely: the destination is sealed',
       from: { path: '^src/', pathNot: '^src/load/' },
-      to: { path: 'node_modules/(kysely|pg|pg-copy-streams|better-sqlite3)/' },
+      to: { path: 'node_modules/(kysely|pg|pg-copy-streams|better-sqlite3|@duckdb/node-api)/' },
     },
     {
       name: 'emulator-stands-beside',

@@ -99,6 +99,9 @@ const CODES = {
   SLUICE_JOB_CHANGED: fix('a job changed how it loads while its download is half loaded'),
   SLUICE_TOO_MANY_REJECTS: fix('more rows rejected than max_rejects; the download is kept'),
   SLUICE_ALL_REJECTED: fix('every row of a job was rejected'),
+  SLUICE_SCHEMA_CONTRACT: fix(
+    'the data would add or widen columns of a table its schema contract freezes (schema:)',
+  ),
 
   // --- refused before anything was spent (exit 3) --------------------------------------------
   SLUICE_CREDIT_GUARD: {

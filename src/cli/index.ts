@@ -50,7 +50,7 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
     .example('$0 count properties "city:Austin AND province:TX"', 'count matches, free')
     .example('$0 run pipelines/demo.yaml --json', 'run a pipeline, one JSON document out')
     .epilogue(
-      'Exit codes: 0 done, 1 failed (worth a retry), 2 a mistake to fix, 3 refused by the credit guard, 130 interrupted.',
+      'Exit codes: 0 done, 1 failed (worth a retry), 2 a mistake to fix, 3 refused by the credit guard or a budget, 4 done with less than asked (a download cancelled), 130 interrupted.',
     );
   // The analyst's commands: each module declares its own and calls one plain function.
   for (const register of [

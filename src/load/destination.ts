@@ -1,7 +1,7 @@
 import type { FieldMap } from '../catalog.js';
 import type { Logger } from '../log.js';
 import type { RowEncoding } from '../schema/copy-text.js';
-import type { Naming } from '../schema/naming.js';
+import type { Naming, NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType, PackedRows, Row } from '../schema/types.js';
 import type { Attempt, CursorRow, FileRow, JobRow, RejectRow, RunRow } from './state-store.js';
@@ -64,6 +64,22 @@ export interface WriteTarget {
   parentColumn?: string;
   /** The parent link is indexed when the job ends instead (see `TableDef.parentIndexAtEnd`). */
   parentIndexAtEnd?: boolean;
+  /** What the rows may change in an existing table's columns (default: anything). */
+  contract?: TableContract;
+}
+
+/**
+ * A schema contract (`schema:` of a pipeline file), dlt's way. It binds a table that was there
+ * before this run (for `write: replace`, the live table the staging table stands in for); a
+ * table the run makes takes the columns of its data.
+ */
+export interface TableContract {
+  /** Fields the table has no column for: add columns, fail the job, or leave their values out. */
+  newColumns: 'evolve' | 'freeze' | 'discard';
+  /** Values a column's type cannot hold: widen the column, or fail the job. */
+  typeChanges: 'widen' | 'freeze';
+  /** Told the fields a `discard` left out of a table (logical names), each time it does. */
+  onDiscard?: (table: string, fields: string[]) => void;
 }
 
 /** The statements of one result file: they commit together, with the file's state row. */
@@ -225,6 +241,11 @@ export interface OpenDestinationOptions {
   wait?: boolean;
   /** Called once when the destination is held by another process and `wait` is set. */
   onWait?: (where: string) => void;
+  /**
+   * How logical names (the service's fields, the jobs' tables) become tables and columns: as
+   * they are (`keep`, the default) or `snake_case` (`firstName` -> `first_name`).
+   */
+  naming?: NamingStyle;
 }
 
 /**
@@ -289,7 +310,11 @@ export interface Destination {
    * and their indexes (key; parent link, unless `parentIndexAtEnd`); existing tables get
    * missing columns added.
    */
-  prepareTables(tables: readonly TableDef[], stagedBy?: string): Promise<void>;
+  prepareTables(
+    tables: readonly TableDef[],
+    stagedBy?: string,
+    contract?: TableContract,
+  ): Promise<void>;
   /** Drops this pipeline's staging tables of `tables` (a replace starting over). */
   dropStaging(tables: readonly string[], stagedBy: string): Promise<void>;
 

@@ -1,7 +1,15 @@
 import type { Kysely } from 'kysely';
+import { SluiceError } from '../errors.js';
 import { plainRows } from '../schema/copy-text.js';
 import { ColumnNames, type Naming } from '../schema/naming.js';
-import { hasChanges, packedColumns, packRows, planChanges } from '../schema/plan.js';
+import {
+  hasChanges,
+  packedColumns,
+  packRows,
+  planChanges,
+  type TableChanges,
+  type Widening,
+} from '../schema/plan.js';
 import {
   type Column,
   type ColumnType,
@@ -28,6 +36,8 @@ export interface LoaderInternals<C> {
   readonly store: StateStore;
   readonly naming: Naming;
   committedColumns(table: string): Map<string, ColumnType> | undefined;
+  /** Whether the loader made the (physical) table, in a transaction that committed. */
+  madeHere(table: string): boolean;
   physical(table: string, stagedBy?: string): string;
   indexName(table: string, purpose: 'key' | 'parent'): string;
 }
@@ -42,6 +52,8 @@ export class LoaderTransaction<C> implements FileTransaction {
    * only described may have been changed by another transaction since.
    */
   readonly known = new Set<string>();
+  /** Tables this transaction made (physical names). */
+  readonly made = new Set<string>();
   /** Tables whose key index, and whose parent-link index, this transaction has seen to. */
   readonly #indexed = new Set<string>();
   readonly #parentIndexed = new Set<string>();
@@ -123,6 +135,11 @@ export class LoaderTransaction<C> implements FileTransaction {
       bound = bind();
       changes = planChanges(existing && toColumns(existing), bound);
     }
+    if (hasChanges(changes) && target.contract) {
+      changes = await this.#underContract(target, changes, existing, (c) =>
+        this.#namesOf(table).logical(c),
+      );
+    }
     if (!hasChanges(changes)) {
       await this.#ensureIndexes(table, target);
       return existing!;
@@ -137,6 +154,7 @@ export class LoaderTransaction<C> implements FileTransaction {
     }
     const columns = new Map(existing);
     if (changes.create) {
+      this.made.add(table);
       await this.#dialect.schema.createTable(
         this.conn,
         table,
@@ -161,6 +179,51 @@ export class LoaderTransaction<C> implements FileTransaction {
     this.known.add(table);
     await this.#ensureIndexes(table, target);
     return columns;
+  }
+
+  /**
+   * The changes a target's contract allows (see `TableContract`): new columns left out
+   * (`discard`), or the job failed (`freeze`) naming the fields and why. The contract binds the
+   * table as it was before this run; for a staging table, the live table it stands in for.
+   */
+  async #underContract(
+    target: WriteTarget,
+    changes: TableChanges,
+    existing: Map<string, ColumnType> | undefined,
+    logical: (physical: string) => string,
+  ): Promise<TableChanges> {
+    const contract = target.contract!;
+    if (contract.newColumns === 'evolve' && contract.typeChanges === 'widen') return changes;
+    const live = this.loader.physical(target.table);
+    if (this.made.has(live) || this.loader.madeHere(live)) return changes;
+    const base = target.stagedBy === undefined ? existing : await this.#columns(live);
+    if (base === undefined) return changes; // a new table: its data's columns
+    const added = changes.add.filter((c) => !base.has(c.name));
+    const changed: Widening[] = changes.create
+      ? changes.add.flatMap((c) => {
+          const from = base.get(c.name);
+          return from === undefined || from === c.type ? [] : [{ name: c.name, from, to: c.type }];
+        })
+      : changes.widen;
+    const names = (columns: { name: string }[]) => columns.map((c) => logical(c.name));
+    if (changed.length > 0 && contract.typeChanges === 'freeze') {
+      const list = changed.map((w) => `${logical(w.name)} (${w.from} -> ${w.to})`).join(', ');
+      throw contractError(
+        `its schema contract freezes the column types of ${target.table} (schema: type_changes: freeze), and the data needs ${list}; to load it, set type_changes: widen, or pin the type with columns:`,
+      );
+    }
+    if (added.length === 0) return changes;
+    if (contract.newColumns === 'freeze') {
+      throw contractError(
+        `its schema contract freezes the columns of ${target.table} (schema: new_columns: freeze), and the data has fields it has no column for: ${names(added).join(', ')}; to load them, set new_columns: evolve (or discard to leave them out)`,
+      );
+    }
+    if (contract.newColumns === 'discard') {
+      contract.onDiscard?.(target.table, names(added));
+      const out = new Set(added.map((c) => c.name));
+      return { ...changes, add: changes.add.filter((c) => !out.has(c.name)) };
+    }
+    return changes;
   }
 
   /**
@@ -440,4 +503,8 @@ function isValueError(error: unknown): boolean {
 
 function toColumns(map: Map<string, ColumnType>): Column[] {
   return [...map].map(([name, type]) => ({ name, type }));
+}
+
+function contractError(message: string): SluiceError {
+  return new SluiceError(message, { code: 'SLUICE_SCHEMA_CONTRACT' });
 }

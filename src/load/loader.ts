@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
 import { SluiceError } from '../errors.js';
-import { ColumnNames, Naming } from '../schema/naming.js';
+import { ColumnNames, Naming, type NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType } from '../schema/types.js';
 import type {
@@ -14,6 +14,7 @@ import type {
   LockOptions,
   PairFilter,
   State,
+  TableContract,
   WriteTarget,
 } from './destination.js';
 import type { Dialect } from './dialect.js';
@@ -38,14 +39,16 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   readonly #store: StateStore;
   /** Committed column types per physical table. */
   readonly #tables = new Map<string, Map<string, ColumnType>>();
+  /** Tables this handle made (physical names): no schema contract binds them yet. */
+  readonly #made = new Set<string>();
   /** The lease this handle holds (see `lock`): checked before anything is written. */
   #fence: { name: string; holder: string } | undefined;
   /** The state tables are known to be there, at this version. */
   #stateReady = false;
 
-  constructor(dialect: Dialect<C>) {
+  constructor(dialect: Dialect<C>, naming: NamingStyle = 'keep') {
     this.#dialect = dialect;
-    this.naming = new Naming(dialect.capabilities.maxIdentifierBytes);
+    this.naming = new Naming(dialect.capabilities.maxIdentifierBytes, naming);
     this.#store = new StateStore(dialect.db);
     this.state = this.#guarded(this.#store);
   }
@@ -151,7 +154,11 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     return this.#guard(() => this.#dialect.schema.describe(this.#physical(table, stagedBy)));
   }
 
-  async prepareTables(tables: readonly TableDef[], stagedBy?: string): Promise<void> {
+  async prepareTables(
+    tables: readonly TableDef[],
+    stagedBy?: string,
+    contract?: TableContract,
+  ): Promise<void> {
     await this.#transaction(async (tx) => {
       for (const def of tables) {
         const target: WriteTarget = {
@@ -162,6 +169,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
           ...(stagedBy === undefined ? {} : { stagedBy }),
           ...(def.parentColumn === undefined ? {} : { parentColumn: def.parentColumn }),
           ...(def.parentIndexAtEnd ? { parentIndexAtEnd: true } : {}),
+          ...(contract === undefined ? {} : { contract }),
         };
         await tx.ensure(target, def.columns);
       }
@@ -242,6 +250,10 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     return this.#tables.get(table);
   }
 
+  madeHere(table: string): boolean {
+    return this.#made.has(table);
+  }
+
   physical(table: string, stagedBy?: string): string {
     return this.#physical(table, stagedBy);
   }
@@ -262,6 +274,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
       // as it saw them, for everyone. A table it only described is learnt if unknown, never
       // overwritten: another transaction may have changed it and committed since.
       if (done) {
+        for (const table of done.made) this.#made.add(table);
         for (const [table, columns] of done.tables) {
           if (done.known.has(table)) {
             if (columns === undefined) this.#tables.delete(table);

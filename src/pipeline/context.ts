@@ -50,6 +50,7 @@ export function shapePlanOf(job: JobSpec, spec: PipelineSpec): ShapePlan {
     nested: job.nested,
     ...(fields === undefined ? {} : { fields }),
     ...(job.auto_trace ? { autotrace: { peopleTable: job.people_table ?? 'people' } } : {}),
+    ...(Object.keys(job.columns).length > 0 ? { columns: job.columns } : {}),
   };
 }
 

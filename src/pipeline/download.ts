@@ -4,6 +4,7 @@ import type { Attempt } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import type { JobTables } from '../records/tables.js';
 import type { RunContext } from './context.js';
+import { breachError, contractBreaches } from './contract.js';
 import { ensureDownload, waitForDownload } from './extract.js';
 import {
   countCredits,
@@ -25,6 +26,9 @@ export async function runDownloadJob(
   log: Logger,
 ): Promise<void> {
   const load: JobLoad = { ctx, job, tables, outcome, log };
+  // A frozen table the job's declared columns would change fails it before anything is bought.
+  const breaches = await contractBreaches(ctx.destination, job, tables);
+  if (breaches.length > 0) throw breachError(job, breaches);
   outcome.stage = 'extract';
   const ensure = () =>
     inStage('extract', () =>

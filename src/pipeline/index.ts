@@ -1,6 +1,7 @@
 export { type BudgetStanding, budgetStandings } from './budget.js';
 export type { Clock } from './clock.js';
 export { type CreditEstimate, estimateJob } from './estimate.js';
+export { jobColumns } from './job-columns.js';
 export type {
   Credits,
   ErrorInfo,

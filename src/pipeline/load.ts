@@ -8,6 +8,7 @@ import type { ParseJob } from '../records/index.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import { jobRow, type RunContext } from './context.js';
+import { contractOf } from './contract.js';
 import { DownloadRecords } from './download-records.js';
 import { creditsFor } from './estimate.js';
 import { cursorChange } from './incremental.js';
@@ -83,8 +84,9 @@ export async function prepareTables(load: JobLoad): Promise<void> {
   const defs = tables.definitions();
   const staged = defs.filter((d) => tables.staged(d.name));
   const live = defs.filter((d) => !tables.staged(d.name));
-  if (staged.length > 0) await ctx.destination.prepareTables(staged, ctx.spec.name);
-  if (live.length > 0) await ctx.destination.prepareTables(live);
+  const contract = contractOf(load);
+  if (staged.length > 0) await ctx.destination.prepareTables(staged, ctx.spec.name, contract);
+  if (live.length > 0) await ctx.destination.prepareTables(live, undefined, contract);
   load.outcome.tables = defs.map((d) => ctx.destination.physicalName(d.name));
 }
 

@@ -2,7 +2,11 @@ import { type CreditType, premadeView } from '../catalog.js';
 import type { ServiceClient } from '../client/types.js';
 import { PipelineSpecError } from '../errors.js';
 import type { Attempt, CursorRow } from '../load/destination.js';
+import { JobTables } from '../records/tables.js';
+import type { ColumnType } from '../schema/types.js';
 import { type BudgetStanding, budgetStandings } from './budget.js';
+import { shapePlanOf } from './context.js';
+import { type ContractBreach, contractBreaches } from './contract.js';
 import {
   type AccountCredits,
   accountCredits,
@@ -64,6 +68,10 @@ export interface PlannedJob extends CreditEstimate {
     /** Credits the range saves against a full refresh. */
     credits_saved: number;
   };
+  /** The columns the job's `columns:` pins, by field, with their types. */
+  pinned?: Record<string, ColumnType>;
+  /** What the job's declared columns would change in tables its schema contract freezes. */
+  schema_breaches?: ContractBreach[];
 }
 
 export interface PlanOptions {
@@ -78,6 +86,8 @@ export interface PlanOptions {
   budgets?: readonly BudgetStanding[];
   /** Unfinished downloads of earlier runs, by job (savedState): `run` re-attaches to them. */
   open?: ReadonlyMap<string, Attempt>;
+  /** Schema contract breaches by job (savedState): `run` would fail those jobs, buying nothing. */
+  breaches?: ReadonlyMap<string, ContractBreach[]>;
 }
 
 /**
@@ -171,8 +181,14 @@ export async function planPipeline(
         };
       }
     }
+    if (Object.keys(job.columns).length > 0) estimate.pinned = { ...job.columns };
+    const breaches = options.breaches?.get(job.name);
+    if (breaches && breaches.length > 0) estimate.schema_breaches = breaches;
     jobs.push(estimate);
-    if (estimate.refusals.length === 0) spend(estimate.needed, account, budgets);
+    // A job its contract fails buys nothing.
+    if (estimate.refusals.length === 0 && !breaches?.length) {
+      spend(estimate.needed, account, budgets);
+    }
   }
   const guard = jobs.some((e) => e.verdict === 'refuse')
     ? 'refuse'
@@ -220,6 +236,8 @@ export interface SavedState {
   budgets: BudgetStanding[];
   /** Unfinished downloads of earlier runs, by job (read only with budgets: see PlanOptions). */
   open: Map<string, Attempt>;
+  /** What jobs under a freezing schema contract would change in their tables, by job. */
+  breaches: Map<string, ContractBreach[]>;
 }
 
 /**
@@ -235,8 +253,14 @@ export async function savedState(
 ): Promise<SavedState> {
   const cursors = new Map<string, CursorRow>();
   const open = new Map<string, Attempt>();
+  const breaches = new Map<string, ContractBreach[]>();
   const wantCursors = options.fullRefresh !== true && spec.jobs.some((j) => j.incremental);
-  if (!wantCursors && spec.budgets.length === 0) return { cursors, budgets: [], open };
+  const frozen = spec.jobs.filter(
+    (j) => j.schema.newColumns === 'freeze' || j.schema.typeChanges === 'freeze',
+  );
+  if (!wantCursors && spec.budgets.length === 0 && frozen.length === 0) {
+    return { cursors, budgets: [], open, breaches };
+  }
   const destination = await openPipelineDestination(spec, env, { readOnly: true }).catch(
     (error: unknown) => {
       if ((error as { code?: unknown }).code === 'SLUICE_NO_STATE') return undefined;
@@ -256,7 +280,15 @@ export async function savedState(
         if (attempt) open.set(job.name, attempt);
       }
     }
-    return { cursors, budgets: await budgetStandings(spec, state, options.now), open };
+    for (const job of destination ? frozen : []) {
+      const found = await contractBreaches(
+        destination!,
+        job,
+        new JobTables(shapePlanOf(job, spec)),
+      );
+      if (found.length > 0) breaches.set(job.name, found);
+    }
+    return { cursors, budgets: await budgetStandings(spec, state, options.now), open, breaches };
   } finally {
     await destination?.close();
   }

@@ -84,6 +84,7 @@ export function openPipelineDestination(
     ...(options.wait === undefined ? {} : { wait: options.wait }),
     ...(options.onWait ? { onWait: options.onWait } : {}),
     baseDir: spec.baseDir,
+    naming: spec.naming,
   });
 }
 

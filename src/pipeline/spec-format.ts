@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CREDIT_TYPES, type CreditType, DATA_TYPES } from '../catalog.js';
+import type { ColumnType } from '../schema/types.js';
 
 /**
  * The pipeline file format: its zod schema (validation, defaults and the JSON Schema for
@@ -120,6 +121,45 @@ const budget = z
     'credits the pipeline may spend per credit type and calendar period (UTC), e.g. { property: 50000/month, people: 2000/week }',
   );
 
+/**
+ * Column types a job may pin (`columns:`), the same for every destination: `double` and `real`
+ * are one type, a floating-point number.
+ */
+export const COLUMN_HINTS = [
+  'text',
+  'integer',
+  'double',
+  'real',
+  'boolean',
+  'timestamp',
+  'json',
+] as const;
+export type ColumnHint = (typeof COLUMN_HINTS)[number];
+
+const columnHints = z
+  .record(
+    z.string().min(1),
+    z.enum(COLUMN_HINTS, { error: `expected one of ${COLUMN_HINTS.join(', ')}` }),
+  )
+  .describe(
+    'column types to pin, by field name, e.g. { latitude: double, yearBuilt: integer }: a value that does not fit is rejected with its reason',
+  );
+
+const schemaContract = z
+  .strictObject({
+    new_columns: z
+      .enum(['evolve', 'freeze', 'discard'])
+      .optional()
+      .describe(
+        'fields a table has no column for: evolve adds columns, freeze fails the job, discard drops their values',
+      ),
+    type_changes: z
+      .enum(['widen', 'freeze'])
+      .optional()
+      .describe('values a column type cannot hold: widen the column, or freeze: fail the job'),
+  })
+  .describe("what a load may change in a table's columns (default: evolve and widen)");
+
 const job = z.strictObject({
   type: z.enum(DATA_TYPES).describe('data type: properties, businesses, products or people'),
   query: z.string().min(1, 'a query is required, e.g. city:Austin').optional(),
@@ -162,6 +202,8 @@ const job = z.strictObject({
   incremental: incremental
     .optional()
     .describe('download only what changed since the last run, by a date cursor (merge jobs)'),
+  columns: columnHints.optional(),
+  schema: schemaContract.optional(),
   poll: poll.default({
     interval: 5000,
     max_interval: 60_000,
@@ -189,6 +231,13 @@ export const pipelineSchema = z.strictObject({
     .default(DEFAULT_PARALLEL_JOBS)
     .describe('jobs whose downloads the service prepares at once (1: one after another)'),
   budget: budget.optional(),
+  naming: z
+    .enum(['keep', 'snake_case'])
+    .default('keep')
+    .describe(
+      "table and column names: keep the service's field names, or snake_case (firstName -> first_name)",
+    ),
+  schema: schemaContract.optional(),
   views: z
     .record(z.string().min(1), z.strictObject({ fields: z.array(z.string().min(1)).min(1) }))
     .default({}),
@@ -200,7 +249,14 @@ export const pipelineSchema = z.strictObject({
 export type RawPipeline = z.output<typeof pipelineSchema>;
 export type RawJob = z.output<typeof job>;
 
-export interface JobSpec extends Omit<RawJob, 'records' | 'key' | 'table' | 'query'> {
+/** What a load may change in a table's columns (`schema:`, the job's over the pipeline's). */
+export interface SchemaContract {
+  newColumns: 'evolve' | 'freeze' | 'discard';
+  typeChanges: 'widen' | 'freeze';
+}
+
+export interface JobSpec
+  extends Omit<RawJob, 'records' | 'key' | 'table' | 'query' | 'columns' | 'schema'> {
   name: string;
   /** For an owner enrichment job, a stand-in: its queries are built from people keys. */
   query: string;
@@ -208,6 +264,10 @@ export interface JobSpec extends Omit<RawJob, 'records' | 'key' | 'table' | 'que
   records: number | undefined;
   table: string;
   key: string[];
+  /** Pinned column types by field name (`columns:`; `double` is `real`). */
+  columns: Record<string, ColumnType>;
+  /** The contract of the job's tables (`schema:`), the defaults filled in. */
+  schema: SchemaContract;
   /** Hash of what decides the download; a later run re-attaches only when it is unchanged. */
   downloadHash: string;
   /**
@@ -241,6 +301,8 @@ export interface PipelineSpec {
   jobs: JobSpec[];
   /** The `budget:` key, one entry per credit type and period, by credit type. */
   budgets: Budget[];
+  /** How field names become table and column names (`naming:`). */
+  naming: 'keep' | 'snake_case';
 }
 
 /** JSON Schema of the pipeline format, for editors (`sluice schema`). */
@@ -261,6 +323,7 @@ export function knownKeys(path: string[]): string[] {
     job: Object.keys(job.shape),
     poll: Object.keys(poll.shape),
     incremental: Object.keys(incremental.shape),
+    schema: Object.keys(schemaContract.shape),
     budget: [...CREDIT_TYPES],
     view: ['fields'],
   };
@@ -268,6 +331,7 @@ export function knownKeys(path: string[]): string[] {
   if (path[0] === 'jobs' && path.length === 2) return shapes.job!;
   if (path[0] === 'jobs' && path[2] === 'poll') return shapes.poll!;
   if (path[0] === 'jobs' && path[2] === 'incremental') return shapes.incremental!;
+  if (path[0] === 'jobs' && path[2] === 'schema') return shapes.schema!;
   if (path[0] === 'views' && path.length === 2) return shapes.view!;
   return shapes[path[0]!] ?? [];
 }

@@ -1,29 +1,21 @@
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
 import type { z } from 'zod';
-import {
-  CREDIT_TYPES,
-  closest,
-  FIELDS,
-  PREMADE_VIEWS,
-  premadeView,
-  resolveField,
-} from '../catalog.js';
-import { PipelineSpecError, QueryError } from '../errors.js';
-import { destinationEntryOf, destinationExamples, destinations } from '../load/index.js';
-import { checkQuery } from '../query/index.js';
+import { CREDIT_TYPES, closest } from '../catalog.js';
+import { PipelineSpecError } from '../errors.js';
+import { destinationEntryOf, destinationExamples } from '../load/index.js';
+import { snakeCase } from '../schema/naming.js';
 import {
   BUDGET_AMOUNT,
   type Budget,
   type BudgetPeriod,
-  type JobSpec,
   knownKeys,
   type PipelineSpec,
   pipelineSchema,
   type RawPipeline,
 } from './spec-format.js';
+import { resolveJob } from './spec-job.js';
 
 export type { Budget, BudgetPeriod, JobSpec, PipelineSpec } from './spec-format.js';
 export { parseDuration, pipelineJsonSchema } from './spec-format.js';
@@ -214,199 +206,20 @@ function resolve(
     check(() => fail(`expected ${destinationExamples()}`, ['destination']));
   }
   const tables = new Map<string, string>();
+  const contract = raw.schema;
   const jobs = Object.entries(raw.jobs).flatMap(([name, j]) => {
-    const job = check((): JobSpec => {
-      const at = (...rest: string[]) => ['jobs', name, ...rest];
-      if (raw.source.api === 'v3') checkV3Job(raw, name, j, fail, options.views === 'offline');
-      const declared = j.view && Object.hasOwn(raw.views, j.view) ? raw.views[j.view] : undefined;
-      const premade = j.view && !declared ? premadeView(j.view) : undefined;
-      if (premade && premade.type !== j.type) {
-        fail(`view '${j.view}' is a pre-made view of ${premade.type}, not ${j.type}`, at('view'));
-      }
-      if (j.view && !declared && !premade && options.views === 'offline') {
-        const premadeNames = Object.keys(PREMADE_VIEWS).filter(
-          (n) => PREMADE_VIEWS[n]!.type === j.type,
-        );
-        const guess = closest(j.view, [...Object.keys(raw.views), ...premadeNames]);
-        fail(
-          `view '${j.view}' is not declared under views: nor a pre-made view of ${j.type}${guess ? `; did you mean '${guess}'?` : ''} (plan and run also take a view the service lists)`,
-          at('view'),
-        );
-      }
-      if (j.type !== 'properties') {
-        for (const key of ['auto_trace', 'address_matching', 'require_people_data'] as const) {
-          if (j[key] !== undefined && j[key] !== false)
-            fail(`${key} applies to properties only`, at(key));
-        }
-      }
-      if (j.people_keys_from !== undefined) {
-        const from = raw.jobs[j.people_keys_from];
-        const names = Object.keys(raw.jobs);
-        if (j.type !== 'people')
-          fail('people_keys_from applies to jobs of type people', at('type'));
-        if (!from) {
-          const guess = closest(j.people_keys_from, names);
-          fail(
-            `no job '${j.people_keys_from}' in this file${guess ? `; did you mean '${guess}'?` : ''}`,
-            at('people_keys_from'),
-          );
-        } else if (from.type !== 'properties') {
-          fail(`job '${j.people_keys_from}' is not a properties job`, at('people_keys_from'));
-        } else if (names.indexOf(j.people_keys_from) > names.indexOf(name)) {
-          fail(`job '${j.people_keys_from}' must come before this job`, at('people_keys_from'));
-        }
-        if (j.query !== undefined)
-          fail('a job with people_keys_from builds its own queries: remove query', at('query'));
-        if (j.write !== 'merge')
-          fail(
-            'a job with people_keys_from merges into the people table: write must be merge',
-            at('write'),
-          );
-      } else if (j.query === undefined) {
-        fail('a query is required, e.g. city:Austin', at());
-      }
-      if (
-        j.nested === 'tables' &&
-        j.write === 'merge' &&
-        Array.isArray(j.key) &&
-        j.key.length > 1
-      ) {
-        fail(
-          'nested: tables links child rows by one key column; use one key or nested: json',
-          at('key'),
-        );
-      }
-      const query = j.query ?? 'keys:*';
-      try {
-        checkQuery(query, j.type);
-      } catch (error) {
-        if (!(error instanceof QueryError)) throw error;
-        fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, at('query'));
-      }
-      declared?.fields.forEach((field, i) => {
-        const path = field.endsWith(':*') ? field.slice(0, -2) : field;
-        if (!resolveField(j.type, path)) {
-          fail(
-            `field '${field}' of view '${j.view}' is not a field of ${j.type} (used by job '${name}')`,
-            ['views', j.view!, 'fields', String(i)],
-          );
-        }
-      });
-      const keys = Array.isArray(j.key) ? j.key : [j.key];
-      // The fields the job's view selects, when known here (declared, or pre-made).
-      const viewFields = declared?.fields ?? premade?.fields;
-      // The merge key must come with the data, or every row is rejected after the credits are
-      // spent: checked against the view's fields, or the data type's.
-      if (j.write === 'merge' && j.people_keys_from === undefined) {
-        const top =
-          viewFields && new Set(viewFields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
-        for (const key of keys) {
-          if (top && !top.has(key)) {
-            fail(
-              `merge key '${key}' is not a field of view '${j.view}' (${viewFields!.join(', ')}): ${declared ? 'add it to the view, or choose another key' : 'choose another key, or a view that has it'}`,
-              at('key'),
-            );
-          } else if (!top && !Object.hasOwn(FIELDS[j.type], key)) {
-            const guess = closest(key, Object.keys(FIELDS[j.type]));
-            fail(
-              `merge key '${key}' is not a field of ${j.type}${guess ? `; did you mean '${guess}'?` : ''}`,
-              at('key'),
-            );
-          }
-        }
-      }
-      if (j.incremental !== undefined) {
-        const { cursor } = j.incremental;
-        if (j.write !== 'merge') {
-          fail(
-            j.write === 'replace'
-              ? 'incremental needs write: merge: a replace keeps only what one download holds, and an incremental download holds only what changed since the last run'
-              : 'incremental needs write: merge: the lookback re-reads records, which append would load twice',
-            at('incremental'),
-          );
-        }
-        if (j.people_keys_from !== undefined) {
-          fail(
-            'an owner lookup follows its properties job: make that job incremental',
-            at('incremental'),
-          );
-        }
-        const def = Object.hasOwn(FIELDS[j.type], cursor) ? FIELDS[j.type][cursor] : undefined;
-        if (def?.kind !== 'date') {
-          const dates = Object.entries(FIELDS[j.type])
-            .filter(([, d]) => d.kind === 'date')
-            .map(([n]) => n);
-          fail(
-            `cursor '${cursor}' is not a date field of ${j.type}; use one of ${dates.join(', ')}`,
-            at('incremental', 'cursor'),
-          );
-        }
-        if (viewFields && !viewFields.some((f) => f.replace(/:\*$/, '') === cursor)) {
-          fail(
-            `cursor '${cursor}' is not in view '${j.view}': ${declared ? "add it to the view's fields" : 'choose a view that has it'}, or the run cannot know how far it got`,
-            at('incremental', 'cursor'),
-          );
-        }
-      }
-      // A name the destination keeps for itself is refused here, before anything is bought: the
-      // load could never make its table. Child and link tables begin with these names.
-      const reserved = (given: string, what: string, path: string[], fix: string) => {
-        const owner = reservedBy(given);
-        if (owner !== undefined) fail(`${what} is reserved: ${owner}; ${fix}`, path);
-      };
-      if (j.people_table !== undefined) {
-        reserved(
-          j.people_table,
-          `people_table '${j.people_table}'`,
-          at('people_table'),
-          'choose another name',
-        );
-      }
-      const table = j.table ?? (j.people_keys_from ? (j.people_table ?? 'people') : name);
-      if (j.table !== undefined)
-        reserved(table, `table '${table}'`, at('table'), 'choose another name');
-      else if (j.people_keys_from === undefined) {
-        reserved(
-          table,
-          `the job's name '${table}', its table's name by default,`,
-          at('table'),
-          'add table: with another name',
-        );
-      }
-      const other = tables.get(table);
-      if (other) fail(`table '${table}' is already written by job '${other}'`, at('table'));
-      tables.set(table, name);
-      const downloadHash = hash({
-        api: raw.source.api,
-        type: j.type,
-        query,
-        records: j.records,
-        view: j.view ?? null,
-        viewFields: declared?.fields ?? null,
-        format: j.format,
-        auto_trace: j.auto_trace,
-        address_matching: j.address_matching ?? null,
-        require_people_data: j.require_people_data ?? null,
-      });
-      return {
-        ...j,
-        name,
-        records: j.records === 'all' ? undefined : j.records,
-        query,
-        table,
-        key: j.people_keys_from ? ['people_key'] : Array.isArray(j.key) ? j.key : [j.key],
-        downloadHash,
-        loadHash: hash({
-          table,
-          write: j.write,
-          nested: j.nested,
-          key: keys,
-          people_table: j.people_table ?? null,
-        }),
-      };
-    });
+    const job = check(() =>
+      resolveJob(raw, name, j, {
+        fail,
+        offline: options.views === 'offline',
+        tables,
+        warnings: options.warnings,
+        contract,
+      }),
+    );
     return job === undefined ? [] : [job];
   });
+  if (raw.naming === 'snake_case') check(() => sameSnakeCase(tables, fail));
   const budgets = check(() => budgetsOf(raw, fail)) ?? [];
   if (problems.length > 0) throw PipelineSpecError.all(problems);
   return {
@@ -421,69 +234,8 @@ function resolve(
     maxParallelJobs: raw.max_parallel_jobs,
     warnings: options.warnings,
     budgets,
+    naming: raw.naming,
   };
-}
-
-/**
- * The v3 API's pre-made views, by the names its guides and its customers' clients use
- * (service-interface.md 2.2 names the first seven); the catalogue's PREMADE_VIEWS holds them
- * with the v4 ones, and says each one's data type.
- */
-const V3_PREMADE_VIEWS: ReadonlySet<string> = new Set([
-  'properties_all',
-  'properties_all_nested',
-  'businesses_all',
-  'businesses_all_nested',
-  'businesses_all_nested_no_reviews',
-  'businesses_all_menusFlat',
-  'businesses_basic',
-  'products_all',
-  'products_basicFields',
-  'products_pricesFlat',
-  'products_reviewsFlat',
-  'products_keysSourceURLs',
-  'products_multiValuedFieldsNested',
-]);
-
-/**
- * What a job cannot ask of the v3 API, refused here so that nothing is spent finding out: people
- * data (v3 has none), autotrace and the address options (v4 only); and, `offline` (validate,
- * where nothing can be asked of the service, and v3 cannot list views anyway), a view that is
- * neither declared nor one of v3's pre-made views of the job's data type. Elsewhere another
- * name is left to the service, whose searches say whether it has the view before anything is
- * spent.
- */
-function checkV3Job(
-  raw: RawPipeline,
-  name: string,
-  j: RawPipeline['jobs'][string],
-  fail: (message: string, path: string[]) => never,
-  offline: boolean,
-): void {
-  const at = (...rest: string[]) => ['jobs', name, ...rest];
-  if (j.type === 'people') {
-    fail('the v3 API has no people data: use api: v4 for people jobs', at('type'));
-  }
-  if (j.auto_trace) fail('auto_trace needs the v4 API', at('auto_trace'));
-  if (j.address_matching !== undefined && j.address_matching !== 'on')
-    fail(
-      'address_matching needs the v4 API (v3 always matches addresses on)',
-      at('address_matching'),
-    );
-  if (j.require_people_data)
-    fail('require_people_data needs the v4 API', at('require_people_data'));
-  if (!offline || j.view === undefined || Object.hasOwn(raw.views, j.view)) return;
-  const ofType = [...V3_PREMADE_VIEWS].filter((n) => premadeView(n)?.type === j.type);
-  if (ofType.includes(j.view)) return;
-  const premade = V3_PREMADE_VIEWS.has(j.view) ? premadeView(j.view) : undefined;
-  if (premade !== undefined) {
-    fail(`view '${j.view}' is a pre-made v3 view of ${premade.type}, not ${j.type}`, at('view'));
-  }
-  const guess = closest(j.view, [...Object.keys(raw.views), ...ofType]);
-  fail(
-    `view '${j.view}' is not declared under views: nor a pre-made v3 view of ${j.type} (${ofType.join(', ')})${guess ? `; did you mean '${guess}'?` : ''}; a view made in the web portal can be used once declared under views: with its fields`,
-    at('view'),
-  );
 }
 
 /**
@@ -510,25 +262,20 @@ function budgetsOf(raw: RawPipeline, fail: (message: string, path: string[]) => 
   return budgets;
 }
 
-/**
- * Who reserves a table name, or undefined when it is free: sluice's state tables, and what every
- * destination keeps for itself (`DestinationEntry.reservedPrefixes`), compared case aside. Every
- * destination's, not only the file's: SLUICE_DESTINATION may send the pipeline to another.
- */
-function reservedBy(table: string): string | undefined {
-  const folded = table.toLowerCase();
-  if (folded.startsWith('_sluice'))
-    return 'sluice keeps names beginning _sluice for its state tables';
-  for (const destination of destinations()) {
-    for (const [prefix, why] of destination.reservedPrefixes ?? []) {
-      if (folded.startsWith(prefix)) return `${destination.displayName} ${why}`;
+/** Two jobs' tables that `naming: snake_case` would spell alike (`homesTX`, `homes_tx`). */
+function sameSnakeCase(tables: Map<string, string>, fail: (m: string, p: string[]) => never) {
+  const spelt = new Map<string, string>();
+  for (const [table, job] of tables) {
+    const name = snakeCase(table);
+    const other = spelt.get(name);
+    if (other !== undefined) {
+      fail(
+        `table '${table}' is '${name}' under naming: snake_case, as the table of job '${other}' is: give one of them another table:`,
+        ['jobs', job, 'table'],
+      );
     }
+    spelt.set(name, job);
   }
-  return undefined;
-}
-
-function hash(value: unknown): string {
-  return createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 16);
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { ResultFileRef } from '../client/types.js';
 import { SluiceError } from '../errors.js';
-import type { FileTransaction, WriteTarget } from '../load/destination.js';
+import type { FileTransaction, TableContract, WriteTarget } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import { jsonText } from '../records/numbers.js';
 import type { JobTables, RelatedTable } from '../records/tables.js';
@@ -17,6 +17,7 @@ import {
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
+import { contractOf } from './contract.js';
 import type { DownloadRecords } from './download-records.js';
 import { type JobOutcome, markStage } from './outcome.js';
 import type { JobSpec } from './spec.js';
@@ -54,7 +55,13 @@ export function targetOf(load: JobLoad, table: string, related?: RelatedTable): 
     ...(tables.staged(table) ? { stagedBy: ctx.spec.name } : {}),
     ...(related?.replaceBy ? { parentColumn: related.replaceBy.column } : {}),
     ...(related && tables.indexesParentAtEnd(related) ? { parentIndexAtEnd: true } : {}),
+    ...withContract(load),
   };
+}
+
+function withContract(load: JobLoad): { contract?: TableContract } {
+  const contract = contractOf(load);
+  return contract === undefined ? {} : { contract };
 }
 
 /** max_rejects was crossed in a file: its transaction rolls back, its rejects are kept. */

@@ -252,13 +252,13 @@ export class CsvReader {
         }
         decoded[name] = decoders[i]!(record[i]);
       }
+      // Shaped here too: a pinned column's value that does not fit rejects the record.
+      this.rows.push({ line, ...this.shape(decoded) });
     } catch (error) {
       if (!(error instanceof DecodeError)) throw error;
       const name = columns[i];
       this.#reject(line, raw, name ? `${name}: ${error.message}` : error.message);
-      return;
     }
-    this.rows.push({ line, ...this.shape(decoded) });
   }
 
   /**

@@ -127,12 +127,12 @@ function lineReader(type: DataType, shape: RecordShape, maxBytes: number) {
       decodeFields(value, decoderOf, (key, v) => {
         decoded[key] = v;
       });
+      // Shaped here too: a pinned column's value that does not fit rejects the record.
+      into.rows.push({ line: lineNo, ...shape(decoded) });
     } catch (error) {
       if (!(error instanceof DecodeError)) throw error;
       into.rejects.push({ line: lineNo, raw: cutRaw(line), reason: error.message });
-      return;
     }
-    into.rows.push({ line: lineNo, ...shape(decoded) });
   };
 }
 

@@ -2,6 +2,7 @@ import { type DataType, FIELDS, type FieldDef, type FieldMap } from '../catalog.
 import { META_COLUMNS, type TableDef } from '../schema/plan.js';
 import { type Column, declaredColumnType, newRow, type Row } from '../schema/types.js';
 import { childTableName, parentColumn, recordNames, splitRecord, tableHints } from './nested.js';
+import { type Pins, pinnedHints, pinRecord, pinRow } from './pins.js';
 import { type DecodedRecord, jsonRow, type RecordShape } from './shape.js';
 
 /**
@@ -21,6 +22,8 @@ export interface ShapePlan {
   fields?: string[];
   /** Autotrace: each property's owners go to the people and link tables. */
   autotrace?: { peopleTable: string };
+  /** Column types pinned by field name (`columns:`), for the job's own table. */
+  columns?: Pins;
   /** An owner lookup: people records found by the owners' people keys of a properties table. */
   enrichment?: {
     propertiesTable: string;
@@ -63,14 +66,24 @@ export function ownersTableName(propertiesTable: string): string {
 const POSITION: Column = { name: '_position', type: 'integer' };
 const PARENT_POSITION: Column = { name: '_parent_position', type: 'integer' };
 
-/** Declared columns of a field map: scalars and lists, and objects unless they are tables. */
-function declaredColumns(fields: FieldMap, names: Iterable<string>, nested: boolean): Column[] {
+/**
+ * Declared columns of a field map: scalars and lists, and objects unless they are tables; a
+ * pinned field (`columns:`) as its pinned type, an object too.
+ */
+function declaredColumns(
+  fields: FieldMap,
+  names: Iterable<string>,
+  nested: boolean,
+  pins: Pins = {},
+): Column[] {
   const out: Column[] = [];
   for (const name of names) {
+    const pinned = Object.hasOwn(pins, name) ? pins[name] : undefined;
     const def = Object.hasOwn(fields, name) ? fields[name] : undefined;
-    if (def === undefined) continue;
-    if (nested && def.kind === 'objects') continue;
-    out.push({ name, type: declaredColumnType(def) });
+    if (def === undefined && pinned === undefined) continue;
+    if (pinned !== undefined) out.push({ name, type: pinned });
+    else if (!(nested && def!.kind === 'objects'))
+      out.push({ name, type: declaredColumnType(def!) });
   }
   return out;
 }
@@ -95,193 +108,252 @@ export class JobTables {
   constructor(readonly plan: ShapePlan) {
     this.main = plan.table;
     const nested = plan.nested === 'tables';
-    const parentKey = plan.key[0]!;
+    const pins = plan.columns ?? {};
     const { enrichment } = plan;
     const typeFields = FIELDS[plan.type];
     const fieldNames = plan.fields ?? Object.keys(typeFields);
 
+    let hints: FieldMap;
     if (enrichment) {
-      this.#mainHints = FIELDS.people;
+      hints = FIELDS.people;
       this.#mainColumns = [];
     } else if (nested) {
-      const hints = tableHints(plan.type, plan.table);
-      this.#mainHints = hints.get(plan.table) ?? {};
-      this.#mainColumns = declaredColumns(typeFields, fieldNames, true);
-      const parent: Column = {
-        name: parentColumn(parentKey),
-        type: keyType(typeFields, parentKey),
-      };
-      // Child tables of the fields the download carries, deeper arrays nesting again.
-      const addChildren = (
-        fields: FieldMap,
-        names: Iterable<string>,
-        table: string,
-        depth: number,
-      ) => {
-        for (const name of names) {
-          const def: FieldDef | undefined = Object.hasOwn(fields, name) ? fields[name] : undefined;
-          if (def?.kind !== 'objects') continue;
-          const child = childTableName(table, name);
-          const itemNames = Object.keys(def.fields);
-          this.#add({
-            name: child,
-            key: [],
-            replaceBy: { column: parent.name, parentTable: plan.table, parentKey },
-            staged: true,
-            onlyWhenMerging: true,
-            hints: hints.get(child) ?? {},
-            columns: [
-              parent,
-              ...(depth > 0 ? [PARENT_POSITION] : []),
-              POSITION,
-              ...declaredColumns(def.fields, itemNames, true),
-            ],
-          });
-          addChildren(def.fields, itemNames, child, depth + 1);
-        }
-      };
-      addChildren(typeFields, fieldNames, plan.table, 0);
+      hints = tableHints(plan.type, plan.table).get(plan.table) ?? {};
+      // A pinned list or object is one column, not a child table.
+      this.#mainColumns = declaredColumns(typeFields, fieldNames, true, pins);
+      this.#addChildTables(fieldNames, pins);
     } else {
-      this.#mainHints = typeFields;
-      this.#mainColumns = declaredColumns(typeFields, fieldNames, false);
+      hints = typeFields;
+      this.#mainColumns = declaredColumns(typeFields, fieldNames, false, pins);
     }
+    this.#mainHints = Object.keys(pins).length > 0 ? pinnedHints(hints, pins) : hints;
 
     const peopleTable = enrichment ? plan.table : plan.autotrace?.peopleTable;
+    if (peopleTable !== undefined) this.#addPeopleTables(peopleTable);
+    const base = this.#recordShape(pins);
+    if (enrichment) {
+      // Links of a property are replaced when its owner is loaded again: keyed by the property.
+      this.#addLinkTable(this.#linkTable, this.#propertyColumn);
+      this.shape = this.#ownerLookupShape(base);
+    } else if (peopleTable !== undefined) {
+      this.#addLinkTable(plan.table, plan.key[0]!);
+      this.shape = this.#autotraceShape(base, peopleTable);
+    } else {
+      this.shape = base;
+    }
+    this.plainJson = !nested && peopleTable === undefined && Object.keys(pins).length === 0;
+  }
+
+  /** Child tables of the fields the download carries, deeper arrays nesting again. */
+  #addChildTables(fieldNames: readonly string[], pins: Pins): void {
+    const { plan } = this;
+    const parentKey = plan.key[0]!;
+    const hints = tableHints(plan.type, plan.table);
+    const parent: Column = {
+      name: parentColumn(parentKey),
+      type: keyType(FIELDS[plan.type], parentKey),
+    };
+    const addChildren = (
+      fields: FieldMap,
+      names: Iterable<string>,
+      table: string,
+      depth: number,
+    ) => {
+      for (const name of names) {
+        const def: FieldDef | undefined = Object.hasOwn(fields, name) ? fields[name] : undefined;
+        if (def?.kind !== 'objects') continue;
+        if (depth === 0 && Object.hasOwn(pins, name)) continue;
+        const child = childTableName(table, name);
+        const itemNames = Object.keys(def.fields);
+        this.#add({
+          name: child,
+          key: [],
+          replaceBy: { column: parent.name, parentTable: plan.table, parentKey },
+          staged: true,
+          onlyWhenMerging: true,
+          hints: hints.get(child) ?? {},
+          columns: [
+            parent,
+            ...(depth > 0 ? [PARENT_POSITION] : []),
+            POSITION,
+            ...declaredColumns(def.fields, itemNames, true),
+          ],
+        });
+        addChildren(def.fields, itemNames, child, depth + 1);
+      }
+    };
+    addChildren(FIELDS[plan.type], fieldNames, plan.table, 0);
+  }
+
+  /** The people table (merged by people key) and, nested, its phone numbers' child table. */
+  #addPeopleTables(table: string): void {
+    const nested = this.plan.nested === 'tables';
     const personFields = FIELDS.people;
     const peopleColumns: Column[] = [
       { name: PEOPLE_KEY, type: 'text' },
       ...declaredColumns(personFields, PERSON_FIELDS, nested),
     ];
-    const addPeopleTables = (table: string) => {
-      if (enrichment) this.#mainColumns.push(...peopleColumns);
-      else {
-        this.#add({
-          name: table,
-          key: [PEOPLE_KEY],
-          staged: false,
-          onlyWhenMerging: false,
-          hints: personFields,
-          columns: peopleColumns,
-        });
-      }
-      if (nested) {
-        const phoneDef = personFields.phoneNumbers;
-        const phoneFields = phoneDef?.kind === 'objects' ? phoneDef.fields : {};
-        const column = parentColumn(PEOPLE_KEY);
-        this.#add({
-          name: childTableName(table, 'phoneNumbers'),
-          key: [],
-          replaceBy: { column, parentTable: table, parentKey: PEOPLE_KEY },
-          staged: false,
-          onlyWhenMerging: false,
-          hints: phoneFields,
-          columns: [
-            { name: column, type: 'text' },
-            POSITION,
-            ...declaredColumns(phoneFields, Object.keys(phoneFields), true),
-          ],
-        });
-      }
-    };
-    const propertyKey = enrichment ? enrichment.propertyKey : parentKey;
-    const linkTable = ownersTableName(enrichment ? enrichment.propertiesTable : plan.table);
-    const propertyColumn = `property_${propertyKey}`;
-    const addLinkTable = (parentTable: string, parentKeyColumn: string) =>
+    if (this.plan.enrichment) this.#mainColumns.push(...peopleColumns);
+    else {
       this.#add({
-        name: linkTable,
-        key: [],
-        replaceBy: { column: propertyColumn, parentTable, parentKey: parentKeyColumn },
-        // An autotrace job's links describe its own table's rows: `replace` swaps them in with
-        // it. An owner lookup merges into the links of another job's table.
-        staged: enrichment === undefined,
+        name: table,
+        key: [PEOPLE_KEY],
+        staged: false,
         onlyWhenMerging: false,
-        hints: { title: { kind: 'string' } },
-        columns: [
-          { name: propertyColumn, type: keyType(FIELDS.properties, propertyKey) },
-          { name: PEOPLE_KEY, type: 'text' },
-          { name: 'title', type: 'text' },
-        ],
+        hints: personFields,
+        columns: peopleColumns,
       });
-
-    const personNames = recordNames([PEOPLE_KEY]);
-    const person = (source: Record<string, unknown>, key: string, table: string) => {
-      const record: DecodedRecord = Object.create(null);
-      record[PEOPLE_KEY] = key;
-      for (const field of PERSON_FIELDS) record[field] = source[field] ?? null;
-      return nested
-        ? splitRecord(record, table, [PEOPLE_KEY], personNames)
-        : { row: jsonRow(record), children: new Map<string, Row[]>() };
-    };
-
-    const names = recordNames(plan.key);
-    const base: (record: DecodedRecord) => { row: Row; related?: Map<string, Row[]> } = nested
-      ? (record) => {
-          const { row, children } = splitRecord(record, plan.table, plan.key, names);
-          return { row, related: children };
-        }
-      : (record) => ({ row: jsonRow(record) });
-
-    if (enrichment) {
-      const owners = new Map(enrichment.owners);
-      addPeopleTables(plan.table);
-      // Links of a property are replaced when its owner is loaded again: keyed by the property.
-      addLinkTable(linkTable, propertyColumn);
-      this.shape = (record) => {
-        const keys = Array.isArray(record.keys) ? (record.keys as unknown[]) : [];
-        const key = keys.find((k): k is string => typeof k === 'string' && owners.has(k));
-        if (key === undefined) return base(record);
-        const { row, children } = person(record, key, plan.table);
-        const related = new Map(children);
-        related.set(
-          linkTable,
-          (owners.get(key) ?? []).map((p) => {
-            const link = newRow();
-            link[propertyColumn] = p;
-            link[PEOPLE_KEY] = key;
-            link.title = 'owner';
-            return link;
-          }),
-        );
-        return { row, related };
-      };
-    } else if (peopleTable !== undefined) {
-      addPeopleTables(peopleTable);
-      addLinkTable(plan.table, parentKey);
-      this.shape = (record) => {
-        const shaped = base(record);
-        const related = shaped.related ?? new Map<string, Row[]>();
-        const people: Row[] = [];
-        const links: Row[] = [];
-        const entries = Array.isArray(record.people)
-          ? (record.people as Record<string, unknown>[])
-          : [];
-        for (const entry of entries) {
-          const keys = entry?.people_keys;
-          const key = Array.isArray(keys)
-            ? keys.find((k): k is string => typeof k === 'string')
-            : undefined;
-          if (key === undefined) continue;
-          const { row, children } = person(entry, key, peopleTable);
-          people.push(row);
-          for (const [table, rows] of children) {
-            const list = related.get(table);
-            if (list) list.push(...rows);
-            else related.set(table, rows);
-          }
-          const link = newRow();
-          link[propertyColumn] = shaped.row[parentKey] ?? null;
-          link[PEOPLE_KEY] = key;
-          link.title = typeof entry.title === 'string' ? entry.title : null;
-          links.push(link);
-        }
-        related.set(peopleTable, people);
-        related.set(linkTable, links);
-        return { row: shaped.row, related };
-      };
-    } else {
-      this.shape = base;
     }
-    this.plainJson = !nested && peopleTable === undefined;
+    if (!nested) return;
+    const phoneDef = personFields.phoneNumbers;
+    const phoneFields = phoneDef?.kind === 'objects' ? phoneDef.fields : {};
+    const column = parentColumn(PEOPLE_KEY);
+    this.#add({
+      name: childTableName(table, 'phoneNumbers'),
+      key: [],
+      replaceBy: { column, parentTable: table, parentKey: PEOPLE_KEY },
+      staged: false,
+      onlyWhenMerging: false,
+      hints: phoneFields,
+      columns: [
+        { name: column, type: 'text' },
+        POSITION,
+        ...declaredColumns(phoneFields, Object.keys(phoneFields), true),
+      ],
+    });
+  }
+
+  /** The properties' key as the link table names it (`property_id`). */
+  get #propertyColumn(): string {
+    const { enrichment } = this.plan;
+    return `property_${enrichment ? enrichment.propertyKey : this.plan.key[0]!}`;
+  }
+
+  get #linkTable(): string {
+    const { enrichment } = this.plan;
+    return ownersTableName(enrichment ? enrichment.propertiesTable : this.plan.table);
+  }
+
+  /** The link table between properties and their owners (`<properties>__owners`). */
+  #addLinkTable(parentTable: string, parentKeyColumn: string): void {
+    const { enrichment } = this.plan;
+    const propertyKey = enrichment ? enrichment.propertyKey : this.plan.key[0]!;
+    const propertyColumn = this.#propertyColumn;
+    this.#add({
+      name: this.#linkTable,
+      key: [],
+      replaceBy: { column: propertyColumn, parentTable, parentKey: parentKeyColumn },
+      // An autotrace job's links describe its own table's rows: `replace` swaps them in with
+      // it. An owner lookup merges into the links of another job's table.
+      staged: enrichment === undefined,
+      onlyWhenMerging: false,
+      hints: { title: { kind: 'string' } },
+      columns: [
+        { name: propertyColumn, type: keyType(FIELDS.properties, propertyKey) },
+        { name: PEOPLE_KEY, type: 'text' },
+        { name: 'title', type: 'text' },
+      ],
+    });
+  }
+
+  /** A record as the job's row (and child rows), its pinned fields pinned first. */
+  #recordShape(pins: Pins): RecordShape {
+    const { plan } = this;
+    const names = recordNames(plan.key);
+    const split: RecordShape =
+      plan.nested === 'tables'
+        ? (record) => {
+            const { row, children } = splitRecord(record, plan.table, plan.key, names);
+            return { row, related: children };
+          }
+        : (record) => ({ row: jsonRow(record) });
+    if (Object.keys(pins).length === 0) return split;
+    return (record) => {
+      pinRecord(record, pins);
+      const shaped = split(record);
+      pinRow(shaped.row, pins, record);
+      return shaped;
+    };
+  }
+
+  /** A person record of the lookup as its people row, children and links to its properties. */
+  #ownerLookupShape(base: RecordShape): RecordShape {
+    const { plan } = this;
+    const owners = new Map(plan.enrichment!.owners);
+    const linkTable = this.#linkTable;
+    const propertyColumn = this.#propertyColumn;
+    return (record) => {
+      const keys = Array.isArray(record.keys) ? (record.keys as unknown[]) : [];
+      const key = keys.find((k): k is string => typeof k === 'string' && owners.has(k));
+      if (key === undefined) return base(record);
+      const { row, children } = this.#person(record, key, plan.table);
+      const related = new Map(children);
+      related.set(
+        linkTable,
+        (owners.get(key) ?? []).map((p) => {
+          const link = newRow();
+          link[propertyColumn] = p;
+          link[PEOPLE_KEY] = key;
+          link.title = 'owner';
+          return link;
+        }),
+      );
+      return { row, related };
+    };
+  }
+
+  /** A property with its matched owners: its rows, the people rows and the links. */
+  #autotraceShape(base: RecordShape, peopleTable: string): RecordShape {
+    const parentKey = this.plan.key[0]!;
+    const linkTable = this.#linkTable;
+    const propertyColumn = this.#propertyColumn;
+    return (record) => {
+      const shaped = base(record);
+      const related = shaped.related ?? new Map<string, Row[]>();
+      const people: Row[] = [];
+      const links: Row[] = [];
+      const entries = Array.isArray(record.people)
+        ? (record.people as Record<string, unknown>[])
+        : [];
+      for (const entry of entries) {
+        const keys = entry?.people_keys;
+        const key = Array.isArray(keys)
+          ? keys.find((k): k is string => typeof k === 'string')
+          : undefined;
+        if (key === undefined) continue;
+        const { row, children } = this.#person(entry, key, peopleTable);
+        people.push(row);
+        for (const [table, rows] of children) {
+          const list = related.get(table);
+          if (list) list.push(...rows);
+          else related.set(table, rows);
+        }
+        const link = newRow();
+        link[propertyColumn] = shaped.row[parentKey] ?? null;
+        link[PEOPLE_KEY] = key;
+        link.title = typeof entry.title === 'string' ? entry.title : null;
+        links.push(link);
+      }
+      related.set(peopleTable, people);
+      related.set(linkTable, links);
+      return { row: shaped.row, related };
+    };
+  }
+
+  #personNames = recordNames([PEOPLE_KEY]);
+
+  /** A person's row in a people table, and its child rows (`nested: tables`). */
+  #person(
+    source: Record<string, unknown>,
+    key: string,
+    table: string,
+  ): { row: Row; children: Map<string, Row[]> } {
+    const record: DecodedRecord = Object.create(null);
+    record[PEOPLE_KEY] = key;
+    for (const field of PERSON_FIELDS) record[field] = source[field] ?? null;
+    return this.plan.nested === 'tables'
+      ? splitRecord(record, table, [PEOPLE_KEY], this.#personNames)
+      : { row: jsonRow(record), children: new Map<string, Row[]>() };
   }
 
   #add(table: RelatedTable): void {

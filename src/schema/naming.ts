@@ -12,6 +12,8 @@ export class Naming {
   constructor(
     /** The destination's identifier limit in UTF-8 bytes (Infinity: none). */
     readonly maxBytes: number,
+    /** How a logical name is spelt before it is fitted (`naming:` of the pipeline file). */
+    readonly style: NamingStyle = 'keep',
   ) {}
 
   /** The physical name for a logical name: itself when it fits, else prefix + `_` + hash. */
@@ -21,12 +23,17 @@ export class Naming {
     return cutToBytes(name, this.maxBytes - tail.length) + tail;
   }
 
+  /** A logical name in the style, not yet fitted to the limit. */
+  spell(logical: string): string {
+    return this.style === 'snake_case' ? snakeCase(logical) : logical;
+  }
+
   table(logical: string): string {
-    return this.fit(logical);
+    return this.fit(this.spell(logical));
   }
 
   column(logical: string): string {
-    return this.fit(logical);
+    return this.fit(this.spell(logical));
   }
 
   /**
@@ -34,21 +41,50 @@ export class Naming {
    * part of it, so two pipelines replacing the same table never share a staging table.
    */
   staging(logical: string, owner: string): string {
-    return this.fit(`${logical}__sluice_new_${hash(owner, 6)}`);
+    return this.fit(`${this.spell(logical)}__sluice_new_${hash(owner, 6)}`);
   }
 
   /** An index sluice keeps on a table: `key` (merge key) or `parent` (child rows by parent). */
   index(logical: string, purpose: 'key' | 'parent'): string {
-    return this.fit(`${logical}__sluice_${purpose}`);
+    return this.fit(`${this.spell(logical)}__sluice_${purpose}`);
   }
+}
+
+/** How field and table names are spelt in the destination (`naming:` of a pipeline file). */
+export type NamingStyle = 'keep' | 'snake_case';
+
+/**
+ * `firstName` -> `first_name`, `HTTPStatus` -> `http_status`, `address2Line` ->
+ * `address2_line`, `Sq Ft` -> `sq_ft`. The double underscore sluice puts between a parent and a
+ * nested name (`homes__features`, `address__postalCode`) stays, each part spelt alone; so do
+ * leading underscores (sluice's own columns: `_position`). Letters of any script are kept.
+ */
+export function snakeCase(name: string): string {
+  return name
+    .split('__')
+    .map((part) => {
+      const lead = /^_*/.exec(part)![0];
+      const body = part
+        .slice(lead.length)
+        .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, '$1_$2')
+        .replace(/(\p{Lu}+)(\p{Lu}\p{Ll})/gu, '$1_$2')
+        .replace(/[^\p{L}\p{N}]+/gu, '_')
+        .replace(/^_+|_+$/g, '')
+        .toLowerCase();
+      return lead + (body === '' ? part.slice(lead.length) : body);
+    })
+    .join('__');
 }
 
 /**
  * The physical columns of one table for the row keys (logical names) written to it. Physical
  * names are unique within a table case aside: SQLite (and DuckDB) fold the case of names, so
  * `City` and `city` would meet in one column there, and PostgreSQL users are better served by the
- * same tables. A logical name gets, in this order:
+ * same tables. Under `naming: snake_case`, `firstName` and `first_name` are spelt alike too. A
+ * logical name gets, in this order:
  *
+ * - its own suffixed column (below), when the table has it: it got that column in an earlier
+ *   run, whichever of the names that meet comes first now;
  * - the column that is exactly its name (fitted to the limit), when the table has one no other
  *   name took: tables of earlier runs load on as they are, an old PostgreSQL table with both
  *   `City` and `city` included;
@@ -95,13 +131,19 @@ export class ColumnNames {
 
   #choose(logical: string): string {
     const plain = this.#naming.column(logical);
+    const suffixed = (n: number) =>
+      this.#naming.column(`${logical}__${hash(n === 0 ? logical : `${logical}\u0000${n}`, 6)}`);
+    // A name may share its spelling with another (`City` and `city`; `firstName` and
+    // `first_name` under snake_case): the one of them that got the suffixed column once keeps
+    // it, whichever comes first in a later run.
+    const own = suffixed(0);
+    if (this.#existing.has(own) && !this.#logical.has(own)) return own;
     if (this.#free(plain)) return plain;
     // A hash of the exact name, then (only if that too is taken: a field named so on purpose)
     // of the name and a counter: the same column every run for the same table.
     for (let n = 0; ; n++) {
-      const tag = hash(n === 0 ? logical : `${logical}\u0000${n}`, 6);
-      const suffixed = this.#naming.column(`${logical}__${tag}`);
-      if (this.#free(suffixed)) return suffixed;
+      const candidate = suffixed(n);
+      if (this.#free(candidate)) return candidate;
     }
   }
 

@@ -778,6 +778,54 @@ for (const h of harnesses) {
         assert.equal(mixed[1]?.j, 'not json');
       }));
 
+    it('a schema contract binds a table made before: freeze refuses new and wider columns, discard leaves new ones out', () =>
+      use(async (o) => {
+        const { dest } = o;
+        const freeze = { newColumns: 'freeze', typeChanges: 'freeze' } as const;
+        await write(dest, target('bound'), rows({ id: 1, v: 1 }));
+        // A table the handle makes takes the columns of its data, whatever the contract.
+        await write(dest, target('fresh', [], { contract: freeze }), rows({ id: 1 }));
+        await write(dest, target('fresh', [], { contract: freeze }), rows({ id: 2, w: 'x' }));
+        assert.equal(typesOf(await dest.describeTable('fresh')).w, 'text');
+        const later = await o.reopen();
+        try {
+          const bound = (contract: WriteTarget['contract']) =>
+            target('bound', [], contract === undefined ? {} : { contract });
+          await assert.rejects(
+            write(later, bound(freeze), rows({ id: 2, w: 'new' })),
+            (e: Error) => {
+              assert.equal((e as { code?: string }).code, 'SLUICE_SCHEMA_CONTRACT');
+              assert.match(e.message, /no column for: w;/);
+              return true;
+            },
+          );
+          await assert.rejects(
+            write(later, bound(freeze), rows({ id: 3, v: 2.5 })),
+            /needs v \(integer -> real\)/,
+          );
+          const told: string[] = [];
+          const discard = {
+            newColumns: 'discard',
+            typeChanges: 'widen',
+            onDiscard: (table: string, fields: string[]) => told.push(`${table}: ${fields}`),
+          } as const;
+          await write(later, bound(discard), rows({ id: 4, v: 5, w: 'gone', x: 'too' }));
+          assert.deepEqual(told, ['bound: w,x']);
+          assert.deepEqual(typesOf(await later.describeTable('bound')), {
+            id: 'integer',
+            v: 'integer',
+          });
+          assert.deepEqual(
+            (await o.all<{ id: number }>('select id from bound order by id')).map((r) =>
+              Number(r.id),
+            ),
+            [1, 4],
+          );
+        } finally {
+          await later.close();
+        }
+      }));
+
     it('widening a key column keeps the table mergeable', () =>
       use(async (o) => {
         const { dest } = o;

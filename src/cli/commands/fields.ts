@@ -1,9 +1,13 @@
+import { existsSync } from 'node:fs';
 import type { Argv } from 'yargs';
 import { type DataType, FIELDS, type FieldDef, type FieldMap } from '../../catalog.js';
+import { jobColumns, selectJobs } from '../../pipeline/index.js';
+import { type ColumnType, declaredColumnType } from '../../schema/types.js';
 import type { CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { dataTypeArg } from '../format.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import { withPipeline } from './pipeline-args.js';
 
 export interface FieldDocument {
   /** Dotted path, as queries and views name it (`prices.amountMin`). */
@@ -13,6 +17,8 @@ export interface FieldDocument {
   of?: string;
   /** How sluice stores it: a column, a JSON column, or a child table (`nested: tables`). */
   stored: 'column' | 'json column' | 'child table';
+  /** The column type it gets unless a job pins another (`columns:`); none for a child table. */
+  type?: ColumnType;
 }
 
 /** The fields of a data type, from the catalogue, parents before their nested fields. */
@@ -21,15 +27,66 @@ export function fieldDocuments(type: DataType): FieldDocument[] {
   const walk = (fields: FieldMap, prefix: string) => {
     for (const [name, def] of Object.entries(fields) as [string, FieldDef][]) {
       const path = prefix + name;
-      if (def.kind === 'list') out.push({ path, kind: 'list', of: def.of, stored: 'json column' });
-      else if (def.kind === 'objects') {
+      const type = declaredColumnType(def);
+      if (def.kind === 'list') {
+        out.push({ path, kind: 'list', of: def.of, stored: 'json column', type });
+      } else if (def.kind === 'objects') {
         out.push({ path, kind: 'objects', stored: 'child table' });
         walk(def.fields, `${path}.`);
-      } else out.push({ path, kind: def.kind, stored: 'column' });
+      } else out.push({ path, kind: def.kind, stored: 'column', type });
     }
   };
   walk(FIELDS[type], '');
   return out;
+}
+
+/**
+ * `sluice fields PIPELINE [--job NAME]`: the tables each job makes and their columns, with the
+ * types they get (the catalogue's, or pinned by `columns:`), named as `naming:` says.
+ */
+async function pipelineFieldsCommand(
+  args: { type: string; json?: boolean; job?: string[] },
+  ctx: CliContext,
+): Promise<number> {
+  return withPipeline(
+    { file: args.type, ...(args.json ? { json: true } : {}) },
+    ctx,
+    { source: 'optional', views: 'offline', usesSource: false },
+    async (spec) => {
+      const jobs = selectJobs(spec, args.job).map((job) => ({
+        job: job.name,
+        type: job.type,
+        tables: jobColumns(spec, job),
+      }));
+      const { stdout } = ctx.io;
+      if (args.json) {
+        writeJson(stdout, { pipeline: spec.name, naming: spec.naming, jobs });
+        return EXIT.ok;
+      }
+      for (const job of jobs) {
+        for (const table of job.tables) {
+          writeLine(stdout, `${job.job} (${job.type}): table ${table.name}`);
+          writeLine(
+            stdout,
+            formatTable(
+              ['column', 'type', 'field'],
+              table.columns.map((c) => [
+                c.name,
+                `${c.type}${c.pinned ? ' (pinned)' : ''}`,
+                c.field === c.name ? '' : c.field,
+              ]),
+            ),
+          );
+        }
+      }
+      return EXIT.ok;
+    },
+  );
+}
+
+/** Whether the argument of `fields` names a pipeline file rather than a data type. */
+function isPipelineFile(arg: string): boolean {
+  return /\.ya?ml$/i.test(arg) || existsSync(arg);
 }
 
 /** `sluice fields <type>`: what a view, a query or a table of that type can hold. */
@@ -48,7 +105,9 @@ export function fieldsCommand(args: { type: string; json?: boolean }, io: Io): n
       fields.map((f) => [
         `${'  '.repeat(f.path.split('.').length - 1)}${f.path}`,
         f.of ? `list of ${f.of}` : f.kind === 'objects' ? 'list of objects' : f.kind,
-        f.stored === 'child table' ? 'child table (nested: tables), JSON (nested: json)' : f.stored,
+        f.stored === 'child table'
+          ? 'child table (nested: tables), JSON (nested: json)'
+          : `${f.stored} (${f.type})`,
       ]),
     ),
   );
@@ -58,19 +117,28 @@ export function fieldsCommand(args: { type: string; json?: boolean }, io: Io): n
 export function registerFields(y: Argv, ctx: CliContext): Argv {
   return y.command(
     'fields <type>',
-    "List a data type's fields with their kinds and nesting (from the catalogue; no request)",
+    "List a data type's fields with their kinds and column types, or a pipeline's tables and columns (no request)",
     (c) =>
       c
         .positional('type', {
           type: 'string',
           demandOption: true,
-          describe: 'properties, businesses, products or people',
+          describe: 'properties, businesses, products or people; or a pipeline file',
+        })
+        .option('job', {
+          type: 'string',
+          array: true,
+          describe: 'With a pipeline file: only these jobs (names or globs)',
         })
         .option('json', { type: 'boolean', default: false, describe: 'Print one JSON document' })
         .example('$0 fields properties', 'every property field')
-        .example('$0 fields people --json', 'as JSON'),
-    (args) => {
-      ctx.exitCode = fieldsCommand(args as { type: string; json?: boolean }, ctx.io);
+        .example('$0 fields people --json', 'as JSON')
+        .example('$0 fields pipelines/homes.yaml', "each job's tables and column types"),
+    async (args) => {
+      const given = args as { type: string; json?: boolean; job?: string[] };
+      ctx.exitCode = isPipelineFile(given.type)
+        ? await pipelineFieldsCommand(given, ctx)
+        : fieldsCommand(given, ctx.io);
     },
   );
 }

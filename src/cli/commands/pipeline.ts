@@ -91,12 +91,16 @@ export function planCommand(
         cursors: saved.cursors,
         budgets: saved.budgets,
         open: saved.open,
+        breaches: saved.breaches,
       });
       const refused = plan.guard === 'refuse';
+      // A job its schema contract would fail: run would fail it, as a mistake to fix.
+      const breached = plan.jobs.some((e) => e.schema_breaches !== undefined);
+      const exit = refused ? EXIT.creditGuard : breached ? EXIT.invalidInput : EXIT.ok;
       const { stdout } = ctx.io;
       if (args.json) {
         writeJson(stdout, plan);
-        return refused ? EXIT.creditGuard : EXIT.ok;
+        return exit;
       }
       writeLine(stdout, `Plan for '${spec.name}' (nothing is spent; counts are free):`);
       const { create, update } = plan.views;
@@ -121,6 +125,22 @@ export function planCommand(
         ),
       );
       for (const e of plan.jobs) for (const r of e.refusals) writeLine(stdout, `  ${r.message}`);
+      for (const e of plan.jobs) {
+        if (e.pinned) {
+          const list = Object.entries(e.pinned).map(([field, type]) => `${field} ${type}`);
+          writeLine(stdout, `  ${e.job}: column types pinned: ${list.join(', ')}`);
+        }
+        for (const b of e.schema_breaches ?? []) {
+          const what = [
+            b.added.length > 0 ? `no column for ${b.added.join(', ')}` : '',
+            b.widened.length > 0 ? `would widen ${b.widened.join(', ')}` : '',
+          ].filter(Boolean);
+          writeLine(
+            stdout,
+            `  ${e.job}: SCHEMA CONTRACT: ${b.table} ${what.join('; ')}: run would fail the job before buying it`,
+          );
+        }
+      }
       for (const e of plan.jobs) {
         if (e.reattaches) {
           writeLine(
@@ -151,7 +171,7 @@ export function planCommand(
           `  ${e.job}: incremental, ${range}: ${plural(e.records, 'record')} to pay for, ${plural(inc.full_records, 'record')} in a full refresh${inc.credits_saved > 0 ? ` (${plural(inc.credits_saved, 'credit')} saved)` : ''}`,
         );
       }
-      return refused ? EXIT.creditGuard : EXIT.ok;
+      return exit;
     } finally {
       await client.close();
     }

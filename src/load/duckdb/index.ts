@@ -49,18 +49,21 @@ export const duckdb: DestinationEntry = {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onWait ? { onWait: options.onWait } : {}),
     });
-    return new Loader({
-      name: 'duckdb',
-      displayName: 'DuckDB',
-      description: session.description,
-      capabilities: CAPABILITIES,
-      readOnly: session.readOnly,
-      db: session.db,
-      connection: new DuckDbConnection(session),
-      schema: new DuckDbSchema(session),
-      writer: new DuckDbWriter(session),
-      translate: (error) => translateDuckDbError(error, path),
-    });
+    return new Loader(
+      {
+        name: 'duckdb',
+        displayName: 'DuckDB',
+        description: session.description,
+        capabilities: CAPABILITIES,
+        readOnly: session.readOnly,
+        db: session.db,
+        connection: new DuckDbConnection(session),
+        schema: new DuckDbSchema(session),
+        writer: new DuckDbWriter(session),
+        translate: (error) => translateDuckDbError(error, path),
+      },
+      options.naming,
+    );
   },
 };
 

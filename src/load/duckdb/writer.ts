@@ -83,9 +83,12 @@ export class DuckDbWriter implements DialectWriter<DuckDBConnection> {
       );
       if (Number(found.getRows()[0]![0]) > 0) await this.#refusal(conn, source, cells);
       await this.#insert(conn, table, names, mode, key);
-    } finally {
-      await conn.run(`DROP TABLE IF EXISTS ${ROWS}`);
+    } catch (error) {
+      // After a failed statement the transaction takes none: its error is what to say.
+      await conn.run(`DROP TABLE IF EXISTS ${ROWS}`).catch(() => undefined);
+      throw error;
     }
+    await conn.run(`DROP TABLE IF EXISTS ${ROWS}`);
   }
 
   async #insert(

@@ -48,18 +48,21 @@ export const postgres: DestinationEntry = {
       ...(options.logger === undefined ? {} : { logger: options.logger }),
       connections: CAPABILITIES.concurrentWriters + 2,
     });
-    return new Loader({
-      name: 'postgres',
-      displayName: 'PostgreSQL',
-      description: session.description,
-      capabilities: CAPABILITIES,
-      readOnly: session.readOnly,
-      db: session.db,
-      connection: new PostgresConnection(session),
-      schema: new PostgresSchema(session),
-      writer: new PostgresWriter(session),
-      translate: (error) =>
-        translatePostgresError(scrub(error, session.secrets), session.description),
-    });
+    return new Loader(
+      {
+        name: 'postgres',
+        displayName: 'PostgreSQL',
+        description: session.description,
+        capabilities: CAPABILITIES,
+        readOnly: session.readOnly,
+        db: session.db,
+        connection: new PostgresConnection(session),
+        schema: new PostgresSchema(session),
+        writer: new PostgresWriter(session),
+        translate: (error) =>
+          translatePostgresError(scrub(error, session.secrets), session.description),
+      },
+      options.naming,
+    );
   },
 };

@@ -42,18 +42,21 @@ export const sqlite: DestinationEntry = {
       readOnly: options.readOnly === true,
       ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
     });
-    return new Loader({
-      name: 'sqlite',
-      displayName: 'SQLite',
-      description: session.description,
-      capabilities: CAPABILITIES,
-      readOnly: session.readOnly,
-      db: session.db,
-      connection: new SqliteConnection(session),
-      schema: new SqliteSchema(session),
-      writer: new SqliteWriter(session),
-      translate: (error) => translateSqliteError(error, path, session.busyTimeoutMs),
-    });
+    return new Loader(
+      {
+        name: 'sqlite',
+        displayName: 'SQLite',
+        description: session.description,
+        capabilities: CAPABILITIES,
+        readOnly: session.readOnly,
+        db: session.db,
+        connection: new SqliteConnection(session),
+        schema: new SqliteSchema(session),
+        writer: new SqliteWriter(session),
+        translate: (error) => translateSqliteError(error, path, session.busyTimeoutMs),
+      },
+      options.naming,
+    );
   },
 };
 

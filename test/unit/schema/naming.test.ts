@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { ColumnNames, Naming } from '../../../src/schema/naming.js';
+import { ColumnNames, Naming, snakeCase } from '../../../src/schema/naming.js';
 
 const unlimited = new Naming(Number.POSITIVE_INFINITY);
 const postgres = new Naming(63);
@@ -70,5 +70,50 @@ describe('column names per table', () => {
     for (const name of picked) assert.ok(Buffer.byteLength(name) <= 63, name);
     assert.equal(new Set(picked.map((n) => n.toLowerCase())).size, 3);
     assert.equal(picked[0], postgres.column(long), 'a long name is shortened as before');
+  });
+});
+
+describe('naming: snake_case', () => {
+  const snake = new Naming(63, 'snake_case');
+
+  it('spells camelCase, acronyms, digits and spaces as snake_case, keeping __ and leading _', () => {
+    const cases: [string, string][] = [
+      ['firstName', 'first_name'],
+      ['mostRecentPriceDate', 'most_recent_price_date'],
+      ['HTTPStatus', 'http_status'],
+      ['address2Line', 'address2_line'],
+      ['Sq Ft', 'sq_ft'],
+      ['already_snake', 'already_snake'],
+      ['homes__phoneNumbers', 'homes__phone_numbers'],
+      ['address__postalCode', 'address__postal_code'],
+      ['_sluice_download_id', '_sluice_download_id'],
+      ['_parent_id', '_parent_id'],
+      ['prixÉté', 'prix_été'],
+      ['---', '---'],
+    ];
+    for (const [name, expected] of cases) assert.equal(snakeCase(name), expected, name);
+    assert.equal(snake.table('texasHomes__prices'), 'texas_homes__prices');
+    assert.equal(snake.staging('texasHomes', 'p').startsWith('texas_homes__sluice_new_'), true);
+  });
+
+  it('within the identifier limit', () => {
+    const long = `${'veryLong'.repeat(10)}Name`;
+    assert.ok(Buffer.byteLength(snake.column(long)) <= 63);
+    assert.equal(snake.column(long), snake.column(long));
+  });
+
+  it('two fields spelt alike never meet in one column, and keep their columns every run', () => {
+    const [a, b] = columnsFor(snake, [], ['firstName', 'first_name']);
+    assert.equal(a, 'first_name');
+    assert.match(b!, /^first_name__[0-9a-f]{6}$/);
+    // Later runs, in either order or alone, find the same columns.
+    const table = [a!, b!];
+    assert.deepEqual(columnsFor(snake, table, ['first_name', 'firstName']), [b, a]);
+    assert.deepEqual(columnsFor(snake, table, ['first_name']), [b]);
+    assert.deepEqual(columnsFor(snake, table, ['firstName']), [a]);
+  });
+
+  it('keep leaves names as they are', () => {
+    assert.equal(new Naming(63).column('firstName'), 'firstName');
   });
 });
