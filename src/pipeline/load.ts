@@ -37,10 +37,8 @@ export type { JobLoad } from './write-file.js';
  * Result files loaded at once, each in its own transaction over its own connection, the parse
  * workers shared between them: `SLUICE_FILES_AT_ONCE` (at most the destination's writers), else
  * one for every two cores, so one on two cores: there the parse workers and the server already
- * take both cores, and a second file loaded beside the first gained nothing (200,000 NDJSON
- * records into PostgreSQL: 13.4-14.5 s with two files at once, 13.4-14.8 with one; 1,000,000:
- * 63.8-67.7 s against 65.7-74.8) and peaked 3-10 MB higher. With more cores, each file's COPY
- * has a server process of its own. Always one for SQLite (one writer), and for a job whose rows
+ * take both cores, and a second file gained nothing but memory (docs/speed.md has the figures).
+ * With more cores, each file's COPY has a server process of its own. Always one for SQLite (one writer), and for a job whose rows
  * depend on the order of its files: a merge (a later file's record wins), autotrace and owner
  * lookups (people are merged).
  */

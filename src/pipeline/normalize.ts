@@ -23,11 +23,9 @@ export const BATCH_ROWS = 500;
 
 /**
  * Blocks of a file the workers may run ahead of the batches taken (besides one each): about
- * 640 KB of it, and at least three. With three of SQLite's 64 KB blocks, the main thread often
- * waited for a block while a worker sat idle, the file's reader waiting for room. Ten made
- * NDJSON about 3% faster (200,000 records into SQLite: 9.5 s against 9.8 on average, 13 and 16
- * runs), at about the same peak memory; CSV and nested tables, bound elsewhere, did not change.
- * PostgreSQL's blocks of 512 KB or more stay three.
+ * 640 KB of it, and at least three, so the main thread does not wait for a block while a worker
+ * sits idle: ten of SQLite's 64 KB blocks, three of PostgreSQL's larger ones (docs/speed.md has
+ * the figures).
  */
 function blocksAhead(blockBytes: number | undefined): number {
   const bytes = blockBytes !== undefined && blockBytes > 0 ? blockBytes : BLOCK_BYTES;
@@ -40,10 +38,9 @@ const PARSE_WORKERS_FROM = 5000;
 /**
  * Parse workers for a download: `SLUICE_PARSE_WORKERS` (0 parses in the main thread, at most
  * 8), else none for small downloads and two, where there are two cores, for large ones. Two
- * workers parse a file on two cores at once (ParserPool). On two cores, 100,000 records: CSV
- * loaded in 12 s with two workers against 18 s with one, NDJSON in 6.3 s against 9 s; with
- * nested tables the main thread, writing ten times as many rows, is the bound, and a second
- * worker gains little (test/bench/load.ts --scaling 1,2,4).
+ * workers parse a file on two cores at once (ParserPool): parsing costs more than writing, and a
+ * second worker uses the core the main thread leaves; more gained nothing on two cores
+ * (docs/speed.md, test/bench/load.ts --scaling 1,2,4).
  */
 export function parseWorkers(env: NodeJS.ProcessEnv, records: number): number {
   const set = env.SLUICE_PARSE_WORKERS;

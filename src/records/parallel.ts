@@ -106,9 +106,8 @@ export type ToMain =
  * A file is cut into blocks of whole records of at least this size (a block ends with the last
  * record end of the network chunk that reaches it), each parsed into one batch, and its blocks
  * are handed to the pool's workers in turn. This is the default; a run takes its destination's
- * `batchBytes`. Small blocks keep each batch's objects in the young generation, collected
- * cheaply: into SQLite on two cores, 64 KB blocks (30 to 40 property records) loaded CSV in 12 s
- * and NDJSON in 6.3 s (100,000 records), where 1 MB blocks took 14 s and 8.3 s and 30 MB more.
+ * `batchBytes`. Small blocks (30 to 40 property records) keep each batch's objects in the young
+ * generation, collected cheaply: faster and smaller than 1 MB blocks (docs/speed.md).
  */
 export const BLOCK_BYTES = 64 << 10;
 

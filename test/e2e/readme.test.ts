@@ -7,7 +7,14 @@ import { fileURLToPath } from 'node:url';
 import { ERROR_CODES } from '../../src/error-codes.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
 import { tempDir, writePipeline } from '../helpers/pipeline.js';
-import { normalise, readmeExitCodes, runReadmeExamples, withExitCodes } from '../helpers/readme.js';
+import {
+  docPages,
+  normalise,
+  pageName,
+  runDocExamples,
+  shownCodeTables,
+  withCodeTables,
+} from '../helpers/readme.js';
 
 /** Names of environment variables, which look like codes. */
 const ENVIRONMENT = new Set(
@@ -28,15 +35,33 @@ const ENVIRONMENT = new Set(
   ].map((n) => `SLUICE_${n}`),
 );
 
-/** The README keeps its word: its example outputs, exit codes, cron line and Python example. */
+/**
+ * The README and docs/ keep their word: their example outputs, exit codes, cron line, systemd
+ * units and Python example.
+ */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const PAGES = docPages().map((page) => ({
+  name: pageName(page),
+  text: readFileSync(page, 'utf8'),
+}));
 
+/** The code block after `<!-- marker -->`: wherever it is shown, the same block. */
 function block(marker: string): string {
-  const match = new RegExp(`<!-- ${marker} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\`\`\``).exec(README);
-  assert.ok(match, `the README has a ${marker} block`);
-  return match[1]!;
+  const shown = PAGES.flatMap(({ name, text }) =>
+    [...text.matchAll(new RegExp(`<!-- ${marker} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\`\`\``, 'g'))].map(
+      (m) => ({ name, body: m[1]! }),
+    ),
+  );
+  assert.ok(shown.length > 0, `a page of the docs has a ${marker} block`);
+  for (const { name, body } of shown) {
+    assert.equal(
+      body,
+      shown[0]!.body,
+      `${name}'s ${marker} block is the one ${shown[0]!.name} shows`,
+    );
+  }
+  return shown[0]!.body;
 }
 
 function run(command: string, args: string[], options: { cwd?: string; env: NodeJS.ProcessEnv }) {
@@ -52,19 +77,36 @@ function run(command: string, args: string[], options: { cwd?: string; env: Node
 }
 
 describe('README', () => {
-  test('every example session prints what the README shows (npm run readme writes them)', async () => {
-    const { stale } = await runReadmeExamples();
+  test('every example session prints what its page shows (npm run readme writes them)', async () => {
+    const results = await runDocExamples();
+    assert.ok(
+      results.some((r) => r.page === 'README.md'),
+      'the README has example sessions',
+    );
     assert.deepEqual(
-      stale.map((s) => `${s.command}\n--- README\n${s.expected}\n--- sluice now\n${s.actual}`),
+      results.flatMap(({ page, stale }) =>
+        stale.map(
+          (s) => `${page}: ${s.command}\n--- ${page}\n${s.expected}\n--- sluice now\n${s.actual}`,
+        ),
+      ),
       [],
-      'README examples are out of date: run npm run readme',
+      'examples are out of date: run npm run readme',
     );
   });
 
-  test('the exit code table is the one src/error-codes.ts writes (npm run readme)', () => {
-    const shown = readmeExitCodes(README);
-    assert.ok(shown, 'the README has its exit-code table between <!-- exit-codes --> markers');
-    assert.equal(shown, readmeExitCodes(withExitCodes(README)));
+  test('the exit code tables are the ones src/error-codes.ts writes (npm run readme)', () => {
+    for (const { name, text } of PAGES) {
+      assert.deepEqual(shownCodeTables(text), shownCodeTables(withCodeTables(text)), name);
+    }
+    const readme = PAGES.find((p) => p.name === 'README.md')!;
+    assert.ok(
+      shownCodeTables(readme.text).some((t) => t.marker === 'exit-codes'),
+      'the README has its exit-code table between <!-- exit-codes --> markers',
+    );
+    assert.ok(
+      PAGES.some(({ text }) => shownCodeTables(text).some((t) => t.marker === 'error-codes')),
+      'a page has the table of error codes between <!-- error-codes --> markers',
+    );
   });
 
   test('every error code the source raises is in the table', () => {
