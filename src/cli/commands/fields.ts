@@ -107,7 +107,9 @@ export function fieldsCommand(args: { type: string; json?: boolean }, io: Io): n
         f.of ? `list of ${f.of}` : f.kind === 'objects' ? 'list of objects' : f.kind,
         f.stored === 'child table'
           ? 'child table (nested: tables), JSON (nested: json)'
-          : `${f.stored} (${f.type})`,
+          : f.stored === 'column'
+            ? `column (${f.type})`
+            : f.stored,
       ]),
     ),
   );
