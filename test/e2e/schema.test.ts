@@ -116,6 +116,14 @@ for (const kind of destinationKinds()) {
     ${POLL}
 `,
       );
+      const fields = await runCli(['fields', file, '--json'], emulatorEnv(harness));
+      assert.equal(fields.code, 0, fields.stderr);
+      const [main] = JSON.parse(fields.stdout).jobs[0].tables;
+      assert.equal(main.name, 'homes');
+      assert.deepEqual(
+        main.columns.find((c: { field: string }) => c.field === 'prices'),
+        { name: 'prices', field: 'prices', type: 'json', pinned: true },
+      );
       const result = await run(file);
       assert.equal(result.code, 0, result.stderr);
       assert.ok(!result.summary.jobs[0].tables.includes('homes__prices'));
@@ -140,13 +148,18 @@ ${contract}    ${POLL}
 `;
       assert.equal((await run(pipeline(t, 'freeze', job('id, address, city', '')))).code, 0);
       const bought = downloads().length;
-      const frozen = await run(
-        pipeline(
-          t,
-          'freeze',
-          job('id, address, city, yearBuilt', '    schema: { new_columns: freeze }\n'),
-        ),
+      const frozenFile = pipeline(
+        t,
+        'freeze',
+        job('id, address, city, yearBuilt', '    schema: { new_columns: freeze }\n'),
       );
+      // plan tells first, for free.
+      const plan = await runCli(['plan', frozenFile, '--json'], emulatorEnv(harness));
+      assert.equal(plan.code, 2, plan.stderr);
+      assert.deepEqual(JSON.parse(plan.stdout).jobs[0].schema_breaches, [
+        { table: 'homes', added: ['yearBuilt'], widened: [] },
+      ]);
+      const frozen = await run(frozenFile);
       assert.equal(frozen.code, 2, frozen.stderr);
       const failed = frozen.summary.jobs[0];
       assert.equal(failed.error.code, 'SLUICE_SCHEMA_CONTRACT');
