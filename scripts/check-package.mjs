@@ -99,7 +99,7 @@ try {
   if (spec.jobs.length !== 1) throw new Error('loadPipeline');
   // DuckDB is optional (its binary is about 70 MB): a duckdb: destination asks for it by name.
   const duck = await sluice.openDestination('duckdb:out.duckdb').then(() => 'opened', (e) => e.code + ' ' + e.message);
-  if (!/^SLUICE_USAGE .*npm install @duckdb/node-api@1/.test(duck)) throw new Error('duckdb without @duckdb/node-api: ' + duck);
+  if (!duck.startsWith('SLUICE_USAGE ') || !duck.includes('npm install @duckdb/node-api@1')) throw new Error('duckdb without @duckdb/node-api: ' + duck);
   // The installed command, as a user runs it, in a process of its own (the emulator answers here).
   const { spawn } = await import('node:child_process');
   const child = spawn('npx', ['sluice', 'run', 'pipeline.yaml', '--json', '--no-progress'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
