@@ -56,10 +56,21 @@ function sources(dir, found = []) {
   return found;
 }
 
+/** Whether `out` holds a JavaScript file for every source, none older than its source. */
+function upToDate() {
+  return sources('src').every((source) => {
+    const js = join(out, relative('src', source)).replace(/\.ts$/, '.js');
+    return existsSync(js) && statSync(js).mtimeMs >= statSync(source).mtimeMs;
+  });
+}
+
 let build;
 try {
   ({ build } = await import('esbuild'));
 } catch {
+  // A clone pruned to its dependencies (npm ci, then npm prune --omit=dev) has dist/ built:
+  // `npx sluice` installs the folder into npx's cache, which runs prepare again.
+  if (!process.argv.includes('--types') && upToDate()) process.exit(0);
   console.error(
     'build.mjs: esbuild is not installed (it is a dev dependency): build with `npm ci`, then `npm prune --omit=dev` for a production install',
   );
