@@ -9,7 +9,7 @@ import { encodeCopyText } from '../schema/copy-text.js';
 import { CsvReader, csvBlock } from './csv.js';
 import { packedBatches } from './index.js';
 import { NdjsonPacker, ndjsonBlock, ndjsonPackedBlock } from './ndjson.js';
-import type { ParseRequest, ToMain, ToWorker } from './parallel.js';
+import type { ParseRequest, ToMain, ToWorker } from './parse-protocol.js';
 import { MAX_RECORD_BYTES, tooLongReject } from './record-size.js';
 import { packBatch } from './shape.js';
 import { JobTables } from './tables.js';
