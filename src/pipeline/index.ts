@@ -1,4 +1,4 @@
-export { type BudgetStanding, budgetStandings } from './budget.js';
+export type { BudgetStanding } from './budget.js';
 export type { Clock } from './clock.js';
 export { type CreditEstimate, estimateJob } from './estimate.js';
 export type {
@@ -13,14 +13,8 @@ export type {
 } from './outcome.js';
 export { type PlanReport, planPipeline, savedState } from './plan.js';
 export { noProgress, type Progress } from './progress.js';
-export {
-  clientFor,
-  destinationOf,
-  openPipelineDestination,
-  type RunOptions,
-  runPipeline,
-} from './run.js';
-export { jobMatcher, selectJobs, unmatchedPatterns } from './select.js';
+export { clientFor, type RunOptions, runPipeline } from './run.js';
+export { jobMatcher, unmatchedPatterns } from './select.js';
 export {
   type JobSpec,
   type LoadOptions,
