@@ -11,7 +11,7 @@ export type {
   RunSummary,
   Stage,
 } from './outcome.js';
-export { type PlanReport, planPipeline, savedState } from './plan.js';
+export { type PlanReport, planPipeline, savedState } from './plan-report.js';
 export { noProgress, type Progress } from './progress.js';
 export { clientFor, type RunOptions, runPipeline } from './run.js';
 export { jobMatcher, unmatchedPatterns } from './select.js';

@@ -1,7 +1,7 @@
 import type { RowEncoding } from '../schema/copy-text.js';
+import type { PostedBatch } from './posted-batch.js';
 import type { ShapePlan } from './tables.js';
 import type { FileFormat, PackedBatch } from './types.js';
-import type { WireBatch } from './wire.js';
 
 /**
  * Parsing in worker threads. Parsing and decoding cost several times what writing a row costs:
@@ -81,7 +81,7 @@ export interface ParsedBlock {
   type: 'parsed';
   job: number;
   seq: number;
-  batch: WireBatch;
+  batch: PostedBatch;
   /**
    * Set when the block's end was not used: a broken CSV record moved where the records after it
    * end, so they are cut again, with the blocks that follow, from just past this many newlines
@@ -94,7 +94,7 @@ export interface ParsedBlock {
 
 export type ToMain =
   | { type: 'consumed' }
-  | { type: 'batch'; batch: WireBatch }
+  | { type: 'batch'; batch: PostedBatch }
   | ParsedBlock
   | { type: 'done' }
   | { type: 'error'; message: string; name: string; job?: number };

@@ -7,8 +7,8 @@ import {
   type ToWorker,
   workerError,
 } from './parse-protocol.js';
+import { fromWire } from './posted-batch.js';
 import type { PackedBatch } from './types.js';
-import { fromWire } from './wire.js';
 
 /** Chunks sent to a worker and not yet parsed; reading the source pauses beyond this. */
 const MAX_CHUNKS_IN_FLIGHT = 16;

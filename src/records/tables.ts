@@ -22,7 +22,7 @@ export interface ShapePlan {
   /** Autotrace: each property's owners go to the people and link tables. */
   autotrace?: { peopleTable: string };
   /** An owner lookup: people records found by the owners' people keys of a properties table. */
-  enrichment?: {
+  ownerLookup?: {
     propertiesTable: string;
     propertyKey: string;
     /** People key -> keys of the properties it owns. */
@@ -53,7 +53,7 @@ export interface RelatedTable {
 
 export const PEOPLE_KEY = 'people_key';
 
-/** The person fields kept in the people table, the same from autotrace and from enrichment. */
+/** The person fields kept in the people table, the same from autotrace and from an owner lookup. */
 const PERSON_FIELDS = ['firstName', 'lastName', 'emails', 'phoneNumbers', 'keys'] as const;
 
 export function ownersTableName(propertiesTable: string): string {
@@ -96,11 +96,11 @@ export class JobTables {
     this.main = plan.table;
     const nested = plan.nested === 'tables';
     const parentKey = plan.key[0]!;
-    const { enrichment } = plan;
+    const { ownerLookup } = plan;
     const typeFields = FIELDS[plan.type];
     const fieldNames = plan.fields ?? Object.keys(typeFields);
 
-    if (enrichment) {
+    if (ownerLookup) {
       this.#mainHints = FIELDS.people;
       this.#mainColumns = [];
     } else if (nested) {
@@ -146,14 +146,14 @@ export class JobTables {
       this.#mainColumns = declaredColumns(typeFields, fieldNames, false);
     }
 
-    const peopleTable = enrichment ? plan.table : plan.autotrace?.peopleTable;
+    const peopleTable = ownerLookup ? plan.table : plan.autotrace?.peopleTable;
     const personFields = FIELDS.people;
     const peopleColumns: Column[] = [
       { name: PEOPLE_KEY, type: 'text' },
       ...declaredColumns(personFields, PERSON_FIELDS, nested),
     ];
     const addPeopleTables = (table: string) => {
-      if (enrichment) this.#mainColumns.push(...peopleColumns);
+      if (ownerLookup) this.#mainColumns.push(...peopleColumns);
       else {
         this.#add({
           name: table,
@@ -183,8 +183,8 @@ export class JobTables {
         });
       }
     };
-    const propertyKey = enrichment ? enrichment.propertyKey : parentKey;
-    const linkTable = ownersTableName(enrichment ? enrichment.propertiesTable : plan.table);
+    const propertyKey = ownerLookup ? ownerLookup.propertyKey : parentKey;
+    const linkTable = ownersTableName(ownerLookup ? ownerLookup.propertiesTable : plan.table);
     const propertyColumn = `property_${propertyKey}`;
     const addLinkTable = (parentTable: string, parentKeyColumn: string) =>
       this.#add({
@@ -193,7 +193,7 @@ export class JobTables {
         replaceBy: { column: propertyColumn, parentTable, parentKey: parentKeyColumn },
         // An autotrace job's links describe its own table's rows: `replace` swaps them in with
         // it. An owner lookup merges into the links of another job's table.
-        staged: enrichment === undefined,
+        staged: ownerLookup === undefined,
         onlyWhenMerging: false,
         hints: { title: { kind: 'string' } },
         columns: [
@@ -221,8 +221,8 @@ export class JobTables {
         }
       : (record) => ({ row: jsonRow(record) });
 
-    if (enrichment) {
-      const owners = new Map(enrichment.owners);
+    if (ownerLookup) {
+      const owners = new Map(ownerLookup.owners);
       addPeopleTables(plan.table);
       // Links of a property are replaced when its owner is loaded again: keyed by the property.
       addLinkTable(linkTable, propertyColumn);
@@ -313,7 +313,7 @@ export class JobTables {
 
   /** Whether the job merges into its table (`write: merge`, or an owner lookup). */
   get merging(): boolean {
-    return this.plan.write === 'merge' || this.plan.enrichment !== undefined;
+    return this.plan.write === 'merge' || this.plan.ownerLookup !== undefined;
   }
 
   /**
