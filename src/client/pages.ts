@@ -1,5 +1,5 @@
 import type { JsonResponse } from './http.js';
-import { badResponse, listOf } from './shape.js';
+import { badResponse, listOf } from './responses.js';
 
 /**
  * Lists read page after page. The interface does not say whether the service pages its lists

@@ -156,7 +156,7 @@ export interface DownloadStart {
 
 /**
  * Normalized download states: `started`/`running`/`STARTED` and the other words services use
- * all become one of these (client/shape.ts); a status none of them knows reads as `running`.
+ * all become one of these (client/responses.ts); a status none of them knows reads as `running`.
  */
 export type DownloadState = 'queued' | 'running' | 'completed' | 'cancelled' | 'failed';
 

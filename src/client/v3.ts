@@ -26,7 +26,7 @@ import {
   resultFiles,
   type StatusReading,
   totalCost,
-} from './shape.js';
+} from './responses.js';
 import type {
   AccountInfo,
   CallOptions,

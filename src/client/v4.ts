@@ -26,7 +26,7 @@ import {
   recordsOf,
   resultFiles,
   totalCost,
-} from './shape.js';
+} from './responses.js';
 import type {
   AccountChanges,
   AccountInfo,

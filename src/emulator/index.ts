@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, loadFastify } from './app.js';
-import { Clock } from './clock.js';
 import { Dataset } from './data/dataset.js';
+import { EmulatorClock } from './emulator-clock.js';
 import { FaultInjector } from './faults.js';
 import { type EmulatorOptions, resolveOptions } from './options.js';
 import { FileSpool } from './render.js';
@@ -41,7 +41,7 @@ export async function createEmulator(partial: Partial<EmulatorOptions> = {}): Pr
   context: EmulatorContext;
 }> {
   const options = resolveOptions(partial);
-  const clock = new Clock();
+  const clock = new EmulatorClock();
   const context: EmulatorContext = {
     options,
     forms: WIRE_FORMS[options.wire],

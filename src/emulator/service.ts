@@ -1,6 +1,6 @@
 import { type DataType, premadeView } from '../catalog.js';
 import { QueryError } from '../errors.js';
-import type { Clock } from './clock.js';
+import type { EmulatorClock } from './emulator-clock.js';
 import type { FaultInjector } from './faults.js';
 import type { EmulatorOptions } from './options.js';
 import type { FileSpool } from './render.js';
@@ -15,7 +15,7 @@ export interface EmulatorContext {
   options: EmulatorOptions;
   /** The forms of `options.wire` (wire.ts). */
   forms: WireForms;
-  clock: Clock;
+  clock: EmulatorClock;
   state: EmulatorState;
   engine: SearchEngine;
   spool: FileSpool;

@@ -1,6 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { CREDIT_TYPE_OF, CREDIT_TYPES, type CreditType, type DataType } from '../catalog.js';
-import type { Clock } from './clock.js';
+import type { EmulatorClock } from './emulator-clock.js';
 import type { AccountPlan } from './options.js';
 import type { MatchSet } from './search.js';
 import type { View } from './views.js';
@@ -112,7 +112,7 @@ export class EmulatorState {
   #nextSeq = 1;
 
   constructor(
-    readonly clock: Clock,
+    readonly clock: EmulatorClock,
     private readonly initial: {
       email: string;
       password: string;

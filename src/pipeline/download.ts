@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { JobTables } from '../records/tables.js';
 import type { RunContext } from './context.js';
 import { breachError, contractBreaches } from './contract.js';
-import { ensureDownload, waitForDownload } from './extract.js';
+import { ensureDownload } from './extract.js';
 import {
   countCredits,
   dropStaging,
@@ -15,6 +15,7 @@ import {
   prepareTables,
 } from './load.js';
 import { errorInfo, inStage, type JobOutcome, markCommitted } from './outcome.js';
+import { waitForDownload } from './poll-download.js';
 import type { JobSpec } from './spec.js';
 
 /** A job that downloads: its own, or one part of an owner lookup. */

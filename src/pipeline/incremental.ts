@@ -1,9 +1,9 @@
 import type { DownloadInfo } from '../client/types.js';
 import type { Attempt, CursorRow, JobFinish } from '../load/destination.js';
 import { isoAt } from './clock.js';
+import type { JobLoad } from './job-load.js';
 import type { IncrementalRange } from './outcome.js';
 import type { JobSpec } from './spec.js';
-import type { JobLoad } from './write-file.js';
 
 /**
  * Incremental jobs: a job with `incremental: { cursor, start, lookback }` downloads only the

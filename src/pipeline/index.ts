@@ -1,4 +1,4 @@
-export { type BudgetStanding, budgetStandings } from './budget.js';
+export type { BudgetStanding } from './budget.js';
 export type { Clock } from './clock.js';
 export { type CreditEstimate, estimateJob } from './estimate.js';
 export { jobColumns } from './job-columns.js';
@@ -12,15 +12,9 @@ export type {
   RunSummary,
   Stage,
 } from './outcome.js';
-export { type PlanReport, planPipeline, savedState } from './plan.js';
+export { type PlanReport, planPipeline, savedState } from './plan-report.js';
 export { noProgress, type Progress } from './progress.js';
-export {
-  clientFor,
-  destinationOf,
-  openPipelineDestination,
-  type RunOptions,
-  runPipeline,
-} from './run.js';
+export { clientFor, type RunOptions, runPipeline } from './run.js';
 export { jobMatcher, selectJobs, unmatchedPatterns } from './select.js';
 export {
   type JobSpec,

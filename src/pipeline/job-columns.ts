@@ -32,7 +32,7 @@ export function jobColumns(spec: PipelineSpec, job: JobSpec): PlannedTable[] {
     from
       ? {
           ...plan,
-          enrichment: { propertiesTable: from.table, propertyKey: from.key[0]!, owners: [] },
+          ownerLookup: { propertiesTable: from.table, propertyKey: from.key[0]!, owners: [] },
         }
       : plan,
   );

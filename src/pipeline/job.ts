@@ -4,7 +4,7 @@ import { JobTables } from '../records/tables.js';
 import { type RunContext, shapePlanOf } from './context.js';
 import { runDownloadJob } from './download.js';
 import { errorInfo, isCommitted, type JobOutcome, newOutcome } from './outcome.js';
-import { runOwnerLookup } from './owners.js';
+import { runOwnerLookup } from './owner-lookup.js';
 import type { JobSpec } from './spec.js';
 
 /**

@@ -11,19 +11,16 @@ import { jobRow, type RunContext } from './context.js';
 import { contractOf } from './contract.js';
 import { DownloadRecords } from './download-records.js';
 import { creditsFor } from './estimate.js';
+import { TooManyRejects } from './file-rejects.js';
+import { FilesInFlight } from './files-in-flight.js';
 import { cursorChange } from './incremental.js';
+import type { JobLoad } from './job-load.js';
 import { FileReader, maxRecordBytes, parseWorkers } from './normalize.js';
 import { inStage, type JobOutcome, markStage } from './outcome.js';
 import type { JobSpec } from './spec.js';
-import {
-  FilesInFlight,
-  type FileWritten,
-  type JobLoad,
-  TooManyRejects,
-  writeFile,
-} from './write-file.js';
+import { type FileWritten, writeFile } from './write-file.js';
 
-export type { JobLoad } from './write-file.js';
+export type { JobLoad } from './job-load.js';
 
 /**
  * The load stage: each result file in one transaction together with its `_sluice_files` row

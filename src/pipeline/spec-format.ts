@@ -258,7 +258,7 @@ export interface SchemaContract {
 export interface JobSpec
   extends Omit<RawJob, 'records' | 'key' | 'table' | 'query' | 'columns' | 'schema'> {
   name: string;
-  /** For an owner enrichment job, a stand-in: its queries are built from people keys. */
+  /** For an owner lookup job, a stand-in: its queries are built from people keys. */
   query: string;
   /** Undefined: every matching record. */
   records: number | undefined;

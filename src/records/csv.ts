@@ -3,7 +3,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { type Options, parse } from 'csv-parse/sync';
 import type { DataType } from '../catalog.js';
 import { SluiceError } from '../errors.js';
-import { DecodeError, type Decoder, decodersFor, hasNul, NUL_REASON } from './normalize.js';
+import { DecodeError, type Decoder, decodersFor, hasNul, NUL_REASON } from './decode.js';
 import {
   boundedLines,
   bytesBeyond,

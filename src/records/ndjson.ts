@@ -11,7 +11,7 @@ import {
   hasNul,
   NUL_REASON,
   toColumnValue,
-} from './normalize.js';
+} from './decode.js';
 import { InexactNumber, parseExact } from './numbers.js';
 import {
   boundedLines,

@@ -1,7 +1,7 @@
 import { type DataType, FIELDS, type FieldMap } from '../catalog.js';
 import { META_COLUMNS } from '../schema/plan.js';
 import { newRow, type Row } from '../schema/types.js';
-import { toColumnValue } from './normalize.js';
+import { toColumnValue } from './decode.js';
 import { type DecodedRecord, LOAD_NAMES, OwnNames } from './shape.js';
 
 /**

@@ -9,12 +9,12 @@ import { encodeCopyText } from '../schema/copy-text.js';
 import { CsvReader, csvBlock } from './csv.js';
 import { packedBatches } from './index.js';
 import { NdjsonPacker, ndjsonBlock, ndjsonPackedBlock } from './ndjson.js';
-import type { ParseRequest, ToMain, ToWorker } from './parallel.js';
+import type { ParseRequest, ToMain, ToWorker } from './parse-protocol.js';
+import { type PostedBatch, toWire } from './posted-batch.js';
 import { MAX_RECORD_BYTES, tooLongReject } from './record-size.js';
 import { packBatch } from './shape.js';
 import { JobTables } from './tables.js';
 import type { PackedBatch } from './types.js';
-import { toWire, type WireBatch } from './wire.js';
 
 const port = parentPort;
 if (!port) throw new Error('parse-worker.ts runs in a worker thread');
@@ -81,12 +81,12 @@ function post(message: ToMain): void {
 }
 
 /** A message that carries a batch, before the batch is made ready to post. */
-type Unposted<M> = M extends { batch: WireBatch }
+type Unposted<M> = M extends { batch: PostedBatch }
   ? Omit<M, 'batch'> & { batch: PackedBatch }
   : never;
 
 /**
- * Posts a batch (see wire.ts), its rows as COPY text where the request asks for it: the buffers
+ * Posts a batch (see posted-batch.ts), its rows as COPY text where the request asks for it: the buffers
  * of its values and of its COPY text are moved to the main thread, not copied.
  */
 function postBatch(message: Unposted<ToMain>, request: ParseRequest): void {

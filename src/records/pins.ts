@@ -1,6 +1,6 @@
 import type { FieldDef, FieldMap } from '../catalog.js';
 import { type ColumnType, isIsoDate, type Row, type RowValue } from '../schema/types.js';
-import { DecodeError } from './normalize.js';
+import { DecodeError } from './decode.js';
 import { jsonText } from './numbers.js';
 import type { DecodedRecord } from './shape.js';
 

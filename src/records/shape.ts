@@ -1,7 +1,7 @@
 import type { FieldMap } from '../catalog.js';
 import { META_COLUMNS, packRows } from '../schema/plan.js';
 import { newRow, type Row } from '../schema/types.js';
-import { toColumnValue } from './normalize.js';
+import { toColumnValue } from './decode.js';
 import type { PackedBatch, ParsedRow, RecordBatch } from './types.js';
 
 /**

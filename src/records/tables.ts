@@ -25,7 +25,7 @@ export interface ShapePlan {
   /** Column types pinned by field name (`columns:`), for the job's own table. */
   columns?: Pins;
   /** An owner lookup: people records found by the owners' people keys of a properties table. */
-  enrichment?: {
+  ownerLookup?: {
     propertiesTable: string;
     propertyKey: string;
     /** People key -> keys of the properties it owns. */
@@ -56,7 +56,7 @@ export interface RelatedTable {
 
 export const PEOPLE_KEY = 'people_key';
 
-/** The person fields kept in the people table, the same from autotrace and from enrichment. */
+/** The person fields kept in the people table, the same from autotrace and from ownerLookup. */
 const PERSON_FIELDS = ['firstName', 'lastName', 'emails', 'phoneNumbers', 'keys'] as const;
 
 export function ownersTableName(propertiesTable: string): string {
@@ -109,12 +109,12 @@ export class JobTables {
     this.main = plan.table;
     const nested = plan.nested === 'tables';
     const pins = plan.columns ?? {};
-    const { enrichment } = plan;
+    const { ownerLookup } = plan;
     const typeFields = FIELDS[plan.type];
     const fieldNames = plan.fields ?? Object.keys(typeFields);
 
     let hints: FieldMap;
-    if (enrichment) {
+    if (ownerLookup) {
       hints = FIELDS.people;
       this.#mainColumns = [];
     } else if (nested) {
@@ -128,10 +128,10 @@ export class JobTables {
     }
     this.#mainHints = Object.keys(pins).length > 0 ? pinnedHints(hints, pins) : hints;
 
-    const peopleTable = enrichment ? plan.table : plan.autotrace?.peopleTable;
+    const peopleTable = ownerLookup ? plan.table : plan.autotrace?.peopleTable;
     if (peopleTable !== undefined) this.#addPeopleTables(peopleTable);
     const base = this.#recordShape(pins);
-    if (enrichment) {
+    if (ownerLookup) {
       // Links of a property are replaced when its owner is loaded again: keyed by the property.
       this.#addLinkTable(this.#linkTable, this.#propertyColumn);
       this.shape = this.#ownerLookupShape(base);
@@ -193,7 +193,7 @@ export class JobTables {
       { name: PEOPLE_KEY, type: 'text' },
       ...declaredColumns(personFields, PERSON_FIELDS, nested),
     ];
-    if (this.plan.enrichment) this.#mainColumns.push(...peopleColumns);
+    if (this.plan.ownerLookup) this.#mainColumns.push(...peopleColumns);
     else {
       this.#add({
         name: table,
@@ -225,19 +225,19 @@ export class JobTables {
 
   /** The properties' key as the link table names it (`property_id`). */
   get #propertyColumn(): string {
-    const { enrichment } = this.plan;
-    return `property_${enrichment ? enrichment.propertyKey : this.plan.key[0]!}`;
+    const { ownerLookup } = this.plan;
+    return `property_${ownerLookup ? ownerLookup.propertyKey : this.plan.key[0]!}`;
   }
 
   get #linkTable(): string {
-    const { enrichment } = this.plan;
-    return ownersTableName(enrichment ? enrichment.propertiesTable : this.plan.table);
+    const { ownerLookup } = this.plan;
+    return ownersTableName(ownerLookup ? ownerLookup.propertiesTable : this.plan.table);
   }
 
   /** The link table between properties and their owners (`<properties>__owners`). */
   #addLinkTable(parentTable: string, parentKeyColumn: string): void {
-    const { enrichment } = this.plan;
-    const propertyKey = enrichment ? enrichment.propertyKey : this.plan.key[0]!;
+    const { ownerLookup } = this.plan;
+    const propertyKey = ownerLookup ? ownerLookup.propertyKey : this.plan.key[0]!;
     const propertyColumn = this.#propertyColumn;
     this.#add({
       name: this.#linkTable,
@@ -245,7 +245,7 @@ export class JobTables {
       replaceBy: { column: propertyColumn, parentTable, parentKey: parentKeyColumn },
       // An autotrace job's links describe its own table's rows: `replace` swaps them in with
       // it. An owner lookup merges into the links of another job's table.
-      staged: enrichment === undefined,
+      staged: ownerLookup === undefined,
       onlyWhenMerging: false,
       hints: { title: { kind: 'string' } },
       columns: [
@@ -279,7 +279,7 @@ export class JobTables {
   /** A person record of the lookup as its people row, children and links to its properties. */
   #ownerLookupShape(base: RecordShape): RecordShape {
     const { plan } = this;
-    const owners = new Map(plan.enrichment!.owners);
+    const owners = new Map(plan.ownerLookup!.owners);
     const linkTable = this.#linkTable;
     const propertyColumn = this.#propertyColumn;
     return (record) => {
@@ -385,7 +385,7 @@ export class JobTables {
 
   /** Whether the job merges into its table (`write: merge`, or an owner lookup). */
   get merging(): boolean {
-    return this.plan.write === 'merge' || this.plan.enrichment !== undefined;
+    return this.plan.write === 'merge' || this.plan.ownerLookup !== undefined;
   }
 
   /**

@@ -21,9 +21,9 @@ import Database from 'better-sqlite3';
 import { parse } from 'csv-parse/sync';
 import { PAGE_SIZE } from '../../src/load/sqlite/connection.js';
 import { BLOCK_BYTES, packedBatches } from '../../src/records/index.js';
+import { fromWire, type PostedBatch, toWire } from '../../src/records/posted-batch.js';
 import { JobTables } from '../../src/records/tables.js';
 import type { PackedBatch } from '../../src/records/types.js';
-import { fromWire, toWire, type WireBatch } from '../../src/records/wire.js';
 import type { PackedRows } from '../../src/schema/types.js';
 
 export interface StageFigures {
@@ -96,13 +96,13 @@ export async function stageProfile(
       }
       figures.decodeShape += Math.max(0, seconds(t) - parsed);
 
-      // As a parse worker posts a batch and the writing thread takes it (wire.ts). Serializing
+      // As a parse worker posts a batch and the writing thread takes it (records/posted-batch.ts). Serializing
       // also copies the buffer a run moves between threads (9 bytes a value at most).
       t = performance.now();
       const serialized = batches.map((batch) => serialize(toWire(batch).batch));
       figures.transferOut += seconds(t);
       t = performance.now();
-      const taken = serialized.map((bytes) => fromWire(deserialize(bytes) as WireBatch));
+      const taken = serialized.map((bytes) => fromWire(deserialize(bytes) as PostedBatch));
       figures.transferIn += seconds(t);
 
       // The rows the writing thread binds: text values are slices of one string per batch.

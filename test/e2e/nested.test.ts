@@ -236,7 +236,7 @@ for (const kind of destinationKinds()) {
       }
     });
 
-    test('an enrichment job gives the same people and link tables as autotrace', {
+    test('an owner lookup job gives the same people and link tables as autotrace', {
       skip: reason,
     }, async () => {
       const query = 'city:Austin AND province:TX';

@@ -183,41 +183,16 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
       throw new UsageError(`port ${args.port} is in use: pick another with --port`);
     throw error;
   }
-  const { options, context } = emulator;
-  const counts = (['properties', 'businesses', 'products', 'people'] as const)
-    .map((t) => `${context.engine.dataset.count(t).toLocaleString('en-US')} ${t}`)
+  const { options } = emulator;
+  const { dataCounts, emulatorSummary, serveUntil } = await import('../../emulator/serve.js');
+  const counts = Object.entries(dataCounts(emulator))
+    .map(([t, n]) => `${n.toLocaleString('en-US')} ${t}`)
     .join(', ');
   const out = io.stdout;
-  const wait = () =>
-    new Promise<void>((resolve) => {
-      if (signal.aborted) resolve();
-      signal.addEventListener('abort', () => resolve(), { once: true });
-    });
   if (args.json) {
     // One document, as soon as it listens: where it is and how to log in.
-    writeJson(out, {
-      url: emulator.url,
-      v4_url: emulator.v4Url,
-      v3_url: emulator.v3Url,
-      control_url: `${emulator.url}/_emulator/`,
-      email: options.email,
-      password: options.password,
-      token: options.token,
-      seed: options.seed,
-      wire: options.wire,
-      plan: options.plan,
-      ...(options.plan === 'legacy' ? { total_credits: options.totalCredits } : {}),
-      page_size: options.pageSize,
-      churn_per_day: options.churn,
-      data: Object.fromEntries(
-        (['properties', 'businesses', 'products', 'people'] as const).map((t) => [
-          t,
-          context.engine.dataset.count(t),
-        ]),
-      ),
-    });
-    await wait();
-    await emulator.close();
+    writeJson(out, emulatorSummary(emulator));
+    await serveUntil(emulator, signal);
     return;
   }
   writeLine(
@@ -257,6 +232,5 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
   );
   writeLine(out, "  sluice count properties 'city:Austin AND province:TX'");
   writeLine(out, 'Stop with Ctrl-C.');
-  await wait();
-  await emulator.close();
+  await serveUntil(emulator, signal);
 }

@@ -1,12 +1,5 @@
-import {
-  type BudgetStanding,
-  budgetStandings,
-  destinationOf,
-  openPipelineDestination,
-  type PipelineSpec,
-  selectJobs,
-} from '../../pipeline/index.js';
-import { findResumable, skippable } from '../../pipeline/resume.js';
+import type { BudgetStanding, PipelineSpec } from '../../pipeline/index.js';
+import { statusReport } from '../../pipeline/status-report.js';
 import type { CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { creditsText } from '../format.js';
@@ -34,158 +27,122 @@ async function status(
   env: NodeJS.ProcessEnv,
   now: number,
 ): Promise<number> {
-  // The jobs asked for (`--job`): an owner lookup's parts (`owners#2`) go with their job.
-  const jobs = new Set(selectJobs(spec, args.job).map((j) => j.name));
-  const shown = (job: string) => jobs.has(job.replace(/#\d+$/, ''));
-  // Read-only: a monitoring role can use it, and a mistyped path creates nothing.
-  const destination = await openPipelineDestination(spec, env, { readOnly: true }).catch(
-    (error: unknown) => {
-      if ((error as { code?: unknown }).code === 'SLUICE_NO_STATE') return undefined;
-      throw error;
-    },
-  );
-  try {
-    if (destination === undefined || !(await destination.hasState())) {
-      // Where it looked: SLUICE_DESTINATION's, when set, not the file's.
-      const where = destination?.description ?? destinationOf(spec, env).url;
-      if (args.json) {
-        writeJson(io.stdout, {
-          pipeline: spec.name,
-          destination: where,
-          state: 'none',
-          runs: [],
-          budgets: await budgetStandings(spec, undefined, now),
-        });
-      } else {
-        writeLine(
-          io.stdout,
-          `no state found at ${where}: pipeline '${spec.name}' has not run against this destination (or the destination is not the one you meant)`,
-        );
-      }
-      return EXIT.ok;
-    }
-    const all = await destination.state.recent(spec.name, args.limit ?? 10);
-    const downloads = all.downloads.filter((d) => shown(d.job));
-    const ids = new Set(downloads.map((d) => d.download_id));
-    const recent = {
-      ...all,
-      jobs: all.jobs.filter((j) => shown(j.job)),
-      downloads,
-      files: all.files.filter((f) => ids.has(f.download_id)),
-      rejects: all.rejects.filter((r) => ids.has(r.download_id)),
-      cursors: all.cursors.filter((c) => shown(c.job)),
-    };
-    const resumable = await findResumable(destination.state, spec, now);
-    const budgets = await budgetStandings(spec, destination.state, now);
-    const resume = resumable && {
-      run_id: resumable.run.run_id,
-      status: resumable.run.status,
-      ended_at: resumable.endedAt,
-      until: new Date(Date.parse(resumable.endedAt) + spec.resumeWindow).toISOString(),
-      skip: spec.jobs.filter((j) => skippable(resumable, j)).map((j) => j.name),
-    };
-    const paid = creditsPaid(
-      await destination.state.attemptsOfRuns(recent.runs.map((r) => r.run_id)),
-    );
+  const report = await statusReport(spec, env, now, { limit: args.limit ?? 10, jobs: args.job });
+  if (report.state === 'none') {
+    const where = report.destination;
     if (args.json) {
       writeJson(io.stdout, {
         pipeline: spec.name,
-        destination: destination.description,
-        state: 'found',
-        resume: resume ?? null,
-        runs: recent.runs.map(({ summary, credits: _credits, ...run }) => ({
-          ...run,
-          credits_paid: paid.get(run.run_id) ?? {},
-          summary: summary ? JSON.parse(summary) : null,
-        })),
-        jobs: recent.jobs.map(({ summary: _summary, ...job }) => job),
-        downloads: recent.downloads,
-        files: recent.files,
-        rejects: recent.rejects,
-        cursors: recent.cursors,
-        budgets,
+        destination: where,
+        state: 'none',
+        runs: [],
+        budgets: report.budgets,
       });
-      return EXIT.ok;
-    }
-    writeLine(io.stdout, `Pipeline '${spec.name}' in ${destination.description}`);
-    if (resume) {
+    } else {
       writeLine(
         io.stdout,
-        `A run before ${resume.until} resumes run ${resume.run_id} (${resume.status}): ${resume.skip.length > 0 ? `it skips ${resume.skip.join(', ')}, already loaded` : 'no job of it was loaded'}; --fresh runs every job anew.`,
+        `no state found at ${where}: pipeline '${spec.name}' has not run against this destination (or the destination is not the one you meant)`,
       );
-    }
-    writeLine(io.stdout);
-    writeLine(io.stdout, 'Recent runs');
-    writeLine(
-      io.stdout,
-      formatTable(
-        ['run', 'started', 'finished', 'status', 'stage', 'credits paid', 'error'],
-        recent.runs.map((r) => [
-          r.run_id,
-          r.started_at,
-          r.finished_at ?? '-',
-          r.status,
-          r.stage ?? '-',
-          creditsText(paid.get(r.run_id) ?? {}),
-          r.error_message ?? '',
-        ]),
-      ),
-    );
-    writeLine(io.stdout);
-    writeLine(io.stdout, 'Downloads');
-    const rejects = new Map(recent.rejects.map((r) => [r.download_id, Number(r.count)]));
-    const filesBy = new Map<string, number>();
-    for (const f of recent.files) filesBy.set(f.download_id, (filesBy.get(f.download_id) ?? 0) + 1);
-    writeLine(
-      io.stdout,
-      formatTable(
-        [
-          'job',
-          'download',
-          'status',
-          'found',
-          'records',
-          'files loaded',
-          'rejected',
-          'table',
-          'requested',
-        ],
-        recent.downloads.map((d) => [
-          d.job,
-          d.download_id ?? '-',
-          d.status,
-          d.num_found ?? '-',
-          d.num_records ?? '-',
-          d.download_id ? (filesBy.get(d.download_id) ?? 0) : 0,
-          d.download_id ? (rejects.get(d.download_id) ?? 0) : 0,
-          d.target_table,
-          d.requested_at,
-        ]),
-      ),
-    );
-    if (recent.cursors.length > 0) {
-      writeLine(io.stdout);
-      writeLine(
-        io.stdout,
-        'Cursors of incremental jobs (the next run downloads from here, less the lookback)',
-      );
-      writeLine(
-        io.stdout,
-        formatTable(
-          ['job', 'field', 'cursor', 'moved at', 'by run'],
-          recent.cursors.map((c) => [c.job, c.field, c.value, c.updated_at, c.run_id]),
-        ),
-      );
-    }
-    if (budgets.length > 0) {
-      writeLine(io.stdout);
-      writeLine(io.stdout, 'Budgets: spent this period (calendar periods in UTC)');
-      writeLine(io.stdout, budgetsTable(budgets));
     }
     return EXIT.ok;
-  } finally {
-    await destination?.close();
   }
+  const { resume, recent, paid, budgets } = report;
+  if (args.json) {
+    writeJson(io.stdout, {
+      pipeline: spec.name,
+      destination: report.destination,
+      state: 'found',
+      resume: resume ?? null,
+      runs: recent.runs.map(({ summary, credits: _credits, ...run }) => ({
+        ...run,
+        credits_paid: paid.get(run.run_id) ?? {},
+        summary: summary ? JSON.parse(summary) : null,
+      })),
+      jobs: recent.jobs.map(({ summary: _summary, ...job }) => job),
+      downloads: recent.downloads,
+      files: recent.files,
+      rejects: recent.rejects,
+      cursors: recent.cursors,
+      budgets,
+    });
+    return EXIT.ok;
+  }
+  writeLine(io.stdout, `Pipeline '${spec.name}' in ${report.destination}`);
+  if (resume) {
+    writeLine(
+      io.stdout,
+      `A run before ${resume.until} resumes run ${resume.run_id} (${resume.status}): ${resume.skip.length > 0 ? `it skips ${resume.skip.join(', ')}, already loaded` : 'no job of it was loaded'}; --fresh runs every job anew.`,
+    );
+  }
+  writeLine(io.stdout);
+  writeLine(io.stdout, 'Recent runs');
+  writeLine(
+    io.stdout,
+    formatTable(
+      ['run', 'started', 'finished', 'status', 'stage', 'credits paid', 'error'],
+      recent.runs.map((r) => [
+        r.run_id,
+        r.started_at,
+        r.finished_at ?? '-',
+        r.status,
+        r.stage ?? '-',
+        creditsText(paid.get(r.run_id) ?? {}),
+        r.error_message ?? '',
+      ]),
+    ),
+  );
+  writeLine(io.stdout);
+  writeLine(io.stdout, 'Downloads');
+  const rejects = new Map(recent.rejects.map((r) => [r.download_id, Number(r.count)]));
+  const filesBy = new Map<string, number>();
+  for (const f of recent.files) filesBy.set(f.download_id, (filesBy.get(f.download_id) ?? 0) + 1);
+  writeLine(
+    io.stdout,
+    formatTable(
+      [
+        'job',
+        'download',
+        'status',
+        'found',
+        'records',
+        'files loaded',
+        'rejected',
+        'table',
+        'requested',
+      ],
+      recent.downloads.map((d) => [
+        d.job,
+        d.download_id ?? '-',
+        d.status,
+        d.num_found ?? '-',
+        d.num_records ?? '-',
+        d.download_id ? (filesBy.get(d.download_id) ?? 0) : 0,
+        d.download_id ? (rejects.get(d.download_id) ?? 0) : 0,
+        d.target_table,
+        d.requested_at,
+      ]),
+    ),
+  );
+  if (recent.cursors.length > 0) {
+    writeLine(io.stdout);
+    writeLine(
+      io.stdout,
+      'Cursors of incremental jobs (the next run downloads from here, less the lookback)',
+    );
+    writeLine(
+      io.stdout,
+      formatTable(
+        ['job', 'field', 'cursor', 'moved at', 'by run'],
+        recent.cursors.map((c) => [c.job, c.field, c.value, c.updated_at, c.run_id]),
+      ),
+    );
+  }
+  if (budgets.length > 0) {
+    writeLine(io.stdout);
+    writeLine(io.stdout, 'Budgets: spent this period (calendar periods in UTC)');
+    writeLine(io.stdout, budgetsTable(budgets));
+  }
+  return EXIT.ok;
 }
 
 function budgetsTable(budgets: readonly BudgetStanding[]): string {
@@ -199,21 +156,4 @@ function budgetsTable(budgets: readonly BudgetStanding[]): string {
       b.limit - b.spent,
     ]),
   );
-}
-
-/**
- * Credits each run paid for: a download is paid for by the run that started it, whichever run
- * loads it, so an interrupted run's purchase is counted once, against it.
- */
-function creditsPaid(attempts: { run_id: string; credits: string | null }[]) {
-  const paid = new Map<string, Record<string, number>>();
-  for (const attempt of attempts) {
-    if (!attempt.credits) continue;
-    const into = paid.get(attempt.run_id) ?? {};
-    for (const [type, n] of Object.entries(JSON.parse(attempt.credits) as Record<string, number>)) {
-      into[type] = (into[type] ?? 0) + n;
-    }
-    paid.set(attempt.run_id, into);
-  }
-  return paid;
 }

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { PipelineSpecError } from '../../../src/errors.js';
 import { parsePipeline } from '../../../src/pipeline/spec.js';
-import { DecodeError } from '../../../src/records/normalize.js';
+import { DecodeError } from '../../../src/records/decode.js';
 import { pinValue } from '../../../src/records/pins.js';
 import { JobTables } from '../../../src/records/tables.js';
 

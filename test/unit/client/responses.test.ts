@@ -11,7 +11,7 @@ import {
   recordsOf,
   resultFiles,
   totalCost,
-} from '../../../src/client/shape.js';
+} from '../../../src/client/responses.js';
 import { v3DateToIso } from '../../../src/client/v3.js';
 import { SluiceError, UsageError } from '../../../src/errors.js';
 

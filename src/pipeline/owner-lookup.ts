@@ -43,7 +43,7 @@ export async function runOwnerLookup(
   const owners = await ownerPeopleKeys(ctx, from.table, propertyKey, since?.range.from);
   const plan = (chunk: [string, (string | number)[]][]): ShapePlan => ({
     ...shapePlanOf(job, ctx.spec),
-    enrichment: { propertiesTable: from.table, propertyKey, owners: chunk },
+    ownerLookup: { propertiesTable: from.table, propertyKey, owners: chunk },
   });
   if (owners.size === 0) {
     log.info(`no owner people keys in ${from.table}; nothing to look up`);

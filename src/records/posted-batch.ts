@@ -11,7 +11,7 @@ import type { PackedRows, RowValue } from '../schema/types.js';
 import type { PackedBatch, PackedRelated } from './types.js';
 
 /** Values as one string and one buffer (see `packValues`). */
-export interface WireValues {
+export interface PostedValues {
   /** How many values. */
   readonly count: number;
   /** How many of them are numbers. */
@@ -24,19 +24,19 @@ export interface WireValues {
   readonly text: string;
 }
 
-/** Packed rows with their values as `WireValues`. */
-export interface WireRows extends Omit<PackedRows, 'values'> {
-  readonly wire: WireValues;
+/** Packed rows with their values as `PostedValues`. */
+export interface PostedRows extends Omit<PackedRows, 'values'> {
+  readonly wire: PostedValues;
 }
 
-export interface WireRelated extends Omit<PackedRelated, 'rows'> {
-  rows: WireRows;
+export interface PostedRelated extends Omit<PackedRelated, 'rows'> {
+  rows: PostedRows;
 }
 
 /** A packed batch as it is posted to the writing thread (`toWire`). */
-export interface WireBatch extends Omit<PackedBatch, 'rows' | 'related'> {
-  rows: WireRows;
-  related?: WireRelated[];
+export interface PostedBatch extends Omit<PackedBatch, 'rows' | 'related'> {
+  rows: PostedRows;
+  related?: PostedRelated[];
 }
 
 // The kind of each value. An undefined slot (none is made: packers write null) stays undefined.
@@ -49,7 +49,7 @@ const FALSE = 5;
 /** A bigint (an integer past 2^53, rare): its digits travel with the text values. */
 const BIGINT = 6;
 
-/** The three views of a `WireValues` buffer: numbers first, as they need 8-byte alignment. */
+/** The three views of a `PostedValues` buffer: numbers first, as they need 8-byte alignment. */
 function views(count: number, numbers: number, strings: number, buffer: ArrayBuffer) {
   return {
     numberValues: new Float64Array(buffer, 0, numbers),
@@ -59,7 +59,7 @@ function views(count: number, numbers: number, strings: number, buffer: ArrayBuf
 }
 
 /** `values` as one string and one buffer; `unpackValues` gives them back as they were. */
-export function packValues(values: readonly RowValue[]): WireValues {
+export function packValues(values: readonly RowValue[]): PostedValues {
   const count = values.length;
   let numbers = 0;
   let strings = 0;
@@ -104,7 +104,7 @@ export function packValues(values: readonly RowValue[]): WireValues {
 }
 
 /** The values `packValues` was given, in a new array. */
-export function unpackValues(wire: WireValues): RowValue[] {
+export function unpackValues(wire: PostedValues): RowValue[] {
   const { count, numbers, strings, buffer, text } = wire;
   const { numberValues, ends, kinds } = views(count, numbers, strings, buffer);
   // Pushed in order: an array made at its full length is slow to fill past 16,000 slots or so.
@@ -142,14 +142,14 @@ export function unpackValues(wire: WireValues): RowValue[] {
   return values as RowValue[];
 }
 
-function rowsToWire(rows: PackedRows, transfer: ArrayBuffer[]): WireRows {
+function rowsToWire(rows: PackedRows, transfer: ArrayBuffer[]): PostedRows {
   const { values, ...rest } = rows;
   const wire = packValues(values);
   transfer.push(wire.buffer);
   return { ...rest, wire };
 }
 
-function rowsFromWire(rows: WireRows): PackedRows {
+function rowsFromWire(rows: PostedRows): PackedRows {
   const { wire, ...rest } = rows;
   return { ...rest, values: unpackValues(wire) };
 }
@@ -159,7 +159,7 @@ function rowsFromWire(rows: WireRows): PackedRows {
  * where it has one (copied first if it shares its memory, as a slice of Node's pool would: a
  * buffer moved is gone from every view of it in this thread).
  */
-export function toWire(batch: PackedBatch): { batch: WireBatch; transfer: ArrayBuffer[] } {
+export function toWire(batch: PackedBatch): { batch: PostedBatch; transfer: ArrayBuffer[] } {
   const transfer: ArrayBuffer[] = [];
   const { rows: given, related, ...rest } = batch;
   let rows = given;
@@ -171,13 +171,13 @@ export function toWire(batch: PackedBatch): { batch: WireBatch; transfer: ArrayB
     }
     transfer.push(bytes.buffer as ArrayBuffer);
   }
-  const wire: WireBatch = { ...rest, rows: rowsToWire(rows, transfer) };
+  const wire: PostedBatch = { ...rest, rows: rowsToWire(rows, transfer) };
   if (related) wire.related = related.map((r) => ({ ...r, rows: rowsToWire(r.rows, transfer) }));
   return { batch: wire, transfer };
 }
 
 /** The batch `toWire` was given. */
-export function fromWire(batch: WireBatch): PackedBatch {
+export function fromWire(batch: PostedBatch): PackedBatch {
   const { rows, related, ...rest } = batch;
   const packed: PackedBatch = { ...rest, rows: rowsFromWire(rows) };
   if (related) packed.related = related.map((r) => ({ ...r, rows: rowsFromWire(r.rows) }));

@@ -1,21 +1,21 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import type { PackedBatch } from '../../../src/records/types.js';
 import {
   fromWire,
+  type PostedBatch,
   packValues,
   toWire,
   unpackValues,
-  type WireBatch,
-} from '../../../src/records/wire.js';
+} from '../../../src/records/posted-batch.js';
+import type { PackedBatch } from '../../../src/records/types.js';
 import type { RowValue } from '../../../src/schema/types.js';
 
 /** Posts `batch` as a parse worker does, through a real message port, and takes it back. */
-async function postAndTake(batch: PackedBatch): Promise<{ taken: PackedBatch; wire: WireBatch }> {
+async function postAndTake(batch: PackedBatch): Promise<{ taken: PackedBatch; wire: PostedBatch }> {
   const { port1, port2 } = new MessageChannel();
   try {
-    const received = new Promise<WireBatch>((resolve) =>
+    const received = new Promise<PostedBatch>((resolve) =>
       (port2 as MessagePort).once('message', resolve),
     );
     const wire = toWire(batch);
@@ -56,7 +56,7 @@ const EVERY_KIND: RowValue[] = [
   'last',
 ];
 
-describe('values between threads (wire.ts)', () => {
+describe('values between threads (posted-batch.ts)', () => {
   it('gives back every kind of value as it was, in order', () => {
     assertSameValues(unpackValues(packValues(EVERY_KIND)), EVERY_KIND);
     assertSameValues(unpackValues(packValues([])), []);

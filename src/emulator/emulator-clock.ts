@@ -2,7 +2,7 @@
  * Emulator time: wall-clock time plus an offset that tests move forward through the control
  * API, so downloads progress, tokens expire and file URLs lapse without waiting.
  */
-export class Clock {
+export class EmulatorClock {
   #offsetMs = 0;
   #startedAt = Date.now();
 

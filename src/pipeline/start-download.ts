@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import type { SearchRequest } from '../client/types.js';
+import { ApiError } from '../errors.js';
+import type { Attempt } from '../load/destination.js';
+import type { Logger } from '../log.js';
+import { verifyDownload } from './adopt.js';
+import { checkpoint } from './checkpoints.js';
+import { isoAt } from './clock.js';
+import type { RunContext } from './context.js';
+import type { CreditEstimate } from './estimate.js';
+import type { IncrementalRange, JobOutcome } from './outcome.js';
+import type { JobSpec } from './spec.js';
+
+/**
+ * Starts (and pays for) a new download of the job, its attempt recorded before the request
+ * that pays, so that a crash from then on is found by the next run.
+ */
+export async function startNewDownload(
+  ctx: RunContext,
+  job: JobSpec,
+  outcome: JobOutcome,
+  log: Logger,
+  request: SearchRequest,
+  estimate: CreditEstimate,
+  range: IncrementalRange | undefined,
+): Promise<Attempt> {
+  const { destination, client, signal } = ctx;
+  const state = destination.state;
+  const now = isoAt(ctx.clock);
+  const fresh = newAttempt(ctx, job, request, estimate, range, now);
+  // Written BEFORE the request that pays: a crash from here on is found by the next run.
+  await state.insertAttempt(fresh);
+  const start = await client
+    .startDownload(
+      { ...request, ...(job.records === undefined ? {} : { numRecords: job.records }) },
+      {
+        ...(signal ? { signal } : {}),
+        // After an ambiguous failure, a download that appeared is adopted only if it is ours.
+        verify: async (candidate) =>
+          (
+            await verifyDownload(
+              ctx,
+              job,
+              { query: request.query, requestedAt: now, records: estimate.records },
+              candidate,
+            )
+          ).ours,
+      },
+    )
+    .catch(async (error: unknown) => {
+      // The service answered that it will not pay for it (402): no download was started, so
+      // the request is closed here rather than left for the next run to look for (and for the
+      // budgets to count as maybe bought).
+      if (error instanceof ApiError && error.status === 402) {
+        await state.updateAttempt(fresh.attempt_id, {
+          status: 'abandoned',
+          message: `the service refused to start it: ${error.message}`,
+          updated_at: isoAt(ctx.clock),
+        });
+      }
+      throw error;
+    });
+  fresh.download_id = start.id;
+  fresh.status = 'started';
+  fresh.started_at = isoAt(ctx.clock);
+  fresh.num_found = start.numFound ?? estimate.found;
+  await state.updateAttempt(fresh.attempt_id, {
+    download_id: fresh.download_id,
+    status: fresh.status,
+    started_at: fresh.started_at,
+    updated_at: fresh.started_at,
+    num_found: fresh.num_found,
+  });
+  outcome.download_id = start.id;
+  log.info(
+    { download_id: start.id },
+    `started download ${start.id} for ${estimate.records} records`,
+  );
+  await checkpoint(ctx, 'download-started', job.name);
+  return fresh;
+}
+
+/** The attempt row of a download about to be asked for (`now`: when). */
+function newAttempt(
+  ctx: RunContext,
+  job: JobSpec,
+  request: SearchRequest,
+  estimate: CreditEstimate,
+  range: IncrementalRange | undefined,
+  now: string,
+): Attempt {
+  return {
+    attempt_id: randomUUID(),
+    pipeline: ctx.spec.name,
+    job: job.name,
+    spec_hash: job.downloadHash,
+    api: ctx.client.api,
+    download_id: null,
+    status: 'requested',
+    target_table: job.table,
+    load_table: job.table,
+    num_found: estimate.found,
+    num_records: null,
+    requested_at: now,
+    started_at: null,
+    updated_at: now,
+    finished_at: null,
+    run_id: ctx.runId,
+    message: null,
+    load_hash: job.loadHash,
+    write_mode: job.write,
+    data_type: job.type,
+    query: request.query,
+    format: job.format,
+    num_requested: estimate.records,
+    cursor_from: range?.from ?? null,
+    credits: null,
+    stage: 'extract',
+  };
+}
