@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, statSync } from 'node:fs';
+import { readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { SluiceError } from '../errors.js';
 import { sleep } from '../util/sleep.js';
@@ -65,4 +65,14 @@ function replaceOldLockFile(path: string): void {
   } catch {
     // no file yet
   }
+}
+
+/**
+ * The lock `name` of a file database, in a lock file beside the database file found by its real
+ * path: two paths to one database (a symbolic link, a linked folder) take the same lock.
+ */
+export function lockBesideFile(path: string, name: string, options: LockOptions): Promise<Lock> {
+  if (path === ':memory:') return Promise.resolve({ where: ':memory:', release: async () => {} });
+  const safe = name.replace(/[^A-Za-z0-9_.-]+/g, '_');
+  return lockFile(`${realpathSync(path)}.${safe}.lock`, options);
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
@@ -19,7 +19,7 @@ import { sleep } from '../../util/sleep.js';
 import type { Lock, LockOptions } from '../destination.js';
 import type { DialectConnection } from '../dialect.js';
 import { DestinationError } from '../errors.js';
-import { lockFile } from '../lock-file.js';
+import { lockBesideFile } from '../lock-file.js';
 import type { StateDatabase } from '../state-tables.js';
 import { translateDuckDbError } from './errors.js';
 
@@ -242,11 +242,8 @@ export class DuckDbConnection implements DialectConnection<DuckDBConnection> {
    * Beside DuckDB's own lock on the file (one process at a time), a lock file per pipeline, as
    * SQLite's: two runs of a pipeline in one process (two files of `sluice run`) never both run.
    */
-  async lock(name: string, options: LockOptions): Promise<Lock> {
-    const { path } = this.session;
-    if (path === ':memory:') return { where: ':memory:', release: async () => {} };
-    const safe = name.replace(/[^A-Za-z0-9_.-]+/g, '_');
-    return lockFile(`${realpathSync(path)}.${safe}.lock`, options);
+  lock(name: string, options: LockOptions): Promise<Lock> {
+    return lockBesideFile(this.session.path, name, options);
   }
 
   async waitAtMost(): Promise<void> {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect as KyselySqliteDialect, sql } from 'kysely';
@@ -6,7 +6,7 @@ import { SluiceError } from '../../errors.js';
 import type { Lock, LockOptions } from '../destination.js';
 import type { DialectConnection } from '../dialect.js';
 import { DestinationError } from '../errors.js';
-import { lockFile } from '../lock-file.js';
+import { lockBesideFile } from '../lock-file.js';
 import type { StateDatabase } from '../state-tables.js';
 import { translateSqliteError } from './errors.js';
 
@@ -130,11 +130,8 @@ export class SqliteConnection implements DialectConnection<Database.Database> {
    * The lock file sits beside the database file itself, found by its real path: two paths to one
    * database (a symbolic link, a linked folder) take the same lock.
    */
-  async lock(name: string, options: LockOptions): Promise<Lock> {
-    const { path } = this.session;
-    if (path === ':memory:') return { where: ':memory:', release: async () => {} };
-    const safe = name.replace(/[^A-Za-z0-9_.-]+/g, '_');
-    return lockFile(`${realpathSync(path)}.${safe}.lock`, options);
+  lock(name: string, options: LockOptions): Promise<Lock> {
+    return lockBesideFile(this.session.path, name, options);
   }
 
   async waitAtMost(): Promise<void> {
