@@ -112,14 +112,18 @@ export class LoaderTransaction<C> implements FileTransaction {
       const names = this.#namesOf(table);
       return logical.map((c) => ({ name: names.physical(c.name), type: c.type }));
     };
+    // The changes the rows ask for, as far as the target's schema contract lets them.
+    const plan = async () => {
+      const changes = planChanges(existing && toColumns(existing), bind());
+      if (!hasChanges(changes) || target.contract === undefined) return changes;
+      return this.#underContract(target, changes, existing, (c) => this.#namesOf(table).logical(c));
+    };
     let existing = await this.#columns(table);
-    let bound = bind();
-    let changes = planChanges(existing && toColumns(existing), bound);
+    let changes = await plan();
     if (hasChanges(changes) && this.besideOthers()) {
       // Another file of the run may have made the change already: looked at again, as committed.
       existing = await this.#columns(table, true);
-      bound = bind();
-      changes = planChanges(existing && toColumns(existing), bound);
+      changes = await plan();
       if (hasChanges(changes) && this.besideOthers()) {
         throw new DestinationError(
           `table ${table} needs ${changes.create ? 'making' : 'new or wider columns'}, which waits for the files loaded beside this one`,
@@ -132,13 +136,7 @@ export class LoaderTransaction<C> implements FileTransaction {
       await this.#dialect.schema.lockTable(this.conn, table);
       existing = await this.#columns(table, true);
       this.known.add(table);
-      bound = bind();
-      changes = planChanges(existing && toColumns(existing), bound);
-    }
-    if (hasChanges(changes) && target.contract) {
-      changes = await this.#underContract(target, changes, existing, (c) =>
-        this.#namesOf(table).logical(c),
-      );
+      changes = await plan();
     }
     if (!hasChanges(changes)) {
       await this.#ensureIndexes(table, target);
