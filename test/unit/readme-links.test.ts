@@ -48,6 +48,11 @@ const shipped = (file: string) => {
 };
 
 describe('links of the README and docs/', () => {
+  test('the README stays a page for users: under 450 lines, the rest in docs/', () => {
+    const lines = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').length - 1;
+    assert.ok(lines < 450, `README.md has ${lines} lines: move the detail to docs/`);
+  });
+
   test('the pages are README.md and docs/*.md, and the package ships docs/', () => {
     const names = docPages().map(pageName);
     assert.equal(names[0], 'README.md');

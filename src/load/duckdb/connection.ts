@@ -185,6 +185,11 @@ export async function openDuckDb(path: string, options: OpenDuckDbOptions): Prom
         const reader = await instance.connect();
         // Times without an offset are UTC, and a timestamp widened to text is written in UTC.
         for (const conn of [writer, reader]) await conn.run("SET TimeZone = 'UTC'");
+        // Each file's commit wrote the WAL into the database again past DuckDB's 16 MB default
+        // (a file of 10,000 property records is about 20 MB): the WAL is as durable, and is
+        // written in once per GB or when the database closes. 100,000 records, NDJSON: appends
+        // 12% faster, merges 18% (docs/speed.md).
+        if (!readOnly) await writer.run("SET checkpoint_threshold = '1GB'");
         return new DuckDbSession(api, path, readOnly, instance, writer, reader);
       } catch (error) {
         instance.closeSync();
