@@ -99,7 +99,7 @@ export function looksLikeIsoDate(text: string): boolean {
 }
 
 /**
- * True for ISO-8601 dates and date-times that both destinations store as a timestamp: a real
+ * True for ISO-8601 dates and date-times that every destination stores as a timestamp: a real
  * calendar day of a year from 1 to 9999, hours 0-23, minutes and seconds 0-59. JavaScript's
  * `Date.parse` accepts `2021-02-30` (as 2 March) and year 0; PostgreSQL refuses both.
  */
