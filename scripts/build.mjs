@@ -23,6 +23,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -93,7 +94,12 @@ for (const file of built.outputFiles) {
   try {
     same = readFileSync(file.path).equals(file.contents);
   } catch {}
-  if (same) continue;
+  if (same) {
+    // Unchanged, but newer than its source again (upToDate reads the times).
+    const now = new Date();
+    utimesSync(file.path, now, now);
+    continue;
+  }
   mkdirSync(dirname(file.path), { recursive: true });
   const temporary = `${file.path}.${process.pid}.tmp`;
   try {

@@ -16,6 +16,7 @@ import {
   type PackedRows,
   type Row,
   selectPacked,
+  widen,
 } from '../schema/types.js';
 import type { DestinationCapabilities, FileTransaction, WriteTarget } from './destination.js';
 import {
@@ -194,15 +195,31 @@ export class LoaderTransaction<C> implements FileTransaction {
     if (contract.newColumns === 'evolve' && contract.typeChanges === 'widen') return changes;
     const live = this.loader.physical(target.table);
     if (this.made.has(live) || this.loader.madeHere(live)) return changes;
-    const base = target.stagedBy === undefined ? existing : await this.#columns(live);
+    const staged = target.stagedBy !== undefined;
+    const base = staged ? await this.#columns(live) : existing;
     if (base === undefined) return changes; // a new table: its data's columns
-    const added = changes.add.filter((c) => !base.has(c.name));
-    const changed: Widening[] = changes.create
-      ? changes.add.flatMap((c) => {
-          const from = base.get(c.name);
-          return from === undefined || from === c.type ? [] : [{ name: c.name, from, to: c.type }];
-        })
-      : changes.widen;
+    let { add, widen: widened } = changes;
+    if (staged && contract.typeChanges === 'freeze') {
+      // A staging table takes the live table's type where that holds the values, so that the
+      // swap changes no frozen type.
+      const held = (name: string, type: ColumnType) => {
+        const from = base.get(name);
+        return from !== undefined && widen(from, type) === from ? from : type;
+      };
+      add = add.map((c) => ({ ...c, type: held(c.name, c.type) }));
+      widened = widened
+        .map((w) => ({ ...w, to: held(w.name, w.to) }))
+        .filter((w) => w.to !== w.from);
+    }
+    const added = add.filter((c) => !base.has(c.name));
+    const changed: Widening[] = [
+      ...add,
+      ...widened.map((w) => ({ name: w.name, type: w.to })),
+    ].flatMap((c) => {
+      const from = base.get(c.name);
+      if (from === undefined || widen(from, c.type) === from) return [];
+      return [{ name: c.name, from, to: widen(from, c.type) }];
+    });
     const names = (columns: { name: string }[]) => columns.map((c) => logical(c.name));
     if (changed.length > 0 && contract.typeChanges === 'freeze') {
       const list = changed.map((w) => `${logical(w.name)} (${w.from} -> ${w.to})`).join(', ');
@@ -210,6 +227,7 @@ export class LoaderTransaction<C> implements FileTransaction {
         `its schema contract freezes the column types of ${target.table} (schema: type_changes: freeze), and the data needs ${list}; to load it, set type_changes: widen, or pin the type with columns:`,
       );
     }
+    changes = { ...changes, add, widen: widened };
     if (added.length === 0) return changes;
     if (contract.newColumns === 'freeze') {
       throw contractError(
@@ -219,7 +237,7 @@ export class LoaderTransaction<C> implements FileTransaction {
     if (contract.newColumns === 'discard') {
       contract.onDiscard?.(target.table, names(added));
       const out = new Set(added.map((c) => c.name));
-      return { ...changes, add: changes.add.filter((c) => !out.has(c.name)) };
+      return { ...changes, add: add.filter((c) => !out.has(c.name)) };
     }
     return changes;
   }

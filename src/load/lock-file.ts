@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { SluiceError } from '../errors.js';
 import { sleep } from '../util/sleep.js';
 import type { Lock, LockOptions } from './destination.js';
+import { DestinationError } from './errors.js';
 
 /**
  * A file destination's stand-in for PostgreSQL's advisory lock (SQLite's, DuckDB's): a small
@@ -45,7 +46,16 @@ export async function lockFile(path: string, options: LockOptions): Promise<Lock
 /** The open handle holding the lock, or undefined when another process holds it. */
 function tryLock(path: string): Database.Database | undefined {
   replaceOldLockFile(path);
-  const handle = new Database(path, { timeout: 0 });
+  let handle: Database.Database;
+  try {
+    handle = new Database(path, { timeout: 0 });
+  } catch (error) {
+    throw new DestinationError(
+      `cannot make the lock file ${path} (${(error as Error).message}): sluice keeps a pipeline's lock beside its database file, so its folder must be writable`,
+      'SLUICE_DESTINATION_UNUSABLE',
+      error,
+    );
+  }
   try {
     handle.exec('BEGIN EXCLUSIVE');
     return handle;

@@ -100,7 +100,7 @@ export function breachError(job: JobSpec, breaches: ContractBreach[]): SluiceErr
       .join('; '),
   );
   return new SluiceError(
-    `job '${job.name}' would change tables its schema contract freezes (schema: new_columns: ${job.schema.newColumns}, type_changes: ${job.schema.typeChanges}): ${parts.join('; ')}; nothing was bought. Relax the contract, or change the view`,
+    `job '${job.name}' would change tables its schema contract freezes (schema: new_columns: ${job.schema.newColumns}, type_changes: ${job.schema.typeChanges}): ${parts.join('; ')}; nothing more was bought. Relax the contract, or change the view`,
     { code: 'SLUICE_SCHEMA_CONTRACT' },
   );
 }

@@ -26,16 +26,7 @@ export interface PlannedTable {
  */
 export function jobColumns(spec: PipelineSpec, job: JobSpec): PlannedTable[] {
   const naming = new Naming(Number.POSITIVE_INFINITY, spec.naming);
-  const from = spec.jobs.find((j) => j.name === job.people_keys_from);
-  const plan = shapePlanOf(job, spec);
-  const tables = new JobTables(
-    from
-      ? {
-          ...plan,
-          ownerLookup: { propertiesTable: from.table, propertyKey: from.key[0]!, owners: [] },
-        }
-      : plan,
-  );
+  const tables = plannedTables(spec, job);
   return tables.definitions().map((def) => ({
     name: naming.table(def.name),
     columns: def.columns.map((c) => ({
@@ -47,4 +38,18 @@ export function jobColumns(spec: PipelineSpec, job: JobSpec): PlannedTable[] {
         : {}),
     })),
   }));
+}
+
+/**
+ * A job's tables as a run makes them before any record: an owner lookup's with no owners yet
+ * (a run knows them only once it reads the properties job's table).
+ */
+export function plannedTables(spec: PipelineSpec, job: JobSpec): JobTables {
+  const plan = shapePlanOf(job, spec);
+  const from = spec.jobs.find((j) => j.name === job.people_keys_from);
+  if (from === undefined) return new JobTables(plan);
+  return new JobTables({
+    ...plan,
+    ownerLookup: { propertiesTable: from.table, propertyKey: from.key[0]!, owners: [] },
+  });
 }

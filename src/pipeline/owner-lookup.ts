@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { JobTables, type ShapePlan } from '../records/tables.js';
+import { ColumnNames } from '../schema/naming.js';
 import { isoAt } from './clock.js';
 import { type RunContext, shapePlanOf } from './context.js';
 import { runDownloadJob } from './download.js';
@@ -152,7 +153,10 @@ async function ownerPeopleKeys(
 ): Promise<Map<string, (string | number)[]>> {
   const owners = new Map<string, (string | number)[]>();
   const columns = await ctx.destination.describeTable(table);
-  if (!columns?.some((c) => c.name === OWNER_KEY_FIELD)) {
+  // The column as the table names it (naming: snake_case spells it most_recent_owner_...).
+  const names = new ColumnNames(ctx.destination.naming, columns?.map((c) => c.name) ?? []);
+  const ownerColumn = names.physical(OWNER_KEY_FIELD);
+  if (!columns?.some((c) => c.name === ownerColumn)) {
     throw new UsageError(
       `table ${table} has no ${OWNER_KEY_FIELD} column to take owners' people keys from: include ${OWNER_KEY_FIELD} in its job's view`,
     );

@@ -2,10 +2,8 @@ import { type CreditType, premadeView } from '../catalog.js';
 import type { ServiceClient } from '../client/types.js';
 import { PipelineSpecError } from '../errors.js';
 import type { Attempt, CursorRow } from '../load/destination.js';
-import { JobTables } from '../records/tables.js';
 import type { ColumnType } from '../schema/types.js';
 import { type BudgetStanding, budgetStandings } from './budget.js';
-import { shapePlanOf } from './context.js';
 import { type ContractBreach, contractBreaches } from './contract.js';
 import {
   type AccountCredits,
@@ -17,6 +15,7 @@ import {
   searchRequestOf,
 } from './estimate.js';
 import { rangeOf, rangeQuery } from './incremental.js';
+import { plannedTables } from './job-columns.js';
 import { openPipelineDestination } from './run.js';
 import { selectJobs } from './select.js';
 import type { PipelineSpec } from './spec.js';
@@ -281,11 +280,7 @@ export async function savedState(
       }
     }
     for (const job of destination ? frozen : []) {
-      const found = await contractBreaches(
-        destination!,
-        job,
-        new JobTables(shapePlanOf(job, spec)),
-      );
+      const found = await contractBreaches(destination!, job, plannedTables(spec, job));
       if (found.length > 0) breaches.set(job.name, found);
     }
     return { cursors, budgets: await budgetStandings(spec, state, options.now), open, breaches };

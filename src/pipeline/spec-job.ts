@@ -10,6 +10,7 @@ import {
 import { QueryError } from '../errors.js';
 import { destinations } from '../load/index.js';
 import { checkQuery } from '../query/index.js';
+import { type NamingStyle, snakeCase } from '../schema/naming.js';
 import type { ColumnType } from '../schema/types.js';
 import type { ColumnHint, JobSpec, RawJob, RawPipeline, SchemaContract } from './spec-format.js';
 
@@ -69,8 +70,8 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
     checkMergeKeys(name, j, keys, view, fail);
   }
   if (j.incremental !== undefined) checkIncremental(name, j, view, fail);
-  const table = tableOf(name, j, ctx);
-  const columns = columnHints(name, j, ctx.warnings);
+  const table = tableOf(name, j, ctx, raw.naming);
+  const columns = columnHints(name, j, ctx);
   const downloadHash = hash({
     api: raw.source.api,
     type: j.type,
@@ -228,11 +229,12 @@ function checkIncremental(name: string, j: RawJob, view: JobView, fail: Fail): v
  * The job's table. A name the destination keeps for itself is refused here, before anything is
  * bought: the load could never make its table. Child and link tables begin with these names.
  */
-function tableOf(name: string, j: RawJob, ctx: JobContext): string {
+function tableOf(name: string, j: RawJob, ctx: JobContext, naming: NamingStyle): string {
   const { fail } = ctx;
   const at = (...rest: string[]) => ['jobs', name, ...rest];
   const reserved = (given: string, what: string, path: string[], fix: string) => {
-    const owner = reservedBy(given);
+    const owner =
+      reservedBy(given) ?? (naming === 'snake_case' ? reservedBy(snakeCase(given)) : undefined);
     if (owner !== undefined) fail(`${what} is reserved: ${owner}; ${fix}`, path);
   };
   if (j.people_table !== undefined) {
@@ -274,8 +276,23 @@ const HINT_TYPES: Record<ColumnHint, ColumnType> = {
  * The job's `columns:` as column types. A name the data type does not list is kept (the service
  * sends fields its catalogue lacks) with a warning, which says the likely name it meant.
  */
-function columnHints(name: string, j: RawJob, warnings: string[]): Record<string, ColumnType> {
+function columnHints(name: string, j: RawJob, ctx: JobContext): Record<string, ColumnType> {
+  const { fail, warnings } = ctx;
   const out: Record<string, ColumnType> = Object.create(null);
+  if (j.columns !== undefined && j.people_keys_from !== undefined) {
+    fail(
+      "columns: pins the job's own table; an owner lookup merges into the people table, whose columns come from autotrace",
+      ['jobs', name, 'columns'],
+    );
+  }
+  if (j.auto_trace && j.columns !== undefined && Object.hasOwn(j.columns, 'people')) {
+    fail('people holds the owners autotrace puts in the people table: it cannot be pinned', [
+      'jobs',
+      name,
+      'columns',
+      'people',
+    ]);
+  }
   for (const [field, hint] of Object.entries(j.columns ?? {})) {
     out[field] = HINT_TYPES[hint];
     if (!knownColumn(j.type, field)) {

@@ -90,6 +90,9 @@ export function pinValue(value: unknown, type: ColumnType): unknown {
       if (typeof value === 'string' && isIsoDate(value)) return value;
       throw misfit(value, type);
     case 'json':
+      // JSON text (a CSV cell of a field the catalogue does not list) is kept as it is, so
+      // that CSV and NDJSON of the same records give the same value.
+      if (typeof value === 'string' && isJsonText(value)) return value;
       return jsonText(value);
   }
 }
@@ -125,5 +128,17 @@ export function pinRow(row: Row, pins: Pins, record: DecodedRecord): void {
       if (error instanceof DecodeError) throw new DecodeError(`${name}: ${error.message}`);
       throw error;
     }
+  }
+}
+
+/** Whether text is a JSON object or array (what a CSV cell of nested values holds). */
+function isJsonText(text: string): boolean {
+  const first = text.trimStart()[0];
+  if (first !== '{' && first !== '[') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }

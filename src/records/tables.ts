@@ -88,7 +88,8 @@ function declaredColumns(
   return out;
 }
 
-function keyType(fields: FieldMap, key: string): Column['type'] {
+function keyType(fields: FieldMap, key: string, pins: Pins = {}): Column['type'] {
+  if (Object.hasOwn(pins, key)) return pins[key]!;
   const def = Object.hasOwn(fields, key) ? fields[key] : undefined;
   return def === undefined ? 'text' : declaredColumnType(def);
 }
@@ -151,7 +152,7 @@ export class JobTables {
     const hints = tableHints(plan.type, plan.table);
     const parent: Column = {
       name: parentColumn(parentKey),
-      type: keyType(FIELDS[plan.type], parentKey),
+      type: keyType(FIELDS[plan.type], parentKey, pins),
     };
     const addChildren = (
       fields: FieldMap,
@@ -249,7 +250,14 @@ export class JobTables {
       onlyWhenMerging: false,
       hints: { title: { kind: 'string' } },
       columns: [
-        { name: propertyColumn, type: keyType(FIELDS.properties, propertyKey) },
+        {
+          name: propertyColumn,
+          type: keyType(
+            FIELDS.properties,
+            propertyKey,
+            ownerLookup ? {} : (this.plan.columns ?? {}),
+          ),
+        },
         { name: PEOPLE_KEY, type: 'text' },
         { name: 'title', type: 'text' },
       ],

@@ -203,6 +203,57 @@ jobs:
       assert.equal(await typeOf(t, 'homes', 'yearBuilt'), t.integerType);
     });
 
+    test('a replace under type_changes: freeze keeps a live column wider than its data', async () => {
+      const t = await target('replace-freeze');
+      const job = (extra: string) => `jobs:
+  homes:
+    type: properties
+    query: 'province:TX'
+    records: 40
+    nested: json
+    write: replace
+${extra}    ${POLL}
+`;
+      const pinned = await run(
+        pipeline(t, 'replace-freeze', job('    columns: { yearBuilt: text }\n')),
+      );
+      assert.equal(pinned.code, 0, pinned.stderr);
+      // The data's years are integers now: the new table takes the live text column, not integer.
+      const frozen = await run(
+        pipeline(t, 'replace-freeze', job('    schema: { type_changes: freeze }\n')),
+      );
+      assert.equal(frozen.code, 0, frozen.stderr);
+      assert.equal(await typeOf(t, 'homes', 'yearBuilt'), TYPES[kind].text);
+      assert.equal(frozen.summary.jobs[0].loaded, 40);
+    });
+
+    test('naming: snake_case: an owner lookup finds its properties column', async () => {
+      const t = await target('snake-owners');
+      const file = pipeline(
+        t,
+        'snake-owners',
+        `naming: snake_case
+jobs:
+  homes:
+    type: properties
+    query: 'province:TX'
+    records: 60
+    nested: json
+    ${POLL}
+  owners:
+    type: people
+    people_keys_from: homes
+    ${POLL}
+`,
+      );
+      const result = await run(file);
+      assert.equal(result.code, 0, result.stderr);
+      const owners = result.summary.jobs[1];
+      assert.ok(owners.loaded > 0, JSON.stringify(owners));
+      const columns = (await t.columns('homes__owners')).map((c) => c.name);
+      assert.deepEqual(columns.slice(0, 2), ['property_id', 'people_key']);
+    });
+
     test('naming: snake_case names tables, child tables and columns alike every run', async () => {
       const t = await target('snake');
       const file = pipeline(

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import type { Argv } from 'yargs';
 import { type DataType, FIELDS, type FieldDef, type FieldMap } from '../../catalog.js';
 import { jobColumns, selectJobs } from '../../pipeline/index.js';
@@ -86,7 +86,7 @@ async function pipelineFieldsCommand(
 
 /** Whether the argument of `fields` names a pipeline file rather than a data type. */
 function isPipelineFile(arg: string): boolean {
-  return /\.ya?ml$/i.test(arg) || existsSync(arg);
+  return /\.ya?ml$/i.test(arg) || (existsSync(arg) && statSync(arg).isFile());
 }
 
 /** `sluice fields <type>`: what a view, a query or a table of that type can hold. */

@@ -20,6 +20,9 @@ describe('column hints (columns:)', () => {
     assert.equal(pinValue({ a: [1] }, 'text'), '{"a":[1]}');
     assert.equal(pinValue({ a: [1] }, 'json'), '{"a":[1]}');
     assert.equal(pinValue('plain', 'json'), '"plain"');
+    // JSON text (a CSV cell) stays as it is: CSV and NDJSON give the same value.
+    assert.equal(pinValue('[1, 2]', 'json'), '[1, 2]');
+    assert.equal(pinValue('[not json', 'json'), '"[not json"');
     assert.equal(pinValue('2024-03-04T05:06:07Z', 'timestamp'), '2024-03-04T05:06:07Z');
     assert.equal(pinValue('', 'integer'), null);
     assert.equal(pinValue(null, 'timestamp'), null);
@@ -172,6 +175,28 @@ jobs:
       /expected one of 'evolve', 'freeze', 'discard', got 'frozen'/,
     );
     assert.match(by['jobs.homes.schema.typo']!.message, /unknown key 'typo'/);
+  });
+
+  it('an owner lookup takes no columns:, autotrace people cannot be pinned, reserved names are checked as spelt', () => {
+    const found = problems(`${HEAD}naming: snake_case
+jobs:
+  pgStats:
+    type: properties
+    query: 'city:Austin'
+  homes:
+    type: properties
+    query: 'city:Austin'
+    auto_trace: true
+    columns: { people: json }
+  owners:
+    type: people
+    people_keys_from: homes
+    columns: { firstName: text }
+`);
+    const by = Object.fromEntries(found.map((p) => [p.field, p.message]));
+    assert.match(by['jobs.pgStats.table']!, /is reserved: PostgreSQL/);
+    assert.match(by['jobs.homes.columns.people']!, /cannot be pinned/);
+    assert.match(by['jobs.owners.columns']!, /an owner lookup merges into the people table/);
   });
 
   it('tables that snake_case spells alike are refused; an unknown hinted field is a warning', () => {
