@@ -1,5 +1,5 @@
-import { isAbsolute, resolve } from 'node:path';
 import type { Destination, DestinationCapabilities, DestinationEntry } from '../destination.js';
+import { fileDatabasePath } from '../file-url.js';
 
 const CAPABILITIES: DestinationCapabilities = {
   maxIdentifierBytes: Number.POSITIVE_INFINITY,
@@ -69,12 +69,6 @@ export const duckdb: DestinationEntry = {
 };
 
 /** The absolute path of a `duckdb:` URL, relative paths taken from `baseDir`. */
-function duckdbPath(url: string, baseDir = process.cwd()): string | undefined {
-  let path: string | undefined;
-  if (url.startsWith('duckdb://')) path = url.slice('duckdb://'.length);
-  else if (url.startsWith('duckdb:')) path = url.slice('duckdb:'.length);
-  else if (/\.(duckdb|ddb)$/.test(url) && !/^[a-z][a-z0-9+.-]+:/i.test(url)) path = url;
-  if (!path) return undefined;
-  if (path === ':memory:' || isAbsolute(path)) return path;
-  return resolve(baseDir, path);
+function duckdbPath(url: string, baseDir?: string): string | undefined {
+  return fileDatabasePath(url, 'duckdb', /\.(duckdb|ddb)$/, baseDir);
 }

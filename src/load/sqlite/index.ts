@@ -1,5 +1,5 @@
-import { isAbsolute, resolve } from 'node:path';
 import type { Destination, DestinationCapabilities, DestinationEntry } from '../destination.js';
+import { fileDatabasePath } from '../file-url.js';
 
 const CAPABILITIES: DestinationCapabilities = {
   maxIdentifierBytes: Number.POSITIVE_INFINITY,
@@ -61,13 +61,6 @@ export const sqlite: DestinationEntry = {
 };
 
 /** The absolute path of a `sqlite:` URL, relative paths taken from `baseDir`. */
-function sqlitePath(url: string, baseDir = process.cwd()): string | undefined {
-  let path: string | undefined;
-  if (url.startsWith('sqlite://')) path = url.slice('sqlite://'.length);
-  else if (url.startsWith('sqlite:')) path = url.slice('sqlite:'.length);
-  // A bare path, never a URL of another scheme (`fake:x.db`); a Windows drive letter is no scheme.
-  else if (/\.(sqlite3?|db)$/.test(url) && !/^[a-z][a-z0-9+.-]+:/i.test(url)) path = url;
-  if (!path) return undefined;
-  if (path === ':memory:' || isAbsolute(path)) return path;
-  return resolve(baseDir, path);
+function sqlitePath(url: string, baseDir?: string): string | undefined {
+  return fileDatabasePath(url, 'sqlite', /\.(sqlite3?|db)$/, baseDir);
 }
