@@ -8,13 +8,12 @@ import {
 } from '../catalog.js';
 import { UsageError } from '../errors.js';
 import type { IncrementalRange } from '../pipeline/index.js';
+import { plural } from '../util/words.js';
 import { formatTable } from './output.js';
 
 /** Helpers the service commands share: argument checks and the readable form of records. */
 
-export function plural(n: number, word: string, many = `${word}s`): string {
-  return `${n.toLocaleString('en-US')} ${n === 1 ? word : many}`;
-}
+export { plural };
 
 const NOUNS: Record<DataType, [string, string]> = {
   properties: ['property', 'properties'],

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { createLogger, type LogFormat, type Logger } from '../log.js';
 import { LogProgress, noProgress, type Phase, type Progress } from '../pipeline/progress.js';
+import { num } from '../util/words.js';
 
 /**
  * stderr, shared by the log and the jobs' progress lines. Logs go through here: while progress
@@ -144,10 +145,6 @@ function render(job: string, nameWidth: number, line: JobLine): string {
   const bar = `[${'█'.repeat(full)}${'░'.repeat(BAR_WIDTH - full)}]`;
   const count = total === undefined ? num(value) : `${num(value)} of ${num(total)}`;
   return `${head}  ${bar} ${count}  ${seconds}`;
-}
-
-function num(n: number): string {
-  return n.toLocaleString('en-US');
 }
 
 /** `text` cut to `width` characters, so that it never wraps. */

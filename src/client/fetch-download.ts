@@ -3,16 +3,9 @@ import { basename, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SluiceError, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { num, plural } from '../util/words.js';
 import { formatOfFile } from './record-count.js';
-import {
-  exists,
-  fetchFile,
-  localFileError,
-  localNames,
-  num,
-  plural,
-  safeName,
-} from './save-file.js';
+import { exists, fetchFile, localFileError, localNames, safeName } from './save-file.js';
 import type { DownloadInfo, ServiceClient } from './types.js';
 
 export interface FetchDocument {

@@ -4,6 +4,7 @@ import { basename, extname } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { SluiceError } from '../errors.js';
+import { num, plural } from '../util/words.js';
 import { FILE_TRIES, isTransferFault } from './files.js';
 import { type CountedFormat, RecordCounter } from './record-count.js';
 import type { ResultFileRef, ServiceClient } from './types.js';
@@ -186,12 +187,4 @@ export async function exists(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-export function num(n: number): string {
-  return n.toLocaleString('en-US');
-}
-
-export function plural(n: number, word: string, many = `${word}s`): string {
-  return `${n.toLocaleString('en-US')} ${n === 1 ? word : many}`;
 }

@@ -3,6 +3,7 @@ import { type FetchDocument, fetchDownload } from '../../client/fetch-download.j
 import type { DownloadInfo, ServiceClient } from '../../client/types.js';
 import { UsageError } from '../../errors.js';
 import type { Logger } from '../../log.js';
+import { num } from '../../util/words.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { plural } from '../format.js';
@@ -181,10 +182,6 @@ export async function downloadsFetchCommand(
     }
   }
   return doc;
-}
-
-function num(n: number): string {
-  return n.toLocaleString('en-US');
 }
 
 const idArg = <T>(y: Argv<T>) =>
