@@ -235,6 +235,17 @@ const PROPERTY_PLACE = ['id', 'address', 'city', 'province', 'postalCode', 'coun
 const BUSINESS_PLACE = ['id', 'name', 'address', 'city', 'province', 'postalCode', 'country'];
 const PRODUCT_NAME = ['id', 'name', 'brand', 'manufacturer', 'categories', 'primaryCategories'];
 const DATES = ['dateAdded', 'dateUpdated'];
+/** The basic business view, as v4 (`business_basic`) and v3 (`businesses_basic`) name it. */
+const BUSINESS_BASIC = [
+  ...BUSINESS_PLACE,
+  'latitude',
+  'longitude',
+  'categories',
+  'primaryCategories',
+  'phones',
+  'websites',
+  ...DATES,
+];
 
 /**
  * The pre-made views, by the names the service's guides and its customers' public clients use:
@@ -280,16 +291,7 @@ export const PREMADE_VIEWS: Readonly<Record<string, PremadeView>> = {
   business_all_nested: { type: 'businesses', fields: everyField('businesses') },
   business_basic: {
     type: 'businesses',
-    fields: [
-      ...BUSINESS_PLACE,
-      'latitude',
-      'longitude',
-      'categories',
-      'primaryCategories',
-      'phones',
-      'websites',
-      ...DATES,
-    ],
+    fields: BUSINESS_BASIC,
   },
   business_flat_menus: {
     type: 'businesses',
@@ -332,16 +334,7 @@ export const PREMADE_VIEWS: Readonly<Record<string, PremadeView>> = {
   },
   businesses_basic: {
     type: 'businesses',
-    fields: [
-      ...BUSINESS_PLACE,
-      'latitude',
-      'longitude',
-      'categories',
-      'primaryCategories',
-      'phones',
-      'websites',
-      ...DATES,
-    ],
+    fields: BUSINESS_BASIC,
   },
   products_all: { type: 'products', fields: everyField('products') },
   products_basicFields: {
