@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { createServiceClient } from '../../src/client/index.js';
 import type { ServiceClient } from '../../src/client/types.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { runCli, tempDir } from '../helpers/pipeline.js';
+import { pipelineHead, runCli, tempDir } from '../helpers/pipeline.js';
 
 /**
  * The commands the v3 API supports (count, preview, downloads list/show/fetch), chosen with
@@ -142,14 +142,7 @@ describe('v3', () => {
   test('validate refuses a v3 people job and a view v3 does not have, before any request', async () => {
     const dir = tempDir();
     const file = join(dir, 'v3.yaml');
-    const head = `version: 1
-name: v3
-source:
-  api: v3
-  url: \${SLUICE_API_URL}
-  token: \${SLUICE_API_TOKEN}
-destination: sqlite:v3.sqlite
-jobs:
+    const head = `${pipelineHead('v3', 'sqlite:v3.sqlite', 'v3')}jobs:
 `;
     const from = (await h.requests()).length;
     writeFileSync(file, `${head}  owners:\n    type: people\n    query: 'city:Austin'\n`);

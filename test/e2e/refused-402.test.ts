@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { emulatorEnv, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
 
 /**
  * The service's own refusal, HTTP 402 (credits exhausted), exits 3 wherever it comes: refused
@@ -61,14 +61,7 @@ describe('a 402 from the service exits 3', () => {
     const file = writePipeline(
       dir,
       'v3-refused',
-      `version: 1
-name: v3-refused
-source:
-  api: v3
-  url: \${SLUICE_API_URL}
-  token: \${SLUICE_API_TOKEN}
-destination: sqlite:${db}
-jobs:
+      `${pipelineHead('v3-refused', `sqlite:${db}`, 'v3')}jobs:
   goods:
     type: products
     query: '*'

@@ -11,7 +11,14 @@ import { runPipeline } from '../../src/pipeline/run.js';
 import { pageLists } from '../client/paging.js';
 import { RewritingProxy } from '../client/proxy.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { Capture, emulatorEnv, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import {
+  Capture,
+  emulatorEnv,
+  pipelineHead,
+  runCli,
+  tempDir,
+  writePipeline,
+} from '../helpers/pipeline.js';
 
 /**
  * Runs against answers in the forms customers have met and the emulator does not send itself (a
@@ -239,14 +246,7 @@ describe('v3 result files past their seven days', () => {
     const file = writePipeline(
       dir,
       'v3-expired',
-      `version: 1
-name: v3-expired
-source:
-  api: v3
-  url: \${SLUICE_API_URL}
-  token: \${SLUICE_API_TOKEN}
-destination: sqlite:${db}
-jobs:
+      `${pipelineHead('v3-expired', `sqlite:${db}`, 'v3')}jobs:
   goods:
     type: products
     query: '*'

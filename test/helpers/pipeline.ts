@@ -29,16 +29,25 @@ export function writePipeline(dir: string, name: string, body: string): string {
   return file;
 }
 
-/** A pipeline file's opening lines, with the emulator of `emulatorEnv` as its v4 source. */
-export function pipelineHead(name: string, destinationYaml: string): string {
+/**
+ * A pipeline file's opening lines, with the emulator of `emulatorEnv` as its source: v4 with a
+ * login, or v3 with its API token.
+ */
+export function pipelineHead(
+  name: string,
+  destinationYaml: string,
+  api: 'v4' | 'v3' = 'v4',
+): string {
+  const credentials =
+    api === 'v4'
+      ? '  email: ${SLUICE_EMAIL}\n  password: ${SLUICE_PASSWORD}\n'
+      : '  token: ${SLUICE_API_TOKEN}\n';
   return `version: 1
 name: ${name}
 source:
-  api: v4
+  api: ${api}
   url: \${SLUICE_API_URL}
-  email: \${SLUICE_EMAIL}
-  password: \${SLUICE_PASSWORD}
-destination: ${destinationYaml}
+${credentials}destination: ${destinationYaml}
 `;
 }
 
