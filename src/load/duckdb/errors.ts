@@ -1,7 +1,6 @@
-import { existsSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { type ErrorCode, SluiceError } from '../../errors.js';
 import { DestinationError } from '../errors.js';
+import { cantOpenReason } from '../file-database.js';
 
 /**
  * A DuckDB or file-system error as a DestinationError saying what to do. DuckDB names its
@@ -80,14 +79,4 @@ export function translateDuckDbError(error: unknown, path: string): unknown {
     return fail(`the DuckDB database ${path}: ${first}`, 'SLUICE_DESTINATION');
   }
   return error;
-}
-
-function cantOpenReason(path: string): string {
-  try {
-    if (statSync(path).isDirectory()) return 'it is a directory';
-  } catch {
-    // not there
-  }
-  if (!existsSync(dirname(path))) return `its folder ${dirname(path)} does not exist`;
-  return 'check the permissions of the file and of its folder';
 }

@@ -1,5 +1,5 @@
 import type { Destination, DestinationCapabilities, DestinationEntry } from '../destination.js';
-import { fileDatabasePath } from '../file-url.js';
+import { fileDatabasePath } from '../file-database.js';
 
 const CAPABILITIES: DestinationCapabilities = {
   maxIdentifierBytes: Number.POSITIVE_INFINITY,

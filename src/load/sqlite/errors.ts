@@ -1,7 +1,7 @@
-import { existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { type ErrorCode, SluiceError } from '../../errors.js';
 import { DestinationError } from '../errors.js';
+import { cantOpenReason } from '../file-database.js';
 
 /** A better-sqlite3 or file-system error as a DestinationError saying what to do. */
 export function translateSqliteError(
@@ -68,14 +68,4 @@ export function translateSqliteError(
     return fail(`the SQLite database ${path}: ${error.message}`, 'SLUICE_DESTINATION');
   }
   return error;
-}
-
-function cantOpenReason(path: string): string {
-  try {
-    if (statSync(path).isDirectory()) return 'it is a directory';
-  } catch {
-    // not there
-  }
-  if (!existsSync(dirname(path))) return `its folder ${dirname(path)} does not exist`;
-  return 'check the permissions of the file and of its folder';
 }

@@ -1,4 +1,7 @@
-import { isAbsolute, resolve } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+
+/** What SQLite and DuckDB, the databases in one file, share: their URLs, why a file won't open. */
 
 /**
  * The absolute path a file database's URL names (`<scheme>:PATH`, `<scheme>://PATH`, or a bare
@@ -19,4 +22,15 @@ export function fileDatabasePath(
   if (!path) return undefined;
   if (path === ':memory:' || isAbsolute(path)) return path;
   return resolve(baseDir, path);
+}
+
+/** Why a database file cannot be opened, as far as the file system tells. */
+export function cantOpenReason(path: string): string {
+  try {
+    if (statSync(path).isDirectory()) return 'it is a directory';
+  } catch {
+    // not there
+  }
+  if (!existsSync(dirname(path))) return `its folder ${dirname(path)} does not exist`;
+  return 'check the permissions of the file and of its folder';
 }
