@@ -48,6 +48,62 @@ export function exactNumber(text: string): number | bigint {
 }
 
 /**
+ * A number written as `text`, as a floating-point column holds it, by the rule of every number
+ * (see above): a number whose value is an integer, however written, only when its double reads
+ * back as that integer (9007199254740993 and 9223372036854775807 are refused, never stored as
+ * ...992 and ...6000; so is 2^64 written out, which a double holds but every reader prints as
+ * 18446744073709552000); a fraction as its double; nothing past a double's range or rounded to
+ * 0. `1.10` is 1.1 and `1e2` is 100: the same numbers. -0 is 0, which every destination stores
+ * alike (SQLite drops the sign, PostgreSQL and DuckDB keep it). Throws InexactNumber.
+ */
+export function exactDouble(text: string): number {
+  const value = Number(text);
+  const parts = NUMBER_PARTS.exec(text);
+  if (parts === null) return value;
+  const [, sign = '', whole = '', fraction = '', exponent = '0'] = parts;
+  const digits = whole + fraction;
+  if (!Number.isFinite(value)) {
+    throw new InexactNumber(`the number ${text} cannot be stored exactly: beyond a double's range`);
+  }
+  if (value === 0) {
+    if (/[1-9]/.test(digits)) {
+      throw new InexactNumber(
+        `the number ${text} cannot be stored exactly: a double rounds it to 0`,
+      );
+    }
+    return 0;
+  }
+  const integer = integerOf(digits, whole.length + Number(exponent));
+  if (integer === undefined || readBack(value) === (sign === '-' ? -integer : integer)) {
+    return value;
+  }
+  throw new InexactNumber(
+    `the number ${text} cannot be stored exactly: a double holds it as ${String(value)}`,
+  );
+}
+
+/**
+ * The integer that `digits` with the point at `point` is (the point may lie past them), or
+ * undefined for a fraction. Called for a finite value, not zero: the integer has at most 309
+ * digits.
+ */
+function integerOf(digits: string, point: number): bigint | undefined {
+  const lead = /^0*/.exec(digits)![0].length;
+  const significant = digits.slice(lead);
+  const at = point - lead;
+  if (at <= 0 || /[1-9]/.test(significant.slice(at))) return undefined;
+  return BigInt(significant.slice(0, at).padEnd(at, '0'));
+}
+
+/** The integer a whole double reads back as: its shortest digits, as every reader prints it. */
+function readBack(value: number): bigint {
+  const [mantissa = '', exponent] = String(value).split('e');
+  if (exponent === undefined) return BigInt(mantissa);
+  const [whole = '', fraction = ''] = mantissa.split('.');
+  return BigInt(whole + fraction) * 10n ** BigInt(Number(exponent) - fraction.length);
+}
+
+/**
  * Text that may hold a number a double does not hold as written: a run of 16 digits (2^53 has
  * 16; fewer always fit, and a number of hundreds of digits has such a run), or an exponent of
  * three digits or more (only those reach past a double's range) that ends as a number does,

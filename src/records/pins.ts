@@ -1,7 +1,7 @@
 import type { FieldDef, FieldMap } from '../catalog.js';
 import { type ColumnType, isIsoDate, type Row, type RowValue } from '../schema/types.js';
 import { DecodeError } from './decode.js';
-import { jsonText } from './numbers.js';
+import { exactDouble, InexactNumber, jsonText } from './numbers.js';
 import type { DecodedRecord } from './shape.js';
 
 /**
@@ -9,7 +9,9 @@ import type { DecodedRecord } from './shape.js';
  * destination, its column made so up front, never widened; a value that does not fit the type
  * rejects its record with the reason (`latitude: 'north' is not a double`).
  *
- * The service sends many numbers as text (`"30.2672"`): a pinned `double` reads them as numbers.
+ * The service sends many numbers as text (`"30.2672"`): a pinned `double` reads them as numbers,
+ * by the rule every number is read by (numbers.ts): a value the column would change (an integer
+ * a double rounds, `1e-400`) is a reject too, never stored changed.
  */
 export type Pins = Readonly<Record<string, ColumnType>>;
 
@@ -59,13 +61,7 @@ export function pinValue(value: unknown, type: ColumnType): unknown {
       }
       return jsonText(value);
     case 'real':
-      if (typeof value === 'number') return value;
-      if (typeof value === 'bigint') return Number(value);
-      if (typeof value === 'string' && NUMBER.test(value)) {
-        const n = Number(value);
-        if (Number.isFinite(n)) return n;
-      }
-      throw misfit(value, type);
+      return pinnedDouble(value);
     case 'integer':
       if (typeof value === 'bigint') return value;
       if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
@@ -94,6 +90,29 @@ export function pinValue(value: unknown, type: ColumnType): unknown {
       // that CSV and NDJSON of the same records give the same value.
       if (typeof value === 'string' && isJsonText(value)) return value;
       return jsonText(value);
+  }
+}
+
+/**
+ * A value of a pinned `double`. A number or bigint was read from the file by the number rule
+ * already (an integer past 2^53 is a bigint): it is held as a double only when exactly. Text is
+ * read by the same rule, so that a number gives the same value or reject whether the service
+ * sends it as text or not, in CSV or NDJSON.
+ */
+function pinnedDouble(value: unknown): number {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw misfit(value, 'real');
+    return value === 0 ? 0 : value; // -0 is 0 (see exactDouble)
+  }
+  let text: string;
+  if (typeof value === 'bigint') text = value.toString();
+  else if (typeof value === 'string' && NUMBER.test(value)) text = value.trim();
+  else throw misfit(value, 'real');
+  try {
+    return exactDouble(text);
+  } catch (error) {
+    if (!(error instanceof InexactNumber)) throw error;
+    throw new DecodeError(`${error.message} (its type is pinned by columns:)`);
   }
 }
 

@@ -446,6 +446,88 @@ for (const kind of destinationKinds()) {
     }
 
     for (const [parsing, workers] of PARSINGS) {
+      test(`pinned doubles stored integers past 2^53 rounded and 1e-400 as 0, with no reject: now each is a reject with its reason, the same numbers however written load${parsing}`, async () => {
+        const PINNED = '    columns: { numBathroom: double, latitude: double }\n';
+        const files = {
+          json: [
+            '{"id":"d1","numBathroom":9007199254740993}',
+            '{"id":"d2","latitude":"9223372036854775807"}',
+            '{"id":"d3","latitude":"1e-400"}',
+            '{"id":"d4","numBathroom":9223372036854775807}',
+            '{"id":"d5","numBathroom":2.5,"latitude":"30.2672"}',
+            '{"id":"d6","numBathroom":1e2,"latitude":"1.10"}',
+            '{"id":"d7","numBathroom":9007199254740994,"latitude":"-0"}',
+          ],
+          csv: [
+            'id,numBathroom,latitude',
+            'd1,9007199254740993,',
+            'd2,,9223372036854775807',
+            'd3,,1e-400',
+            'd4,9223372036854775807,',
+            'd5,2.5,30.2672',
+            'd6,1e2,1.10',
+            'd7,9007199254740994,-0',
+          ],
+        };
+        for (const [format, lines] of Object.entries(files)) {
+          if (format === 'csv') hostile.serve(lines.slice(1), { header: lines[0]! });
+          else hostile.serve(lines);
+          const name = `pinned-doubles-${format}-${workers}`;
+          const t = await target(name);
+          const file = pipeline(
+            t,
+            name,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n    nested: json\n${PINNED}    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          assert.equal(run.summary.jobs[0].rejected, 4, format);
+          assert.equal(run.summary.jobs[0].loaded, 3, format);
+          const homes = await t.all<{ id: string; b: number | null; l: number | null }>(
+            'select id, "numBathroom" as b, latitude as l from homes order by id',
+          );
+          assert.deepEqual(
+            homes.map((h) => [h.id, h.b, h.l]),
+            [
+              ['d5', 2.5, 30.2672],
+              ['d6', 100, 1.1],
+              // -0 is 0 everywhere (PostgreSQL and DuckDB would keep the sign, SQLite not).
+              ['d7', 9007199254740994, 0],
+            ],
+            format,
+          );
+          const rejects = await t.all<{ line: number; reason: string }>(
+            'select line, reason from _sluice_rejects order by line',
+          );
+          const at = format === 'csv' ? 2 : 1;
+          const pinned = ' (its type is pinned by columns:)';
+          assert.deepEqual(
+            rejects.map((r) => [Number(r.line), r.reason]),
+            [
+              [
+                at,
+                `numBathroom: the number 9007199254740993 cannot be stored exactly: a double holds it as 9007199254740992${pinned}`,
+              ],
+              [
+                at + 1,
+                `latitude: the number 9223372036854775807 cannot be stored exactly: a double holds it as 9223372036854776000${pinned}`,
+              ],
+              [
+                at + 2,
+                `latitude: the number 1e-400 cannot be stored exactly: a double rounds it to 0${pinned}`,
+              ],
+              [
+                at + 3,
+                `numBathroom: the number 9223372036854775807 cannot be stored exactly: a double holds it as 9223372036854776000${pinned}`,
+              ],
+            ],
+            format,
+          );
+        }
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
       test(`a single record of 100 MB is one reject with its size, found in bounded memory; the rest loads, exit 0${parsing}`, async () => {
         for (const format of ['json', 'csv'] as const) {
           const huge = hugeRecordFile(format, 100);

@@ -46,6 +46,46 @@ describe('column hints (columns:)', () => {
     }
   });
 
+  it('a pinned double stores a number as written or rejects it, never rounds an integer or a tiny number', () => {
+    // Each as text (the service's latitudes), and as the parse reads a number (bigint past 2^53).
+    const refused: [unknown, string][] = [
+      ['9007199254740993', 'a double holds it as 9007199254740992'],
+      [9007199254740993n, 'a double holds it as 9007199254740992'],
+      ['9223372036854775807', 'a double holds it as 9223372036854776000'],
+      [9223372036854775807n, 'a double holds it as 9223372036854776000'],
+      ['18446744073709551616', 'a double holds it as 18446744073709552000'],
+      ['9.007199254740993e15', 'a double holds it as 9007199254740992'],
+      ['9007199254740993.0', 'a double holds it as 9007199254740992'],
+      ['1e-400', 'a double rounds it to 0'],
+      ['1e400', "beyond a double's range"],
+    ];
+    for (const [value, why] of refused) {
+      assert.throws(
+        () => pinValue(value, 'real'),
+        (e: Error) =>
+          e instanceof DecodeError &&
+          e.message ===
+            `the number ${String(value)} cannot be stored exactly: ${why} (its type is pinned by columns:)`,
+        String(value),
+      );
+    }
+    // The same numbers however written; a fraction is a double, as in any floating-point column.
+    const kept: [unknown, number][] = [
+      ['1.10', 1.1],
+      ['1e2', 100],
+      ['9007199254740994', 9007199254740994],
+      [9007199254740994n, 9007199254740994],
+      ['1e23', 1e23],
+      [' 30.2672 ', 30.2672],
+      ['0.1234567890123456789', 0.12345678901234568],
+      ['0e-400', 0],
+    ];
+    for (const [value, number] of kept)
+      assert.equal(pinValue(value, 'real'), number, String(value));
+    // -0 is 0 on every destination (SQLite would drop the sign, the others keep it).
+    for (const zero of ['-0', '-0.0', -0]) assert.ok(Object.is(pinValue(zero, 'real'), 0));
+  });
+
   it('pins the job table: declared up front, a pinned object one column, records rejected by field', () => {
     const tables = new JobTables({
       type: 'properties',
