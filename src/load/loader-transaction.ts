@@ -13,8 +13,10 @@ import {
 import {
   type Column,
   type ColumnType,
+  finerThanMicroseconds,
   type PackedRows,
   type Row,
+  type RowValue,
   selectPacked,
   widen,
 } from '../schema/types.js';
@@ -481,36 +483,53 @@ export interface RefusedRow {
 }
 
 /**
- * The rows of `packed` that hold a bigint (an integer past 2^53, records/numbers.ts) in a column
- * the table has as floating point (`real`: PostgreSQL's double precision), which would round
- * it: each is refused with its reason, by its place in `packed`, rather than stored changed.
- * Only such columns are looked at; rows as COPY text only when its writer saw a bigint in one.
+ * The rows of `packed` holding a value their column would change rather than store: a bigint (an
+ * integer past 2^53, records/numbers.ts) in a floating-point column (`real`: PostgreSQL's double
+ * precision), which rounds it; a time finer than a microsecond in a timestamp column, which
+ * PostgreSQL rounds and DuckDB cuts (SQLite, which keeps the text, refuses it alike, so that every
+ * destination holds the same). Each is refused with its reason, by its place in `packed`, rather
+ * than stored changed. Only such columns are looked at; rows as COPY text only when its writer
+ * saw such a value in one.
  */
 function inexactRows(
   packed: PackedRows,
   columns: readonly BoundColumn[],
   table: string,
 ): RefusedRow[] {
-  const real = new Set(columns.filter((c) => c.type === 'real').map((c) => c.source));
-  if (real.size === 0) return [];
-  if (packed.text && !packed.text.bigints?.some((name) => real.has(name))) return [];
+  const types = new Map<string, ColumnType>();
+  for (const c of columns)
+    if (c.type === 'real' || c.type === 'timestamp') types.set(c.source, c.type);
+  if (types.size === 0) return [];
+  const { text } = packed;
+  if (text && ![...(text.bigints ?? []), ...(text.fineTimes ?? [])].some((n) => types.has(n))) {
+    return [];
+  }
   const plain = plainRows(packed);
   const width = plain.names.length;
   /** The reason of each row refused, by its place (its first such value says it). */
   const refused = new Map<number, string>();
   for (let c = 0; c < width; c++) {
     const name = plain.names[c]!;
-    if (!real.has(name)) continue;
+    const type = types.get(name);
+    if (type === undefined) continue;
     for (let r = 0; r < plain.count; r++) {
-      const value = plain.values[r * width + c];
-      if (typeof value !== 'bigint' || refused.has(r)) continue;
-      refused.set(
-        r,
-        `${table}: ${name}: the number ${value} cannot be stored exactly: the column is floating point, which rounds an integer past 2^53`,
-      );
+      if (refused.has(r)) continue;
+      const why = changedBy(plain.values[r * width + c], type);
+      if (why !== undefined) refused.set(r, `${table}: ${name}: ${why}`);
     }
   }
   return [...refused].sort(([a], [b]) => a - b).map(([index, reason]) => ({ index, reason }));
+}
+
+/** Why a column of `type` would change `value` (see `inexactRows`), or undefined. */
+function changedBy(value: RowValue | undefined, type: ColumnType): string | undefined {
+  if (type === 'real' && typeof value === 'bigint') {
+    return `the number ${value} cannot be stored exactly: the column is floating point, which rounds an integer past 2^53`;
+  }
+  if (type === 'timestamp' && typeof value === 'string' && finerThanMicroseconds(value)) {
+    return `the time ${value} cannot be stored exactly: a timestamp column holds microseconds, not finer`;
+  }
+  return undefined;
 }
 
 function isValueError(error: unknown): boolean {

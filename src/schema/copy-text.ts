@@ -1,4 +1,10 @@
-import type { ColumnType, CopyText, PackedRows, RowValue } from './types.js';
+import {
+  type ColumnType,
+  type CopyText,
+  finerThanMicroseconds,
+  type PackedRows,
+  type RowValue,
+} from './types.js';
 
 /**
  * PostgreSQL's COPY text format, for packed rows. A parse worker writes its batch's rows in it
@@ -77,6 +83,7 @@ export function encodeCopyText(
   const { values, count } = packed;
   let text = '';
   let bigints: Set<string> | undefined;
+  let fineTimes: Set<string> | undefined;
   for (let r = 0; r < count; r++) {
     const base = r * width;
     for (let i = 0; i < at.length; i++) {
@@ -86,6 +93,13 @@ export function encodeCopyText(
       if (typeof value === 'bigint') {
         bigints ??= new Set();
         bigints.add(names[i]!);
+      } else if (
+        type === 'timestamp' &&
+        typeof value === 'string' &&
+        finerThanMicroseconds(value)
+      ) {
+        fineTimes ??= new Set();
+        fineTimes.add(names[i]!);
       }
       text += i === 0 ? copyCell(value, type) : `\t${copyCell(value, type)}`;
     }
@@ -100,7 +114,13 @@ export function encodeCopyText(
   for (let r = 0, o = 0; r < count; r++) {
     for (const c of keptAt) keptValues[o++] = values[r * width + c] ?? null;
   }
-  const copy = { names, types, bytes, ...(bigints ? { bigints: [...bigints] } : {}) };
+  const copy = {
+    names,
+    types,
+    bytes,
+    ...(bigints ? { bigints: [...bigints] } : {}),
+    ...(fineTimes ? { fineTimes: [...fineTimes] } : {}),
+  };
   return { names: kept, values: keptValues, count, text: copy };
 }
 

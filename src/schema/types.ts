@@ -61,6 +61,11 @@ export interface CopyText {
    * would round it, and refuses its row instead (load/loader-transaction.ts).
    */
   readonly bigints?: readonly string[];
+  /**
+   * The timestamp columns with a time finer than a microsecond in some row, which such a column
+   * would change: its row is refused (load/loader-transaction.ts).
+   */
+  readonly fineTimes?: readonly string[];
 }
 
 /** Row `index` of `packed` (plain rows: see `plainRows`) as an object (for a rejected row). */
@@ -119,10 +124,28 @@ export function isIsoDate(text: string): boolean {
   if (m[6] !== undefined && Number(m[6]) > 59) return false;
   const zone = m[7];
   if (zone !== undefined && zone !== 'Z') {
-    const hh = Number(zone.slice(1, 3));
-    if (hh > 15) return false;
+    // PostgreSQL refuses an offset's minutes past 59 (`+05:99`), which DuckDB would take as
+    // +06:39 and SQLite keep as text: three values, so none.
+    if (Number(zone.slice(1, 3)) > 15 || Number(zone.slice(-2)) > 59) return false;
   }
   return true;
+}
+
+/**
+ * Whether an ISO date's seconds have a digit other than 0 past the sixth of their fraction
+ * (`00:00:00.1234567Z`): finer than a microsecond, which a timestamp column cannot hold (PostgreSQL
+ * rounds it, DuckDB cuts it). Zeros past the sixth change nothing. The service's own form is
+ * shorter than any such date, and is told by its length alone.
+ */
+export function finerThanMicroseconds(text: string): boolean {
+  // `YYYY-MM-DDTHH:MM:SS.` and seven digits at least.
+  if (text.length < 27 || text.charCodeAt(19) !== 46) return false;
+  for (let i = 26; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+    if (c !== 48) return true;
+  }
+  return false;
 }
 
 /** Whether a date is corrupt: it has the shape of an ISO date but is no real one. */

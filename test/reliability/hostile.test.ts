@@ -89,6 +89,22 @@ function runProcess(file: string, env: NodeJS.ProcessEnv) {
 }
 
 /**
+ * A stored time as text (PostgreSQL's and DuckDB's `2024-01-01 05:30:00.123456+05:30`, SQLite's
+ * text as written) as the instant it names, in UTC to the microsecond.
+ */
+function instant(text: string): string {
+  const m =
+    /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}(?::?\d{2})?)$/.exec(text);
+  assert.ok(m, `a time: ${text}`);
+  const [, day, time, fraction = '', zone] = m;
+  const offset =
+    zone === 'Z' ? '+00:00' : `${zone!.slice(0, 3)}:${zone!.slice(3).replace(':', '') || '00'}`;
+  const ms = Date.parse(`${day}T${time}${offset}`);
+  assert.ok(!/[1-9]/.test(fraction.slice(6)), `no digit past the microsecond: ${text}`);
+  return `${new Date(ms).toISOString().slice(0, 19)}.${fraction.padEnd(6, '0').slice(0, 6)}Z`;
+}
+
+/**
  * A file of three records whose second is `mib` MiB of one line, generated a MiB at a time: the
  * server never holds it, and a reader that gathered it would need several times its size.
  */
@@ -520,6 +536,86 @@ for (const kind of destinationKinds()) {
                 at + 3,
                 `numBathroom: the number 9223372036854775807 cannot be stored exactly: a double holds it as 9223372036854776000${pinned}`,
               ],
+            ],
+            format,
+          );
+        }
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
+      test(`times finer than a microsecond were rounded on PostgreSQL, cut on DuckDB, kept on SQLite, with no reject: now a reject with its reason on each, in any table; zeros past the sixth digit load${parsing}`, async () => {
+        const fine = '2024-01-01T00:00:00.1234567Z';
+        const files = {
+          json: [
+            JSON.stringify({ id: 't1', dateAdded: fine }),
+            JSON.stringify({ id: 't2', dateAdded: '2024-01-01T00:00:00.1234560000Z' }),
+            // PostgreSQL would round it into the next second.
+            JSON.stringify({ id: 't3', dateAdded: '2024-01-01T05:30:00.9999995+05:30' }),
+            // PostgreSQL refuses the offset, DuckDB read it as +06:39.
+            JSON.stringify({ id: 't4', dateAdded: '2024-01-01T00:00:00+05:99' }),
+            JSON.stringify({
+              id: 't5',
+              prices: [{ amountMin: 1, date: '2024-01-01T00:00:00.0000001Z' }],
+            }),
+            JSON.stringify({ id: 't6', dateUpdated: '2024-01-01T00:00:00.0000005Z' }),
+            JSON.stringify({
+              id: 't7',
+              dateAdded: '2024-01-01T05:30:00.123456+05:30',
+              dateUpdated: '2024-01-01T00:00:00Z',
+            }),
+          ],
+          csv: [
+            'id,dateAdded,dateUpdated,prices',
+            `t1,${fine},,`,
+            't2,2024-01-01T00:00:00.1234560000Z,,',
+            't3,2024-01-01T05:30:00.9999995+05:30,,',
+            't4,2024-01-01T00:00:00+05:99,,',
+            't5,,,"[{""amountMin"":1,""date"":""2024-01-01T00:00:00.0000001Z""}]"',
+            't6,,2024-01-01T00:00:00.0000005Z,',
+            't7,2024-01-01T05:30:00.123456+05:30,2024-01-01T00:00:00Z,',
+          ],
+        };
+        for (const [format, lines] of Object.entries(files)) {
+          if (format === 'csv') hostile.serve(lines.slice(1), { header: lines[0]! });
+          else hostile.serve(lines);
+          const name = `fine-times-${format}-${workers}`;
+          const t = await target(name);
+          const file = pipeline(
+            t,
+            name,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n    columns: { dateUpdated: timestamp }\n    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          const homes = await t.all<{ id: string; added: string | null }>(
+            'select id, cast("dateAdded" as text) as added from homes order by id',
+          );
+          assert.deepEqual(
+            homes.map((h) => [h.id, h.added === null ? null : instant(h.added)]),
+            [
+              ['t2', '2024-01-01T00:00:00.123456Z'],
+              ['t5', null],
+              ['t7', '2024-01-01T00:00:00.123456Z'],
+            ],
+            format,
+          );
+          const prices = await t.all('select * from homes__prices');
+          assert.equal(prices.length, 0, `${format}: the child row is refused`);
+          const rejects = await t.all<{ line: number; reason: string }>(
+            'select line, reason from _sluice_rejects order by line',
+          );
+          const at = format === 'csv' ? 2 : 1;
+          const finer =
+            'cannot be stored exactly: a timestamp column holds microseconds, not finer';
+          assert.deepEqual(
+            rejects.map((r) => [Number(r.line), r.reason]),
+            [
+              [at, `homes: dateAdded: the time ${fine} ${finer}`],
+              [at + 2, `homes: dateAdded: the time 2024-01-01T05:30:00.9999995+05:30 ${finer}`],
+              [at + 3, "dateAdded: '2024-01-01T00:00:00+05:99' is not a valid date"],
+              [at + 4, `homes__prices: date: the time 2024-01-01T00:00:00.0000001Z ${finer}`],
+              [at + 5, `homes: dateUpdated: the time 2024-01-01T00:00:00.0000005Z ${finer}`],
             ],
             format,
           );

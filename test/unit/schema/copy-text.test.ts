@@ -1,7 +1,12 @@
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { encodeCopyText, plainRows, withSuffix } from '../../../src/schema/copy-text.js';
-import type { ColumnType, PackedRows } from '../../../src/schema/types.js';
+import {
+  type ColumnType,
+  finerThanMicroseconds,
+  isIsoDate,
+  type PackedRows,
+} from '../../../src/schema/types.js';
 
 const packed = (names: string[], rows: (string | number | boolean | null)[][]): PackedRows => ({
   names,
@@ -98,6 +103,45 @@ describe('COPY text', () => {
       const other = new Map([...columns, ['big', type] as const]);
       assert.equal(encodeCopyText(rows, other, []), undefined, type);
     }
+  });
+
+  test('times finer than a microsecond are told, and which timestamp columns hold one', () => {
+    for (const time of [
+      '2024-01-01T00:00:00.1234567Z',
+      '2024-01-01 00:00:00.0000001',
+      '2024-01-01T00:00:00.9999995+05:30',
+    ]) {
+      assert.ok(finerThanMicroseconds(time), time);
+    }
+    for (const time of [
+      '2024-01-01T00:00:00Z',
+      '2024-01-01T00:00:00.123456Z',
+      '2024-01-01T00:00:00.1234560000Z',
+      '2024-01-01T00:00:00.123+05:30',
+      '2024-01-01',
+      'some text that is long enough',
+    ]) {
+      assert.ok(!finerThanMicroseconds(time), time);
+    }
+    const rows = packed(
+      ['at', 'note'],
+      [
+        ['2024-01-01T00:00:00.1234567Z', '2024-01-01T00:00:00.1234567Z'],
+        ['2024-01-01T00:00:00Z', null],
+      ],
+    );
+    const columns = new Map<string, ColumnType>([
+      ['at', 'timestamp'],
+      ['note', 'text'],
+    ]);
+    assert.deepEqual(encodeCopyText(rows, columns, [])!.text!.fineTimes, ['at'], 'not text');
+  });
+
+  test("an offset's minutes past 59 make no date (PostgreSQL refuses it, DuckDB reads +05:99 as +06:39)", () => {
+    assert.ok(!isIsoDate('2024-01-01T00:00:00+05:99'));
+    assert.ok(!isIsoDate('2024-01-01T00:00:00+0560'));
+    assert.ok(isIsoDate('2024-01-01T00:00:00+05:59'));
+    assert.ok(isIsoDate('2024-01-01T00:00:00-1500'));
   });
 
   test('withSuffix follows every line with the load columns', () => {
