@@ -45,6 +45,9 @@ const CODES = {
   ),
   SLUICE_DESTINATION_CONNECTION: retry('the connection to the database broke mid-work'),
   SLUICE_DESTINATION_CONFLICT: retry('a deadlock or a race to change a table'),
+  SLUICE_DESTINATION_RECOVERY: retry(
+    'a killed run left a log in a DuckDB file that only a process that can write it replays: the next run does',
+  ),
   SLUICE_DISK_FULL: retry('the disk is full (the database, or the folder files are saved in)'),
   SLUICE_DOWNLOAD_FAILED: retry('the service reported the download as failed'),
   SLUICE_DOWNLOAD_NOT_READY: retry('the download is not finished yet (downloads fetch)'),

@@ -43,6 +43,24 @@ export async function lockFile(path: string, options: LockOptions): Promise<Lock
   }
 }
 
+/**
+ * The lock `path` (see `lockFile`) taken at once, or undefined when another process, or another
+ * handle of this one, holds it; its release is synchronous.
+ */
+export function tryLockFile(path: string): { release(): void } | undefined {
+  const handle = tryLock(path);
+  if (handle === undefined) return undefined;
+  return {
+    release() {
+      try {
+        handle.exec('ROLLBACK');
+      } finally {
+        handle.close();
+      }
+    },
+  };
+}
+
 /** The open handle holding the lock, or undefined when another process holds it. */
 function tryLock(path: string): Database.Database | undefined {
   replaceOldLockFile(path);

@@ -75,8 +75,9 @@ export async function stopAt(
   harness: EmulatorHarness,
   checkpoint: string,
   signal: NodeJS.Signals,
+  env: Record<string, string> = {},
 ): Promise<Finished> {
-  const run = startRun(file, harness, { checkpoint });
+  const run = startRun(file, harness, { checkpoint, env });
   const reached = await Promise.race([
     run.reached.then(() => true),
     run.finished.then(() => false),

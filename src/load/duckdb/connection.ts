@@ -1,6 +1,5 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance, DuckDBValue } from '@duckdb/node-api';
 import {
   type CompiledQuery,
@@ -22,6 +21,8 @@ import { DestinationError } from '../errors.js';
 import { lockBesideFile } from '../lock-file.js';
 import type { StateDatabase } from '../state-tables.js';
 import { translateDuckDbError } from './errors.js';
+import { readOnlyInstance } from './left-log.js';
+import { removeDeadScratch, ScratchFolder } from './scratch.js';
 
 type DuckDbApi = typeof import('@duckdb/node-api');
 
@@ -83,7 +84,7 @@ async function instanceOf(
 ): Promise<DuckDBInstance> {
   if (!readOnly || path === ':memory:') return api.DuckDBInstance.fromCache(path);
   try {
-    return await api.DuckDBInstance.fromCache(path, { access_mode: 'READ_ONLY' });
+    return await readOnlyInstance(api, path);
   } catch (error) {
     if (!/different configuration/.test(String((error as Error).message))) throw error;
     return api.DuckDBInstance.fromCache(path);
@@ -100,7 +101,7 @@ export class DuckDbSession {
   readonly db: Kysely<StateDatabase>;
   readonly #writes = new Mutex();
   readonly #reads = new Mutex();
-  #scratch: string | undefined;
+  #scratch: ScratchFolder | undefined;
   /**
    * Tables whose rows the transaction under way has updated or deleted: DuckDB cannot commit
    * such changes to a table the same transaction then alters (see DuckDbSchema).
@@ -138,8 +139,8 @@ export class DuckDbSession {
 
   /** A folder for the files DuckDB reads rows from, removed when the handle closes. */
   scratch(): string {
-    this.#scratch ??= mkdtempSync(join(tmpdir(), 'sluice-duckdb-'));
-    return this.#scratch;
+    this.#scratch ??= ScratchFolder.make();
+    return this.#scratch.path;
   }
 
   close(): void {
@@ -148,7 +149,7 @@ export class DuckDbSession {
       this.reader.closeSync();
       this.instance.closeSync();
     } finally {
-      if (this.#scratch) rmSync(this.#scratch, { recursive: true, force: true });
+      this.#scratch?.remove();
     }
   }
 }
@@ -189,7 +190,11 @@ export async function openDuckDb(path: string, options: OpenDuckDbOptions): Prom
         // (a file of 10,000 property records is about 20 MB): the WAL is as durable, and is
         // written in once per GB or when the database closes. 100,000 records, NDJSON: appends
         // 12% faster, merges 18% (docs/speed.md).
-        if (!readOnly) await writer.run("SET checkpoint_threshold = '1GB'");
+        if (!readOnly) {
+          await writer.run("SET checkpoint_threshold = '1GB'");
+          // A run starts here: the scratch folders of runs killed before are tidied.
+          removeDeadScratch();
+        }
         return new DuckDbSession(api, path, readOnly, instance, writer, reader);
       } catch (error) {
         instance.closeSync();

@@ -1,0 +1,53 @@
+import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import { removeDeadScratch, ScratchFolder } from '../../../src/load/duckdb/scratch.js';
+import { tryLockFile } from '../../../src/load/lock-file.js';
+import { tempDir } from '../../helpers/pipeline.js';
+
+/** A PID no process has now: one of a process that has ended. */
+function deadPid(): number {
+  return spawnSync(process.execPath, ['-e', '0']).pid!;
+}
+
+describe('DuckDB scratch folders left by killed runs', () => {
+  const before = process.env.TMPDIR;
+  let tmp: string;
+  beforeEach(() => {
+    tmp = tempDir('sluice-scratch-');
+    process.env.TMPDIR = tmp;
+  });
+  afterEach(() => {
+    if (before === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = before;
+  });
+
+  test("killed runs' folders stayed in $TMPDIR for good: now removed, never a live handle's", () => {
+    const live = ScratchFolder.make();
+    assert.match(live.path, new RegExp(`sluice-duckdb-${process.pid}-`));
+    // A dead handle's folder: its lock free, whatever its PID says.
+    const dead = join(tmp, `sluice-duckdb-${process.pid}-dead00`);
+    mkdirSync(dead);
+    tryLockFile(join(dead, 'handle.lock'))!.release();
+    writeFileSync(join(dead, 'rows.txt'), 'a\tb\n');
+    // No lock yet: told by its PID.
+    const gone = join(tmp, `sluice-duckdb-${deadPid()}-gone00`);
+    const starting = join(tmp, `sluice-duckdb-${process.pid}-new000`);
+    mkdirSync(gone);
+    mkdirSync(starting);
+    // Not named by sluice (or by a sluice before the PID was in the name): left alone.
+    const other = join(tmp, 'sluice-duckdb-abc123');
+    mkdirSync(other);
+
+    removeDeadScratch();
+    assert.ok(existsSync(live.path), 'a live handle keeps its folder');
+    assert.ok(!existsSync(dead), 'a dead handle loses its');
+    assert.ok(!existsSync(gone), 'a folder without a lock, of a PID gone');
+    assert.ok(existsSync(starting), 'a folder without a lock yet, of a live PID');
+    assert.ok(existsSync(other));
+    live.remove();
+    assert.ok(!existsSync(live.path));
+  });
+});
