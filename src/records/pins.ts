@@ -95,8 +95,8 @@ export function pinValue(value: unknown, type: ColumnType): unknown {
 
 /**
  * A value of a pinned `double`. A number or bigint was read from the file by the number rule
- * already (an integer past 2^53 is a bigint): it is held as a double only when exactly. Text is
- * read by the same rule, so that a number gives the same value or reject whether the service
+ * already (an integer past 2^53 is a bigint, kept only when its double reads back as it). Text
+ * is read by the same rule, so that a number gives the same value or reject whether the service
  * sends it as text or not, in CSV or NDJSON.
  */
 function pinnedDouble(value: unknown): number {
