@@ -1678,6 +1678,40 @@ for (const h of harnesses) {
           await again.close();
         }
       }));
+
+    it('a look that finds no state tables leaves nothing open once closed (status lingered 10 s)', () =>
+      use(async (o) => {
+        // What `status` does on a destination no run has used: a read-only look, then close.
+        // What keeps a process alive once its work is done (a pooled connection, its idle
+        // timer) is an active resource: none may be left over by the look.
+        const before = activeResources();
+        const reader = await o.reopen({ readOnly: true });
+        assert.equal(await reader.hasState(), false);
+        await reader.close();
+        assert.deepEqual(leftOver(before, activeResources()), []);
+        await o.dest.ensureState();
+        const again = await o.reopen({ readOnly: true });
+        assert.equal(await again.hasState(), true);
+        await again.state.recent('p', 5);
+        await again.close();
+        assert.deepEqual(leftOver(before, activeResources()), []);
+      }));
+  });
+}
+
+/** The kinds of the resources keeping the event loop alive now (sockets, timers...). */
+function activeResources(): string[] {
+  return process.getActiveResourcesInfo();
+}
+
+/** What `after` holds that `before` did not, one entry per resource more. */
+function leftOver(before: readonly string[], after: readonly string[]): string[] {
+  const left = [...before];
+  return after.filter((kind) => {
+    const at = left.indexOf(kind);
+    if (at < 0) return true;
+    left.splice(at, 1);
+    return false;
   });
 }
 
