@@ -10,9 +10,9 @@ import type { Kysely } from 'kysely';
  * `_sluice_meta`, per-job outcomes (`_sluice_jobs`), cursors (`_sluice_cursors`) and columns for
  * stages, errors, credits and what a download was asked for. Version 3 adds `_sluice_leases`:
  * which run holds each pipeline, checked inside every transaction (see `Loader.lock`), and runs'
- * keys (`run --run-key`).
+ * keys (`run --run-key`). Version 4 adds a download's load settings, as they are compared.
  */
-export const STATE_VERSION = 3;
+export const STATE_VERSION = 4;
 
 type ColumnKind = 'text' | 'bigint';
 
@@ -110,6 +110,8 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('cursor_from'),
       text('credits'),
       text('stage'),
+      // v4
+      text('load_settings'),
     ],
     primaryKey: ['attempt_id'],
     indexes: [{ name: '_sluice_downloads_by_job', columns: ['pipeline', 'job', 'requested_at'] }],
@@ -229,6 +231,11 @@ export interface StateDatabase {
     cursor_from: string | null;
     credits: string | null;
     stage: string | null;
+    /**
+     * What decides where and how its rows land (`JobSpec.loadSettings`, as JSON): `load_hash`
+     * is its hash. Null in attempts of sluice before state version 4.
+     */
+    load_settings: string | null;
   };
   _sluice_files: {
     download_id: string;

@@ -271,10 +271,31 @@ export interface JobSpec
   /** Hash of what decides the download; a later run re-attaches only when it is unchanged. */
   downloadHash: string;
   /**
-   * Hash of what decides where and how a download's rows land (table, write mode, nesting,
-   * key): a download half loaded under one must not be finished under another.
+   * What decides where and how a download's rows land, recorded with each download so that a
+   * change can be named (see `loadChanges`).
+   */
+  loadSettings: LoadSettings;
+  /**
+   * Hash of `loadSettings`: a download half loaded under one must not be finished under another.
    */
   loadHash: string;
+}
+
+/**
+ * Where and how a job's rows land. Hashed as it is (`loadHash`), key order included: the keys
+ * added since the first sluice (`columns`, `naming`) are there only when set, so that the jobs
+ * of files written before them keep their hash.
+ */
+export interface LoadSettings {
+  table: string;
+  write: 'append' | 'replace' | 'merge';
+  nested: 'tables' | 'json';
+  key: string[];
+  people_table: string | null;
+  /** Pinned column types (`columns:`), sorted by field. */
+  columns?: [string, ColumnType][];
+  /** `naming:` when not `keep`. */
+  naming?: 'snake_case';
 }
 
 /** A credit budget: at most `limit` credits of `type` per calendar `period` (UTC). */

@@ -12,7 +12,14 @@ import { destinations } from '../load/index.js';
 import { checkQuery } from '../query/index.js';
 import { type NamingStyle, snakeCase } from '../schema/naming.js';
 import type { ColumnType } from '../schema/types.js';
-import type { ColumnHint, JobSpec, RawJob, RawPipeline, SchemaContract } from './spec-format.js';
+import type {
+  ColumnHint,
+  JobSpec,
+  LoadSettings,
+  RawJob,
+  RawPipeline,
+  SchemaContract,
+} from './spec-format.js';
 
 /**
  * One job of a pipeline file, checked and resolved: each check below throws the job's first
@@ -84,6 +91,16 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
     address_matching: j.address_matching ?? null,
     require_people_data: j.require_people_data ?? null,
   });
+  const loadSettings: LoadSettings = {
+    table,
+    write: j.write,
+    nested: j.nested,
+    key: keys,
+    people_table: j.people_table ?? null,
+    // Only when set, so that the jobs of a file written before hints keep their hash.
+    ...(Object.keys(columns).length > 0 ? { columns: sortedEntries(columns) } : {}),
+    ...(raw.naming === 'snake_case' ? { naming: raw.naming } : {}),
+  };
   return {
     ...j,
     name,
@@ -94,16 +111,8 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
     columns,
     schema: contractOf(ctx.contract, j.schema),
     downloadHash,
-    loadHash: hash({
-      table,
-      write: j.write,
-      nested: j.nested,
-      key: keys,
-      people_table: j.people_table ?? null,
-      // Only when set, so that the jobs of a file written before hints keep their hash.
-      ...(Object.keys(columns).length > 0 ? { columns: sortedEntries(columns) } : {}),
-      ...(raw.naming !== 'keep' ? { naming: raw.naming } : {}),
-    }),
+    loadSettings,
+    loadHash: hash(loadSettings),
   };
 }
 
@@ -320,7 +329,7 @@ function contractOf(pipeline: RawPipeline['schema'], job: RawJob['schema']): Sch
   };
 }
 
-function sortedEntries(record: Record<string, string>): [string, string][] {
+function sortedEntries<T>(record: Record<string, T>): [string, T][] {
   return Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 

@@ -477,6 +477,7 @@ const attempt = {
   num_requested: 42,
   cursor_from: null,
   credits: null,
+  load_settings: null,
   stage: 'extract',
 };
 

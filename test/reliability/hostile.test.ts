@@ -551,6 +551,49 @@ for (const kind of destinationKinds()) {
       assert.deepEqual(await t.tables('homes__sluice'), []);
     });
 
+    for (const [what, top, settings, said] of [
+      [
+        'columns:',
+        '',
+        '    columns: { latitude: double, numBathroom: text }\n',
+        /: columns\.latitude is now real, was not pinned; columns\.numBathroom is now text, was not pinned\. Set them back/,
+      ],
+      ['naming:', 'naming: snake_case\n', '', /: naming is now snake_case, was keep\. Set it back/],
+    ] as const) {
+      test(`a ${what} change on a half-loaded download names what changed (it said "now merge into texasHomes, was merge into texasHomes"); set back, the download finishes, bought once`, async () => {
+        await harness.reset();
+        const name = `changed-${what.replace(':', '')}`;
+        const t = await target(name);
+        const write = (head: string, extra: string) =>
+          writeFileSync(
+            file,
+            `${pipelineHead(name, t.destinationYaml)}${head}jobs:\n  texasHomes:\n    type: properties\n    query: 'province:TX'\n    records: 300\n    format: csv\n${extra}    ${POLL}\n`,
+          );
+        const file = join(dir, `${kind}-${name}.yaml`);
+        write('', '');
+        await stopAt(file, harness, 'file-committed:texasHomes@0', 'SIGKILL');
+        const loaded = await t.one<{ n: number }>('select count(*) as n from "texasHomes"');
+        write(top, settings);
+        const refused = await runJson(file, emulatorEnv(harness));
+        assert.equal(refused.code, 2, refused.stderr);
+        const error = refused.summary.jobs[0].error;
+        assert.equal(error.code, 'SLUICE_JOB_CHANGED');
+        assert.match(error.message, /half loaded \(1 file of it in the tables\)/);
+        assert.match(error.message, said);
+        assert.match(error.message, /--fresh/);
+        assert.doesNotMatch(error.message, /was merge into texasHomes/);
+        const count = await t.one<{ n: number }>('select count(*) as n from "texasHomes"');
+        assert.equal(Number(count.n), Number(loaded.n), 'nothing more loaded');
+        write('', '');
+        const finished = await runJson(file, emulatorEnv(harness));
+        assert.equal(finished.code, 0, finished.stderr);
+        assert.equal(finished.summary.jobs[0].reattached, true);
+        const all = await t.one<{ n: number }>('select count(*) as n from "texasHomes"');
+        assert.equal(Number(all.n), 300);
+        assert.deepEqual(downloadsByType(harness), { properties: 1 }, 'bought once');
+      });
+    }
+
     test('two pipelines replacing one table at once: each swaps in a whole table of its own', async () => {
       await harness.reset();
       const t = await target('shared');
