@@ -10,7 +10,8 @@ import type { Kysely } from 'kysely';
  * `_sluice_meta`, per-job outcomes (`_sluice_jobs`), cursors (`_sluice_cursors`) and columns for
  * stages, errors, credits and what a download was asked for. Version 3 adds `_sluice_leases`:
  * which run holds each pipeline, checked inside every transaction (see `Loader.lock`), and runs'
- * keys (`run --run-key`). Version 4 adds a download's load settings, as they are compared.
+ * keys (`run --run-key`). Version 4 adds `_sluice_tables`: the pipeline, job and role that own each
+ * table (see `Destination.claimTables`); and a download's load settings, as they are compared.
  */
 export const STATE_VERSION = 4;
 
@@ -166,6 +167,19 @@ export const STATE_TABLES: readonly StateTable[] = [
     primaryKey: ['name'],
     indexes: [],
   },
+  {
+    name: '_sluice_tables',
+    columns: [
+      text('table_name', true),
+      text('role', true),
+      text('pipeline', true),
+      text('job', true),
+      text('claimed_at', true),
+      text('run_id', true),
+    ],
+    primaryKey: ['table_name', 'pipeline', 'job'],
+    indexes: [],
+  },
 ];
 
 /** Indexes of version 1 whose names or columns differ in version 2. */
@@ -274,6 +288,21 @@ export interface StateDatabase {
     taken_at: string;
     /** Who took it, for messages: the run, the process and the host. */
     by: string | null;
+  };
+  _sluice_tables: {
+    /**
+     * A table a job writes, as the destination spells it (`naming:` applied, before it is fitted
+     * to the identifier limit); its `<table>__*` names (child, link and staging tables, indexes)
+     * go with it.
+     */
+    table_name: string;
+    /** `table`: a job's own table; `people`: a people table autotrace and owner lookups share. */
+    role: string;
+    pipeline: string;
+    job: string;
+    claimed_at: string;
+    /** The run that claimed it. */
+    run_id: string;
   };
 }
 

@@ -324,6 +324,24 @@ export interface PipelineSpec {
   budgets: Budget[];
   /** How field names become table and column names (`naming:`). */
   naming: 'keep' | 'snake_case';
+  /** The tables its jobs write and the role of each, with where the file names them. */
+  tables: TableClaim[];
+}
+
+/** `table`: a job's own table; `people`: a people table autotrace and owner lookups share. */
+export type TableRole = 'table' | 'people';
+
+/** A table a job writes, as its pipeline file says it (or implies it, by default). */
+export interface TableClaim {
+  /** Its logical name (the destination spells it: `naming:`). */
+  table: string;
+  role: TableRole;
+  job: string;
+  /** The field that names it (or, by default, the nearest there is), and its line. */
+  path: string[];
+  line?: number;
+  /** Named by default (the job's name; autotrace's `people`), not by the file. */
+  implied?: boolean;
 }
 
 /** JSON Schema of the pipeline format, for editors (`sluice schema`). */
