@@ -17,8 +17,8 @@ import type { PipelineSpec, TableClaim, TableRole } from './spec-format.js';
 export type Clash = 'same' | 'inside';
 
 /**
- * Whether two names (`comparable`) meet, and how: `same` when they are one table (which people
- * tables may share), `inside` when the first is one of the second's `<table>__*` names.
+ * Whether two names (as spelt, case folded) meet, and how: `same` when they are one table (which
+ * people tables may share), `inside` when the first is one of the second's `<table>__*` names.
  */
 export function clashOf(a: string, b: string): Clash | undefined {
   if (a === b) return 'same';
@@ -31,7 +31,7 @@ interface Placed extends TableClaim {
   file: string;
   pipeline: string;
   naming: NamingStyle;
-  /** As the destination spells it, and as it compares it (`comparable`). */
+  /** As the destination spells it (`naming:`), and as it compares it (case folded, as SQLite). */
   spelt: string;
   name: string;
 }
