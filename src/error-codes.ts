@@ -100,6 +100,9 @@ const CODES = {
   SLUICE_STATE_VERSION: fix('state tables of a newer sluice'),
   SLUICE_READ_ONLY: fix('the destination is open read-only'),
   SLUICE_JOB_CHANGED: fix('a job changed how it loads while its download is half loaded'),
+  SLUICE_TABLE_OWNED: fix(
+    "a job's table is another pipeline's or job's in the destination, or a people table (_sluice_tables)",
+  ),
   SLUICE_TOO_MANY_REJECTS: fix('more rows rejected than max_rejects; the download is kept'),
   SLUICE_ALL_REJECTED: fix('every row of a job was rejected'),
   SLUICE_SCHEMA_CONTRACT: fix(

@@ -4,7 +4,15 @@ import type { RowEncoding } from '../schema/copy-text.js';
 import type { Naming, NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType, PackedRows, Row } from '../schema/types.js';
-import type { Attempt, CursorRow, FileRow, JobRow, RejectRow, RunRow } from './state-store.js';
+import type {
+  Attempt,
+  CursorRow,
+  FileRow,
+  JobRow,
+  RejectRow,
+  RunRow,
+  TableOwnerRow,
+} from './state-store.js';
 
 export type { Column, ColumnType, Row } from '../schema/types.js';
 export type {
@@ -14,6 +22,7 @@ export type {
   JobRow,
   RejectRow,
   RunRow,
+  TableOwnerRow,
 } from './state-store.js';
 
 /**
@@ -155,6 +164,12 @@ export interface JobFinish {
   beforeCommit?: () => Promise<void>;
 }
 
+/** What a claim of tables changes in `_sluice_tables`. */
+export interface TableOwnerChanges {
+  add: readonly TableOwnerRow[];
+  drop: readonly TableOwnerRow[];
+}
+
 export interface Lock {
   /** Where the lock lives, for messages. */
   readonly where: string;
@@ -206,6 +221,8 @@ export interface State {
     changes: Partial<Omit<Attempt, 'attempt_id' | 'pipeline' | 'job'>>,
   ): Promise<void>;
   loadedFiles(downloadId: string): Promise<Map<number, FileRow>>;
+  /** Who owns each table sluice made here (none before state version 4). */
+  tableOwners(): Promise<TableOwnerRow[]>;
   cursor(pipeline: string, job: string): Promise<CursorRow | undefined>;
   cursors(pipeline: string): Promise<CursorRow[]>;
   recent(
@@ -267,6 +284,12 @@ export interface DestinationEntry {
    * begin with one, whatever the pipeline's destination (`keeps names beginning pg_ for ...`).
    */
   readonly reservedPrefixes?: readonly (readonly [prefix: string, why: string])[];
+  /**
+   * One text per database its URLs name (a file's absolute path; a server and a database), so
+   * that two URLs of one database are known as one: pipeline files run together check their
+   * tables against each other's there. Without it, the URL itself is the database's text.
+   */
+  identity?(url: string, options: { baseDir?: string }): string;
   /** Opens the destination a URL of this kind names. */
   open(url: string, options: OpenDestinationOptions): Promise<Destination>;
 }
@@ -315,6 +338,12 @@ export interface Destination {
     stagedBy?: string,
     contract?: TableContract,
   ): Promise<void>;
+  /**
+   * Records who owns tables (`_sluice_tables`), in one transaction that no other claim of this
+   * destination runs beside: `decide` is given every owner recorded, and says which rows to add
+   * and which to drop, or throws to refuse (and nothing is written).
+   */
+  claimTables(decide: (owners: readonly TableOwnerRow[]) => TableOwnerChanges): Promise<void>;
   /** Drops this pipeline's staging tables of `tables` (a replace starting over). */
   dropStaging(tables: readonly string[], stagedBy: string): Promise<void>;
 

@@ -15,6 +15,8 @@ import type {
   PairFilter,
   State,
   TableContract,
+  TableOwnerChanges,
+  TableOwnerRow,
   WriteTarget,
 } from './destination.js';
 import type { Dialect } from './dialect.js';
@@ -176,6 +178,22 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     });
   }
 
+  async claimTables(
+    decide: (owners: readonly TableOwnerRow[]) => TableOwnerChanges,
+  ): Promise<void> {
+    await this.ensureState();
+    await this.#guard(() =>
+      this.#fenced(async (conn, db) => {
+        // Two pipelines claiming at once (PostgreSQL; elsewhere one writer): one after the other,
+        // so that neither misses what the other records.
+        await this.#dialect.schema.lockTable(conn, '_sluice_tables');
+        const { add, drop } = decide(await this.#store.tableOwners(db));
+        for (const row of drop) await this.#store.dropTableOwner(row, db);
+        for (const row of add) await this.#store.addTableOwner(row, db);
+      }),
+    );
+  }
+
   async dropStaging(tables: readonly string[], stagedBy: string): Promise<void> {
     await this.#transaction(async (tx) => {
       for (const table of tables) await tx.drop(this.naming.staging(table, stagedBy));
@@ -307,9 +325,16 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
       updateAttempt: (id, changes) => this.#fenced((_, db) => store.updateAttempt(id, changes, db)),
       saveJob: (row) => this.#fenced((_, db) => store.saveJob(row, db)),
     };
+    const reads: Partial<State> = {
+      // Read-only looks at the state of an older sluice (before version 4) find none.
+      tableOwners: async () =>
+        (await this.#dialect.schema.describe('_sluice_tables')) === undefined
+          ? []
+          : store.tableOwners(),
+    };
     return new Proxy(store, {
       get: (target, property, receiver) => {
-        const write = fenced[property as keyof State];
+        const write = fenced[property as keyof State] ?? reads[property as keyof State];
         if (write !== undefined) {
           return (...args: unknown[]) =>
             this.#guard(() => (write as (...a: unknown[]) => Promise<unknown>)(...args));

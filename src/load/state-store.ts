@@ -23,6 +23,7 @@ export type FileRow = StateDatabase['_sluice_files'];
 export type RejectRow = StateDatabase['_sluice_rejects'];
 export type CursorRow = StateDatabase['_sluice_cursors'];
 export type LeaseRow = StateDatabase['_sluice_leases'];
+export type TableOwnerRow = StateDatabase['_sluice_tables'];
 
 /** How a transaction holds its run's lease (see `DialectConnection.leaseHold`). */
 export type LeaseHold = 'share' | 'write' | 'none';
@@ -344,6 +345,35 @@ export class StateStore {
     }
     const query = db.selectFrom('_sluice_leases').selectAll().where('name', '=', name);
     return (hold === 'share' ? query.forShare() : query).executeTakeFirst();
+  }
+
+  // --- table owners -----------------------------------------------------------------------
+
+  /** Who owns each table sluice made here (see `Destination.claimTables`). */
+  async tableOwners(db: Db = this.db): Promise<TableOwnerRow[]> {
+    return db
+      .selectFrom('_sluice_tables')
+      .selectAll()
+      .orderBy('table_name')
+      .orderBy('pipeline')
+      .orderBy('job')
+      .execute();
+  }
+
+  async addTableOwner(row: TableOwnerRow, db: Db = this.db): Promise<void> {
+    await db.insertInto('_sluice_tables').values(row).execute();
+  }
+
+  async dropTableOwner(
+    row: Pick<TableOwnerRow, 'table_name' | 'pipeline' | 'job'>,
+    db: Db = this.db,
+  ): Promise<void> {
+    await db
+      .deleteFrom('_sluice_tables')
+      .where('table_name', '=', row.table_name)
+      .where('pipeline', '=', row.pipeline)
+      .where('job', '=', row.job)
+      .execute();
   }
 
   // --- status -----------------------------------------------------------------------------

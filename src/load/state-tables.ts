@@ -10,9 +10,10 @@ import type { Kysely } from 'kysely';
  * `_sluice_meta`, per-job outcomes (`_sluice_jobs`), cursors (`_sluice_cursors`) and columns for
  * stages, errors, credits and what a download was asked for. Version 3 adds `_sluice_leases`:
  * which run holds each pipeline, checked inside every transaction (see `Loader.lock`), and runs'
- * keys (`run --run-key`).
+ * keys (`run --run-key`). Version 4 adds `_sluice_tables`: the pipeline, job and role that own each
+ * table (see `Destination.claimTables`); and a download's load settings, as they are compared.
  */
-export const STATE_VERSION = 3;
+export const STATE_VERSION = 4;
 
 type ColumnKind = 'text' | 'bigint';
 
@@ -110,6 +111,8 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('cursor_from'),
       text('credits'),
       text('stage'),
+      // v4
+      text('load_settings'),
     ],
     primaryKey: ['attempt_id'],
     indexes: [{ name: '_sluice_downloads_by_job', columns: ['pipeline', 'job', 'requested_at'] }],
@@ -162,6 +165,19 @@ export const STATE_TABLES: readonly StateTable[] = [
     name: '_sluice_leases',
     columns: [text('name', true), text('holder', true), text('taken_at', true), text('by')],
     primaryKey: ['name'],
+    indexes: [],
+  },
+  {
+    name: '_sluice_tables',
+    columns: [
+      text('table_name', true),
+      text('role', true),
+      text('pipeline', true),
+      text('job', true),
+      text('claimed_at', true),
+      text('run_id', true),
+    ],
+    primaryKey: ['table_name', 'pipeline', 'job'],
     indexes: [],
   },
 ];
@@ -229,6 +245,11 @@ export interface StateDatabase {
     cursor_from: string | null;
     credits: string | null;
     stage: string | null;
+    /**
+     * What decides where and how its rows land (`JobSpec.loadSettings`, as JSON): `load_hash`
+     * is its hash. Null in attempts of sluice before state version 4.
+     */
+    load_settings: string | null;
   };
   _sluice_files: {
     download_id: string;
@@ -267,6 +288,21 @@ export interface StateDatabase {
     taken_at: string;
     /** Who took it, for messages: the run, the process and the host. */
     by: string | null;
+  };
+  _sluice_tables: {
+    /**
+     * A table a job writes, as the destination spells it (`naming:` applied, before it is fitted
+     * to the identifier limit); its `<table>__*` names (child, link and staging tables, indexes)
+     * go with it.
+     */
+    table_name: string;
+    /** `table`: a job's own table; `people`: a people table autotrace and owner lookups share. */
+    role: string;
+    pipeline: string;
+    job: string;
+    claimed_at: string;
+    /** The run that claimed it. */
+    run_id: string;
   };
 }
 

@@ -2,9 +2,11 @@ import type { DownloadInfo } from '../client/types.js';
 import { SluiceError } from '../errors.js';
 import type { Attempt } from '../load/destination.js';
 import type { Logger } from '../log.js';
+import { plural } from '../util/words.js';
 import { verifyDownload } from './adopt.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
+import { loadChanges } from './load-changes.js';
 import type { JobSpec } from './spec.js';
 
 /**
@@ -92,9 +94,9 @@ async function retarget(
   const loaded =
     attempt.download_id === null ? 0 : (await state.loadedFiles(attempt.download_id)).size;
   if (loaded > 0) {
-    const was = `${attempt.write_mode ?? 'its earlier write mode'} into ${attempt.target_table}`;
+    const changes = loadChanges(attempt, job);
     throw new SluiceError(
-      `job '${job.name}' changed how it loads (now ${job.write} into ${job.table}, was ${was}) while download ${attempt.download_id} is half loaded (${loaded} file${loaded === 1 ? '' : 's'}): run once more with the old table and write settings to finish it, or run with --fresh to leave it and buy a new download`,
+      `job '${job.name}' changed how it loads while download ${attempt.download_id} is half loaded (${plural(loaded, 'file')} of it in the tables): ${changes.join('; ')}. Set ${changes.length === 1 ? 'it' : 'them'} back as ${changes.length === 1 ? 'it was' : 'they were'} and run again to finish this download (then make the change), or run with --fresh to leave it and buy a new download`,
       { code: 'SLUICE_JOB_CHANGED' },
     );
   }
@@ -103,6 +105,7 @@ async function retarget(
   );
   const changes = {
     load_hash: loadHash,
+    load_settings: JSON.stringify(job.loadSettings),
     target_table: job.table,
     load_table: job.table,
     write_mode: job.write,

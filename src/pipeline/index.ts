@@ -24,3 +24,4 @@ export {
   parsePipeline,
   pipelineJsonSchema,
 } from './spec.js';
+export { checkSharedTables } from './table-names.js';

@@ -13,6 +13,8 @@ export type Stage =
   | 'login'
   | 'destination'
   | 'lock'
+  /** The job's tables are claimed for it in the destination (`_sluice_tables`). */
+  | 'tables'
   | 'views'
   | 'guard'
   | 'extract'

@@ -24,6 +24,7 @@ import { findResumable, type Resumable, resumableRun } from './resume.js';
 import { loadsAtOnce, runJobs } from './schedule.js';
 import { selectJobs } from './select.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
+import { claimJobTables } from './table-claims.js';
 import { syncViews } from './views.js';
 
 export interface RunOptions {
@@ -273,7 +274,14 @@ async function runLocked(
   };
   let runError: ErrorInfo | undefined;
   try {
-    summary.views = await syncViews(ctx.client, spec, log, ctx.signal);
+    // Before anything is bought: a table of another pipeline, or role, refuses the run.
+    await claimJobTables(ctx, selected);
+  } catch (error) {
+    runError = errorInfo(error, 'tables');
+    if (!ctx.signal?.aborted) log.error(`tables: ${runError.message}`);
+  }
+  try {
+    if (runError === undefined) summary.views = await syncViews(ctx.client, spec, log, ctx.signal);
   } catch (error) {
     runError = errorInfo(error, 'views');
     if (!ctx.signal?.aborted) log.error(`views: ${runError.message}`);

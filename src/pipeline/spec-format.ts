@@ -271,10 +271,31 @@ export interface JobSpec
   /** Hash of what decides the download; a later run re-attaches only when it is unchanged. */
   downloadHash: string;
   /**
-   * Hash of what decides where and how a download's rows land (table, write mode, nesting,
-   * key): a download half loaded under one must not be finished under another.
+   * What decides where and how a download's rows land, recorded with each download so that a
+   * change can be named (see `loadChanges`).
+   */
+  loadSettings: LoadSettings;
+  /**
+   * Hash of `loadSettings`: a download half loaded under one must not be finished under another.
    */
   loadHash: string;
+}
+
+/**
+ * Where and how a job's rows land. Hashed as it is (`loadHash`), key order included: the keys
+ * added since the first sluice (`columns`, `naming`) are there only when set, so that the jobs
+ * of files written before them keep their hash.
+ */
+export interface LoadSettings {
+  table: string;
+  write: 'append' | 'replace' | 'merge';
+  nested: 'tables' | 'json';
+  key: string[];
+  people_table: string | null;
+  /** Pinned column types (`columns:`), sorted by field. */
+  columns?: [string, ColumnType][];
+  /** `naming:` when not `keep`. */
+  naming?: 'snake_case';
 }
 
 /** A credit budget: at most `limit` credits of `type` per calendar `period` (UTC). */
@@ -303,6 +324,24 @@ export interface PipelineSpec {
   budgets: Budget[];
   /** How field names become table and column names (`naming:`). */
   naming: 'keep' | 'snake_case';
+  /** The tables its jobs write and the role of each, with where the file names them. */
+  tables: TableClaim[];
+}
+
+/** `table`: a job's own table; `people`: a people table autotrace and owner lookups share. */
+export type TableRole = 'table' | 'people';
+
+/** A table a job writes, as its pipeline file says it (or implies it, by default). */
+export interface TableClaim {
+  /** Its logical name (the destination spells it: `naming:`). */
+  table: string;
+  role: TableRole;
+  job: string;
+  /** The field that names it (or, by default, the nearest there is), and its line. */
+  path: string[];
+  line?: number;
+  /** Named by default (the job's name; autotrace's `people`), not by the file. */
+  implied?: boolean;
 }
 
 /** JSON Schema of the pipeline format, for editors (`sluice schema`). */

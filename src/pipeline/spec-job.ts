@@ -12,7 +12,15 @@ import { destinations } from '../load/index.js';
 import { checkQuery } from '../query/index.js';
 import { type NamingStyle, snakeCase } from '../schema/naming.js';
 import type { ColumnType } from '../schema/types.js';
-import type { ColumnHint, JobSpec, RawJob, RawPipeline, SchemaContract } from './spec-format.js';
+import type {
+  ColumnHint,
+  JobSpec,
+  LoadSettings,
+  RawJob,
+  RawPipeline,
+  SchemaContract,
+  TableClaim,
+} from './spec-format.js';
 
 /**
  * One job of a pipeline file, checked and resolved: each check below throws the job's first
@@ -25,8 +33,8 @@ export interface JobContext {
   fail: Fail;
   /** `validate`: nothing can be asked of the service, so a view must be known here. */
   offline: boolean;
-  /** Tables written so far, by the job writing each: two jobs never share one. */
-  tables: Map<string, string>;
+  /** The tables the jobs write, by role (checked against each other by table-names.ts). */
+  tables: TableClaim[];
   /** Where what is worth saying but not refusing goes. */
   warnings: string[];
   /** The pipeline's `schema:`, which a job's own overrides key by key. */
@@ -84,6 +92,16 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
     address_matching: j.address_matching ?? null,
     require_people_data: j.require_people_data ?? null,
   });
+  const loadSettings: LoadSettings = {
+    table,
+    write: j.write,
+    nested: j.nested,
+    key: keys,
+    people_table: j.people_table ?? null,
+    // Only when set, so that the jobs of a file written before hints keep their hash.
+    ...(Object.keys(columns).length > 0 ? { columns: sortedEntries(columns) } : {}),
+    ...(raw.naming === 'snake_case' ? { naming: raw.naming } : {}),
+  };
   return {
     ...j,
     name,
@@ -94,16 +112,8 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
     columns,
     schema: contractOf(ctx.contract, j.schema),
     downloadHash,
-    loadHash: hash({
-      table,
-      write: j.write,
-      nested: j.nested,
-      key: keys,
-      people_table: j.people_table ?? null,
-      // Only when set, so that the jobs of a file written before hints keep their hash.
-      ...(Object.keys(columns).length > 0 ? { columns: sortedEntries(columns) } : {}),
-      ...(raw.naming !== 'keep' ? { naming: raw.naming } : {}),
-    }),
+    loadSettings,
+    loadHash: hash(loadSettings),
   };
 }
 
@@ -256,10 +266,42 @@ function tableOf(name: string, j: RawJob, ctx: JobContext, naming: NamingStyle):
       'add table: with another name',
     );
   }
-  const other = ctx.tables.get(table);
-  if (other) fail(`table '${table}' is already written by job '${other}'`, at('table'));
-  ctx.tables.set(table, name);
+  ctx.tables.push(...claimsOf(name, j, table));
   return table;
+}
+
+/**
+ * The tables a job writes, by role: its own (an owner lookup's is the people table it merges
+ * into), and the people table autotrace fills. Each at the field that names it, or would.
+ */
+function claimsOf(name: string, j: RawJob, table: string): TableClaim[] {
+  const at = (key: string) => ['jobs', name, key];
+  if (j.people_keys_from !== undefined) {
+    const by =
+      j.table !== undefined ? 'table' : j.people_table !== undefined ? 'people_table' : undefined;
+    return [
+      {
+        table,
+        role: 'people',
+        job: name,
+        path: at(by ?? 'people_keys_from'),
+        ...(by === undefined ? { implied: true } : {}),
+      },
+    ];
+  }
+  const own: TableClaim = {
+    table,
+    role: 'table',
+    job: name,
+    path: at('table'),
+    ...(j.table === undefined ? { implied: true } : {}),
+  };
+  if (!j.auto_trace) return [own];
+  const people: TableClaim =
+    j.people_table === undefined
+      ? { table: 'people', role: 'people', job: name, path: at('auto_trace'), implied: true }
+      : { table: j.people_table, role: 'people', job: name, path: at('people_table') };
+  return [own, people];
 }
 
 const HINT_TYPES: Record<ColumnHint, ColumnType> = {
@@ -320,7 +362,7 @@ function contractOf(pipeline: RawPipeline['schema'], job: RawJob['schema']): Sch
   };
 }
 
-function sortedEntries(record: Record<string, string>): [string, string][] {
+function sortedEntries<T>(record: Record<string, T>): [string, T][] {
   return Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 

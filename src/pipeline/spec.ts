@@ -5,7 +5,6 @@ import type { z } from 'zod';
 import { CREDIT_TYPES, closest } from '../catalog.js';
 import { PipelineSpecError } from '../errors.js';
 import { destinationEntryOf, destinationExamples } from '../load/index.js';
-import { snakeCase } from '../schema/naming.js';
 import {
   BUDGET_AMOUNT,
   type Budget,
@@ -14,8 +13,10 @@ import {
   type PipelineSpec,
   pipelineSchema,
   type RawPipeline,
+  type TableClaim,
 } from './spec-format.js';
 import { resolveJob } from './spec-job.js';
+import { tableNameProblems } from './table-names.js';
 
 export type { Budget, BudgetPeriod, JobSpec, PipelineSpec } from './spec-format.js';
 export { parseDuration, pipelineJsonSchema } from './spec-format.js';
@@ -205,7 +206,7 @@ function resolve(
   if (destinationEntryOf(destination.url) === undefined) {
     check(() => fail(`expected ${destinationExamples()}`, ['destination']));
   }
-  const tables = new Map<string, string>();
+  const tables: TableClaim[] = [];
   const contract = raw.schema;
   const jobs = Object.entries(raw.jobs).flatMap(([name, j]) => {
     const job = check(() =>
@@ -219,7 +220,11 @@ function resolve(
     );
     return job === undefined ? [] : [job];
   });
-  if (raw.naming === 'snake_case') check(() => sameSnakeCase(tables, fail));
+  for (const claim of tables) {
+    const line = lineOf(nodeStart(doc, claim.path));
+    if (line !== undefined) claim.line = line;
+  }
+  problems.push(...tableNameProblems(tables, file, raw.name, raw.naming));
   const budgets = check(() => budgetsOf(raw, fail)) ?? [];
   if (problems.length > 0) throw PipelineSpecError.all(problems);
   return {
@@ -235,6 +240,7 @@ function resolve(
     warnings: options.warnings,
     budgets,
     naming: raw.naming,
+    tables,
   };
 }
 
@@ -260,22 +266,6 @@ function budgetsOf(raw: RawPipeline, fail: (message: string, path: string[]) => 
     });
   }
   return budgets;
-}
-
-/** Two jobs' tables that `naming: snake_case` would spell alike (`homesTX`, `homes_tx`). */
-function sameSnakeCase(tables: Map<string, string>, fail: (m: string, p: string[]) => never) {
-  const spelt = new Map<string, string>();
-  for (const [table, job] of tables) {
-    const name = snakeCase(table);
-    const other = spelt.get(name);
-    if (other !== undefined) {
-      fail(
-        `table '${table}' is '${name}' under naming: snake_case, as the table of job '${other}' is: give one of them another table:`,
-        ['jobs', job, 'table'],
-      );
-    }
-    spelt.set(name, job);
-  }
 }
 
 /**

@@ -108,6 +108,7 @@ function newAttempt(
     run_id: ctx.runId,
     message: null,
     load_hash: job.loadHash,
+    load_settings: JSON.stringify(job.loadSettings),
     write_mode: job.write,
     data_type: job.type,
     query: request.query,

@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { FieldMap } from '../../src/catalog.js';
+import { SluiceError } from '../../src/errors.js';
 import type { ColumnType, Destination, Row, WriteTarget } from '../../src/load/destination.js';
 import { destinations, openDestination, registerDestination } from '../../src/load/index.js';
 import { STATE_VERSION } from '../../src/load/state-tables.js';
@@ -53,6 +54,11 @@ interface Opened {
   reopen(options?: { readOnly?: boolean; busyTimeoutMs?: number }): Promise<Destination>;
   /** PostgreSQL: the same destination, with these session settings in the URL's `options`. */
   withSettings?(settings: string): Promise<Destination>;
+  /**
+   * A session of the test's own that stays open between statements, where another session's
+   * transaction can hold a table while the destination works (PostgreSQL).
+   */
+  session?(): Promise<{ query(sql: string): Promise<unknown>; end(): Promise<void> }>;
   /** The arguments of hold-lock.mjs (URL, lock name, schema). */
   lockHolder(name: string): string[];
   /** Takes the lock `name` away from the handle holding it (breakLock). */
@@ -272,6 +278,13 @@ async function harness(kind: string): Promise<Harness> {
               )
             ).map((i) => i.indexname),
           reopen: (options = {}) => openDestination(url, { schema, ...options }),
+          session: async () => {
+            const client = new pg.Client({ connectionString: url });
+            client.on('error', () => {});
+            await client.connect();
+            await client.query(`SET search_path TO "${schema}"`);
+            return { query: (sql) => client.query(sql), end: () => client.end() };
+          },
           withSettings: (settings) => {
             const withOptions = new URL(url);
             withOptions.searchParams.set('options', settings);
@@ -477,6 +490,7 @@ const attempt = {
   num_requested: 42,
   cursor_from: null,
   credits: null,
+  load_settings: null,
   stage: 'extract',
 };
 
@@ -1657,6 +1671,80 @@ for (const h of harnesses) {
         }
       }));
 
+    it("claims of tables: who owns each, recorded in one transaction; a refusal writes nothing; two claims at once see each other's", () =>
+      use(async (o) => {
+        const { dest } = o;
+        const row = (table: string, pipeline: string, job: string, role = 'table') => ({
+          table_name: table,
+          role,
+          pipeline,
+          job,
+          claimed_at: '2026-11-01T00:00:00.000Z',
+          run_id: `run-${pipeline}`,
+        });
+        const seen: string[][] = [];
+        const names = (owners: readonly { table_name: string; pipeline: string }[]) =>
+          owners.map((r) => `${r.table_name} ${r.pipeline}`);
+        await dest.claimTables((owners) => {
+          seen.push(names(owners));
+          return {
+            add: [row('homes', 'a', 'homes'), row('people', 'a', 'homes', 'people')],
+            drop: [],
+          };
+        });
+        await assert.rejects(
+          dest.claimTables(() => {
+            throw new SluiceError('refused', { code: 'SLUICE_TABLE_OWNED' });
+          }),
+          (e: SluiceError) => e.code === 'SLUICE_TABLE_OWNED',
+        );
+        await dest.claimTables((owners) => {
+          seen.push(names(owners));
+          return { add: [row('homes', 'a', 'houses')], drop: [row('homes', 'a', 'homes')] };
+        });
+        assert.deepEqual(seen, [[], ['homes a', 'people a']]);
+        assert.deepEqual(
+          (await dest.state.tableOwners()).map((r) => `${r.table_name} ${r.job} ${r.role}`),
+          ['homes houses table', 'people homes people'],
+        );
+        // Another session claiming meanwhile (PostgreSQL: sessions write at once): a claim waits
+        // for its transaction, and sees what it recorded.
+        const session = await o.session?.();
+        if (session === undefined) return;
+        try {
+          await session.query('BEGIN');
+          await session.query('LOCK TABLE _sluice_tables IN SHARE ROW EXCLUSIVE MODE');
+          await session.query(
+            "INSERT INTO _sluice_tables VALUES ('shops', 'table', 'c', 'shops', '2026-11-02', 'run-c')",
+          );
+          let saw: string[] | undefined;
+          let settled = false;
+          const claim = dest
+            .claimTables((owners) => {
+              saw = names(owners);
+              return { add: [], drop: [] };
+            })
+            .finally(() => {
+              settled = true;
+            });
+          const waiting = async () =>
+            (
+              await o.all<{ n: number }>(
+                "select count(*) as n from pg_locks where not granted and relation = '_sluice_tables'::regclass",
+              )
+            )[0]!.n > 0;
+          // Until it waits (or, had it not waited, has ended without the other session's row).
+          while (!settled && !(await waiting())) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+          await session.query('COMMIT');
+          await claim;
+          assert.ok(saw?.includes('shops c'), `the claim saw the other session's: ${saw}`);
+        } finally {
+          await session.end();
+        }
+      }));
+
     it('read-only: creates nothing and writes nothing', () =>
       use(async (o) => {
         const reader = await o.reopen({ readOnly: true });
@@ -1678,6 +1766,40 @@ for (const h of harnesses) {
           await again.close();
         }
       }));
+
+    it('a look that finds no state tables leaves nothing open once closed (status lingered 10 s)', () =>
+      use(async (o) => {
+        // What `status` does on a destination no run has used: a read-only look, then close.
+        // What keeps a process alive once its work is done (a pooled connection, its idle
+        // timer) is an active resource: none may be left over by the look.
+        const before = activeResources();
+        const reader = await o.reopen({ readOnly: true });
+        assert.equal(await reader.hasState(), false);
+        await reader.close();
+        assert.deepEqual(leftOver(before, activeResources()), []);
+        await o.dest.ensureState();
+        const again = await o.reopen({ readOnly: true });
+        assert.equal(await again.hasState(), true);
+        await again.state.recent('p', 5);
+        await again.close();
+        assert.deepEqual(leftOver(before, activeResources()), []);
+      }));
+  });
+}
+
+/** The kinds of the resources keeping the event loop alive now (sockets, timers...). */
+function activeResources(): string[] {
+  return process.getActiveResourcesInfo();
+}
+
+/** What `after` holds that `before` did not, one entry per resource more. */
+function leftOver(before: readonly string[], after: readonly string[]): string[] {
+  const left = [...before];
+  return after.filter((kind) => {
+    const at = left.indexOf(kind);
+    if (at < 0) return true;
+    left.splice(at, 1);
+    return false;
   });
 }
 

@@ -387,5 +387,31 @@ for (const kind of destinationKinds()) {
         ['homes'],
       );
     });
+
+    test('status of a destination no run has used answers, and leaves nothing open (PostgreSQL kept a pooled connection, and the process, 10 s)', async () => {
+      const t = await target('status-empty');
+      // The database (the PostgreSQL schema, the file) is there; sluice's state is not.
+      await t.exec('create table unrelated (x integer)');
+      const file = pipeline(t, 'status-empty', homes());
+      // What keeps a process alive once its work is done (a socket, a timer) is an active
+      // resource: `status` must leave none behind, so its process exits as soon as it answers.
+      const before = process.getActiveResourcesInfo();
+      const status = await runCli(['status', file], emulatorEnv(harness));
+      const left = leftOver(before, process.getActiveResourcesInfo());
+      assert.equal(status.code, 0, status.stderr);
+      assert.match(status.stdout, /no state found at .*pipeline 'status-empty' has not run/);
+      assert.deepEqual(left, []);
+    });
+  });
+}
+
+/** What `after` holds that `before` did not, one entry per resource more. */
+function leftOver(before: readonly string[], after: readonly string[]): string[] {
+  const left = [...before];
+  return after.filter((kind) => {
+    const at = left.indexOf(kind);
+    if (at < 0) return true;
+    left.splice(at, 1);
+    return false;
   });
 }

@@ -234,6 +234,7 @@ for (const kind of destinationKinds()) {
         num_requested: RECORDS,
         cursor_from: null,
         credits: null,
+        load_settings: null,
         stage: 'extract',
       });
       await destination.close();

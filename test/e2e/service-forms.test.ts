@@ -199,6 +199,7 @@ describe('crash recovery over a paged list of downloads', () => {
         num_requested: RECORDS,
         cursor_from: null,
         credits: null,
+        load_settings: null,
         stage: 'extract',
       });
       await destination.close();
@@ -298,6 +299,7 @@ describe('v3 result files past their seven days', () => {
       num_requested: 120,
       cursor_from: null,
       credits: null,
+      load_settings: null,
       stage: 'extract',
     });
     await destination.close();

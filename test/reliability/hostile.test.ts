@@ -27,7 +27,8 @@ import { type HostileService, startHostileService } from './hostile-server.js';
  * Wrong data, stuck pipelines and hostile inputs: what each gets. Every case names what went
  * wrong before: a value PostgreSQL refuses blocking a pipeline for good, field names taken as
  * object keys, a record twice in a batch, another pipeline's download adopted, a job changed
- * half way, two pipelines replacing one table, dependent views, long waits, hostile files.
+ * half way, two pipelines replacing one table (now refused), dependent views, long waits,
+ * hostile files.
  */
 
 let hostile: HostileService;
@@ -729,7 +730,50 @@ for (const kind of destinationKinds()) {
       assert.deepEqual(await t.tables('homes__sluice'), []);
     });
 
-    test('two pipelines replacing one table at once: each swaps in a whole table of its own', async () => {
+    for (const [what, top, settings, said] of [
+      [
+        'columns:',
+        '',
+        '    columns: { latitude: double, numBathroom: text }\n',
+        /: columns\.latitude is now real, was not pinned; columns\.numBathroom is now text, was not pinned\. Set them back/,
+      ],
+      ['naming:', 'naming: snake_case\n', '', /: naming is now snake_case, was keep\. Set it back/],
+    ] as const) {
+      test(`a ${what} change on a half-loaded download names what changed (it said "now merge into texasHomes, was merge into texasHomes"); set back, the download finishes, bought once`, async () => {
+        await harness.reset();
+        const name = `changed-${what.replace(':', '')}`;
+        const t = await target(name);
+        const write = (head: string, extra: string) =>
+          writeFileSync(
+            file,
+            `${pipelineHead(name, t.destinationYaml)}${head}jobs:\n  texasHomes:\n    type: properties\n    query: 'province:TX'\n    records: 300\n    format: csv\n${extra}    ${POLL}\n`,
+          );
+        const file = join(dir, `${kind}-${name}.yaml`);
+        write('', '');
+        await stopAt(file, harness, 'file-committed:texasHomes@0', 'SIGKILL');
+        const loaded = await t.one<{ n: number }>('select count(*) as n from "texasHomes"');
+        write(top, settings);
+        const refused = await runJson(file, emulatorEnv(harness));
+        assert.equal(refused.code, 2, refused.stderr);
+        const error = refused.summary.jobs[0].error;
+        assert.equal(error.code, 'SLUICE_JOB_CHANGED');
+        assert.match(error.message, /half loaded \(1 file of it in the tables\)/);
+        assert.match(error.message, said);
+        assert.match(error.message, /--fresh/);
+        assert.doesNotMatch(error.message, /was merge into texasHomes/);
+        const count = await t.one<{ n: number }>('select count(*) as n from "texasHomes"');
+        assert.equal(Number(count.n), Number(loaded.n), 'nothing more loaded');
+        write('', '');
+        const finished = await runJson(file, emulatorEnv(harness));
+        assert.equal(finished.code, 0, finished.stderr);
+        assert.equal(finished.summary.jobs[0].reattached, true);
+        const all = await t.one<{ n: number }>('select count(*) as n from "texasHomes"');
+        assert.equal(Number(all.n), 300);
+        assert.deepEqual(downloadsByType(harness), { properties: 1 }, 'bought once');
+      });
+    }
+
+    test('two pipelines replacing one table at once: one owns it, the other is refused before buying (each used to swap its own table in over the other)', async () => {
       await harness.reset();
       const t = await target('shared');
       const job = (records: number) =>
@@ -746,17 +790,27 @@ for (const kind of destinationKinds()) {
       );
       // Where one process at a time has the database (DuckDB), the second waits for the first.
       const args = t.oneProcess ? ['--wait'] : [];
-      const [ra, rb] = await Promise.all([
+      const runs = await Promise.all([
         startRun(a, harness, { args }).finished,
         startRun(b, harness, { args }).finished,
       ]);
-      assert.equal(ra.code, 0, ra.stderr);
-      assert.equal(rb.code, 0, rb.stderr);
+      const codes = runs.map((r) => r.code).sort();
+      assert.deepEqual(codes, [0, 2], runs.map((r) => r.stdout + r.stderr).join('\n'));
+      const loser = JSON.parse(runs.find((r) => r.code === 2)!.stdout);
+      assert.equal(loser.error.code, 'SLUICE_TABLE_OWNED');
+      assert.match(loser.error.message, /is the table of job 'homes' of pipeline 'shared-[ab]'/);
+      assert.deepEqual(
+        downloadsByType(harness),
+        { properties: 1 },
+        'the refused one bought nothing',
+      );
+      const winner = JSON.parse(runs.find((r) => r.code === 0)!.stdout);
       const { n, ids } = await t.one<{ n: number; ids: number }>(
         'select count(*) as n, count(distinct id) as ids from homes',
       );
-      assert.ok(Number(n) === 200 || Number(n) === 300, `a whole table of one pipeline: ${n}`);
-      assert.equal(Number(ids), Number(n), 'never a mix of both');
+      assert.equal(Number(n), winner.jobs[0].loaded, "the owner's whole table");
+      assert.equal(Number(ids), Number(n));
+      assert.deepEqual(await t.tables('homes__sluice'), [], 'no staging table left');
     });
 
     test('a 429 asking for a longer wait than the poll timeout says so', async () => {

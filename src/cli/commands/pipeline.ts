@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
 import { attachContext, UsageError } from '../../errors.js';
 import {
+  checkSharedTables,
   clientFor,
   jobMatcher,
   loadPipeline,
@@ -230,6 +231,8 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   }
   const specs: PipelineSpec[] = [];
   for (const file of files) specs.push(await loadPipeline(file, ctx.env, { source: 'required' }));
+  // Before any of them buys anything: no file's tables may be another's in one destination.
+  checkSharedTables(specs, ctx.env);
   const missing = unmatchedPatterns(specs, args.job ?? []);
   if (missing.length > 0) {
     throw new UsageError(

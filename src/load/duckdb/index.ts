@@ -29,6 +29,7 @@ export const duckdb: DestinationEntry = {
     ['duckdb_', 'keeps names beginning duckdb_ for its catalogue'],
     ['pg_', 'keeps names beginning pg_ for its PostgreSQL catalogue views'],
   ],
+  identity: (url, options) => duckdbPath(url, options.baseDir) ?? url,
   async open(url, options): Promise<Destination> {
     const [
       { openDuckDb, DuckDbConnection },

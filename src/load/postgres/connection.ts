@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Socket } from 'node:net';
 import {
   Kysely,
   PostgresDialect as KyselyPostgresDialect,
@@ -40,6 +41,7 @@ export class PostgresSession {
   readonly #stopped = new WeakSet<pg.PoolClient>();
   /** State statements go through clients this session hands out, stopped and watched alike. */
   readonly db: Kysely<StateDatabase>;
+  #ended: Promise<void> | undefined;
 
   constructor(
     readonly pool: pg.Pool,
@@ -61,12 +63,22 @@ export class PostgresSession {
           },
         }) as unknown as PostgresPoolClient;
       },
-      end: () => pool.end(),
+      end: () => this.end(),
     };
     this.db = new Kysely<StateDatabase>({
       dialect: new KyselyPostgresDialect({ pool: tracked }),
     }).withSchema(schema);
     signal?.addEventListener('abort', () => this.#stopAll(), { once: true });
+  }
+
+  /**
+   * Ends the pool, once, whoever asks first. Kysely ends it only when a state statement went
+   * through it; a look that found no state tables (`status`) never sends one, and an idle
+   * client left in the pool kept the process alive until pg's idle timeout (10 s).
+   */
+  end(): Promise<void> {
+    this.#ended ??= endPool(this.pool);
+    return this.#ended;
   }
 
   qualified(table: string): string {
@@ -140,9 +152,7 @@ export async function openPostgres(
     connectionTimeoutMillis: 15_000,
     max: options.connections,
   };
-  let pool = new pg.Pool(config);
-  // An idle client that loses its connection emits here; the next query reports the problem.
-  pool.on('error', () => {});
+  let pool = newPool(config);
   try {
     let client: pg.PoolClient;
     try {
@@ -150,9 +160,8 @@ export async function openPostgres(
     } catch (error) {
       // sslmode=prefer: TLS where the server has it, else a plain connection (as libpq).
       if (tlsModeOf(url) !== 'prefer' || !/does not support SSL/i.test(String(error))) throw error;
-      await pool.end().catch(() => {});
-      pool = new pg.Pool({ ...config, ssl: false });
-      pool.on('error', () => {});
+      await endPool(pool).catch(() => {});
+      pool = newPool({ ...config, ssl: false });
       client = await pool.connect();
     }
     try {
@@ -169,7 +178,7 @@ export async function openPostgres(
       client.release();
     }
   } catch (error) {
-    await pool.end().catch(() => {});
+    await endPool(pool).catch(() => {});
     throw translatePostgresError(scrub(error, secrets), description);
   }
   return new PostgresSession(
@@ -181,6 +190,34 @@ export async function openPostgres(
     options.signal,
     options.logger,
   );
+}
+
+/** The sockets of each pool's connections not closed yet (see endPool). */
+const openSockets = new WeakMap<pg.Pool, Set<Socket>>();
+
+function newPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config);
+  // An idle client that loses its connection emits here; the next query reports the problem.
+  pool.on('error', () => {});
+  const sockets = new Set<Socket>();
+  openSockets.set(pool, sockets);
+  pool.on('connect', (client) => {
+    const socket = (client as unknown as { connection: { stream: Socket } }).connection.stream;
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return pool;
+}
+
+/**
+ * Ends a pool and waits until its connections' sockets are closed: `pool.end()` asks its clients
+ * to end without waiting for them, so a destination closed would still hold sockets open.
+ */
+async function endPool(pool: pg.Pool): Promise<void> {
+  await pool.end();
+  const closing = [...(openSockets.get(pool) ?? [])];
+  // 'close' comes after an 'error' too (which `events.once` would throw).
+  await Promise.all(closing.map((socket) => new Promise((closed) => socket.once('close', closed))));
 }
 
 /** A Kysely pool over one already checked-out client, so state statements run in its transaction. */
@@ -335,6 +372,7 @@ export class PostgresConnection implements DialectConnection<PgConn> {
   async close(): Promise<void> {
     clearInterval(this.#watch);
     await this.session.db.destroy();
+    await this.session.end();
   }
 }
 

@@ -25,6 +25,14 @@ export const postgres: DestinationEntry = {
   matches: (url) => /^postgres(?:ql)?:\/\//.test(url),
   // Its catalogue (pg_class, ...), found before a table of the same name.
   reservedPrefixes: [['pg_', 'keeps names beginning pg_ for its catalogue']],
+  identity(url) {
+    try {
+      const { hostname, port, pathname } = new URL(url);
+      return `postgres://${hostname}:${port || '5432'}${pathname}`;
+    } catch {
+      return url;
+    }
+  },
   async open(url, options): Promise<Destination> {
     const [
       { openPostgres, PostgresConnection },

@@ -23,6 +23,7 @@ export const sqlite: DestinationEntry = {
   matches: (url) => sqlitePath(url) !== undefined,
   // Its own tables: sqlite_master, sqlite_stat1, ...
   reservedPrefixes: [['sqlite_', 'keeps names beginning sqlite_ for itself']],
+  identity: (url, options) => sqlitePath(url, options.baseDir) ?? url,
   async open(url, options): Promise<Destination> {
     const [
       { openSqlite, SqliteConnection },

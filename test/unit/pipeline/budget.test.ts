@@ -162,6 +162,7 @@ function attempt(changes: Partial<Attempt>): Attempt {
     num_requested: 500,
     cursor_from: null,
     credits: null,
+    load_settings: null,
     stage: null,
     ...changes,
   };

@@ -249,7 +249,10 @@ jobs:
     type: properties
     query: 'city:Dallas'
 `);
-    assert.match(found[0]!.message, /is 'homes_tx' under naming: snake_case/);
+    assert.match(
+      found[0]!.message,
+      /table 'homes_tx' .*is also the table of job 'homesTx' \(both are 'homes_tx' under naming: snake_case\)/,
+    );
     const spec = parsePipeline(
       `${HEAD}jobs:\n  homes:\n    type: properties\n    query: 'city:Austin'\n    columns: { yearBuit: integer }\n`,
       'p.yaml',
