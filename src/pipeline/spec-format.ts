@@ -238,6 +238,11 @@ export const pipelineSchema = z.strictObject({
       "table and column names: keep the service's field names, or snake_case (firstName -> first_name)",
     ),
   schema: schemaContract.optional(),
+  strict_fields: flag(z.boolean())
+    .default(false)
+    .describe(
+      "refuse a field sluice's catalogue does not list (in queries, views, keys, columns) instead of warning and sending it",
+    ),
   views: z
     .record(z.string().min(1), z.strictObject({ fields: z.array(z.string().min(1)).min(1) }))
     .default({}),
@@ -303,6 +308,11 @@ export interface PipelineSpec {
   budgets: Budget[];
   /** How field names become table and column names (`naming:`). */
   naming: 'keep' | 'snake_case';
+  /**
+   * `strict_fields` (or `--strict-fields`): a field the catalogue does not list is refused, not
+   * a warning.
+   */
+  strictFields: boolean;
 }
 
 /** JSON Schema of the pipeline format, for editors (`sluice schema`). */

@@ -18,7 +18,12 @@ import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '
 import { creditsText, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
-import { type PipelineArgs, pipelineFileArg, withPipeline } from './pipeline-args.js';
+import {
+  type PipelineArgs,
+  pipelineFileArg,
+  strictFieldsOption,
+  withPipeline,
+} from './pipeline-args.js';
 import { statusCommand } from './status.js';
 
 /**
@@ -212,6 +217,7 @@ export interface RunArgs {
   progress?: boolean;
   parallel?: number;
   'run-key'?: string;
+  'strict-fields'?: boolean;
 }
 
 /**
@@ -229,7 +235,9 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     return exitCodeOfRun(summary);
   }
   const specs: PipelineSpec[] = [];
-  for (const file of files) specs.push(await loadPipeline(file, ctx.env, { source: 'required' }));
+  const strictFields = args['strict-fields'] === true;
+  for (const file of files)
+    specs.push(await loadPipeline(file, ctx.env, { source: 'required', strictFields }));
   const missing = unmatchedPatterns(specs, args.job ?? []);
   if (missing.length > 0) {
     throw new UsageError(
@@ -266,7 +274,8 @@ function runOne(
   ctx: CliContext,
   lenientJobs: boolean,
 ): Promise<RunSummary> {
-  return withPipeline({ file }, ctx, { source: 'required' }, (spec) =>
+  const strict = args['strict-fields'] === true ? { 'strict-fields': true } : {};
+  return withPipeline({ file, ...strict }, ctx, { source: 'required' }, (spec) =>
     runPipeline(spec, {
       env: ctx.env,
       jobs: args.job,
@@ -344,14 +353,18 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
     .command(
       'validate <file>',
       'Check a pipeline file and its queries (sends no request, needs no credentials)',
-      (c) => pipelineFileArg(c).example('$0 validate pipelines/demo.yaml', 'check the demo'),
+      (c) =>
+        strictFieldsOption(pipelineFileArg(c)).example(
+          '$0 validate pipelines/demo.yaml',
+          'check the demo',
+        ),
       async (args) => done(await validateCommand(args, ctx)),
     )
     .command(
       'plan <file>',
       'Show what each job would download and cost, and whether the credit guard passes (spends nothing)',
       (c) =>
-        pipelineFileArg(c)
+        strictFieldsOption(pipelineFileArg(c))
           .option('full-refresh', {
             type: 'boolean',
             default: false,
@@ -369,7 +382,7 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
       'run <files..>',
       'Run pipelines: sync views, start or re-attach downloads, load the files',
       (c) =>
-        c
+        strictFieldsOption(c)
           .positional('files', {
             type: 'string',
             array: true,
