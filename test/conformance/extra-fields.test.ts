@@ -91,7 +91,10 @@ for (const wire of WIRES) {
           assert.ok(['individual', 'company'].includes(t.ownerType));
         }
       }
-      assert.ok(records.some((r: Json) => r.transactions === undefined), 'none made up');
+      assert.ok(
+        records.some((r: Json) => r.transactions === undefined),
+        'none made up',
+      );
       // The same seed serves the same values.
       const again = await api.preview('properties', { query: '*', num_records: 10 });
       assert.deepEqual(again.records, records);
