@@ -1,7 +1,10 @@
 /**
- * The service's data types and the fields of their records, as listed in shared/wire-notes.md.
- * One catalogue serves the query linter (unknown fields are caught before a request costs
- * credits), the emulator (what it generates and what views may name) and the normalizer.
+ * The service's data types and the fields of their records: the core fields most records carry
+ * (as listed in shared/wire-notes.md), and the further fields the service's schema pages
+ * document. One catalogue serves the query linter (a field it does not know is a warning, with
+ * the nearest known name; `strict_fields` makes it an error), the emulator (what it generates
+ * and what views may name) and the normalizer (each field's kind and column type). The service
+ * adds fields over time: one this catalogue lacks still flows through, typed as its data is.
  */
 
 export const DATA_TYPES = ['properties', 'businesses', 'products', 'people'] as const;
@@ -56,7 +59,12 @@ const propertyPeople = objects({
   people_keys: strings,
 });
 
-export const FIELDS: Record<DataType, FieldMap> = {
+/**
+ * The fields most records of a type carry: a table is made with these columns before any record
+ * arrives (when no view names its fields), and the emulator's records hold them. The other
+ * fields of FIELDS join a table when the data brings them.
+ */
+export const CORE_FIELDS: Record<DataType, FieldMap> = {
   properties: {
     id: s,
     address: s,
@@ -220,6 +228,201 @@ export const FIELDS: Record<DataType, FieldMap> = {
   },
 };
 
+/** A field seen at a moment, with where: the shape of many of the service's lists of values. */
+const sighting = (value: FieldDef) => objects({ dateSeen: dates, sourceURLs: strings, value });
+
+/** Reviews as the property, business and product schemas share them. */
+const REVIEW_FIELDS: FieldMap = {
+  date,
+  dateAdded: date,
+  dateSeen: dates,
+  doRecommend: bool,
+  rating: num,
+  sourceURLs: strings,
+  text: s,
+  title: s,
+  userCity: s,
+  userProvince: s,
+  username: s,
+};
+const reviews = objects(REVIEW_FIELDS);
+
+/**
+ * The fields the service's schema pages document beyond the core ones, with their kinds: text
+ * and keyword are strings, float a number, nested a list of objects, and a value shown as a
+ * list is one. An entry for a core field of objects adds the sub-fields the pages list for it.
+ */
+const DOCUMENTED: Record<DataType, FieldMap> = {
+  properties: {
+    absenteeOwner: objects({ absent: bool, firstDateSeen: date, lastDateSeen: date }),
+    architecturalStyles: strings,
+    availableDates: objects({
+      dateSeen: dates,
+      endDate: date,
+      sourceURLs: strings,
+      startDate: date,
+    }),
+    brandTenant: s,
+    brokers: objects({
+      firstName: s,
+      lastName: s,
+      licenseType: s,
+      sourceURLs: strings,
+      websites: strings,
+    }),
+    buildingName: s,
+    deposits: objects({ amount: num, currency: s, dateSeen: dates, sourceURLs: strings }),
+    domains: strings,
+    fees: objects({
+      amountMax: num,
+      amountMin: num,
+      currency: s,
+      dateSeen: dates,
+      sourceURLs: strings,
+      type: s,
+    }),
+    languagesSpoken: strings,
+    leasingTerms: sighting(s),
+    legalDescription: s,
+    listingName: s,
+    lotSizeUnit: s,
+    managedBy: sighting(s),
+    mlsNumber: s,
+    mostRecentBrokerDateSeen: date,
+    mostRecentBrokerEmails: strings,
+    mostRecentBrokerPhones: strings,
+    mostRecentBrokerWebsites: strings,
+    mostRecentPriceDomain: s,
+    mostRecentPriceFirstDateSeen: date,
+    mostRecentPriceSourceURL: s,
+    mostRecentRentalPriceAmount: num,
+    mostRecentRentalPriceDate: date,
+    mostRecentRentalPricePeriod: s,
+    mostRecentStatusFirstDateSeen: date,
+    neighborhoods: strings,
+    numFloor: int,
+    numPeople: int,
+    numRoom: int,
+    numUnit: int,
+    paymentTypes: strings,
+    petPolicy: s,
+    phones: strings,
+    prices: objects({ availability: s, comment: s, period: s }),
+    reviews,
+    rules: strings,
+    subdivision: s,
+    taxID: s,
+    title: s,
+    transactions: objects({ ownerType: s }),
+    websiteIDs: strings,
+  },
+  businesses: {
+    careerPageURL: s,
+    claimed: strings,
+    cuisines: strings,
+    descriptions: objects({ dateSeen: date, sourceURLs: strings, value: s }),
+    domains: strings,
+    facebookPageURL: s,
+    hours: objects({ dept: s }),
+    imageURLs: strings,
+    isClosed: bool,
+    languagesSpoken: strings,
+    menuPageURL: s,
+    menus: objects({
+      amountMax: num,
+      amountMin: num,
+      category: s,
+      currency: s,
+      dateSeen: dates,
+      description: s,
+      name: s,
+      sourceURLs: strings,
+    }),
+    neighborhoods: strings,
+    numRoom: int,
+    paymentTypes: strings,
+    people: objects({ dateSeen: date, email: s, name: s, phone: s, title: s }),
+    priceRangeCurrency: s,
+    priceRangeMin: num,
+    priceRangeMax: num,
+    revenueCurrency: s,
+    reviews,
+    twitter: s,
+    websiteIDs: strings,
+    yearIncorporated: int,
+  },
+  products: {
+    canonicalBrand: s,
+    count: s,
+    descriptions: objects({ dateSeen: date, sourceURLs: strings, value: s }),
+    dimension: s,
+    domains: strings,
+    features,
+    financingAndLeasing: objects({
+      additionalDetails: strings,
+      apr: num,
+      currency: s,
+      dateSeen: dates,
+      sourceURLs: strings,
+    }),
+    flavors: strings,
+    isbn: s,
+    prices: objects({
+      availability: s,
+      color: s,
+      count: s,
+      dateAdded: date,
+      flavor: s,
+      offer: s,
+      returnPolicy: s,
+      shipping: s,
+      size: s,
+      sourceURLs: strings,
+    }),
+    reviews: objects({ ...REVIEW_FIELDS, didPurchase: bool, id: s, numHelpful: int }),
+    secondaryCategories: strings,
+    taxonomy: strings,
+    ...taxonomyLevels(9),
+    vin: s,
+    websiteIDs: strings,
+  },
+  people: {
+    jobFunction: s,
+    jobLevel: s,
+    sourceURLs: strings,
+  },
+};
+
+/** `taxonomyLevel1` to `taxonomyLevelN`: a product's classification, one level each. */
+function taxonomyLevels(levels: number): FieldMap {
+  return Object.fromEntries(
+    Array.from({ length: levels }, (_, i) => [`taxonomyLevel${i + 1}`, strings]),
+  );
+}
+
+/**
+ * Two field maps as one: the first's fields keep their kinds and order, a list of objects in
+ * both gains the second's sub-fields, and the second's other fields follow.
+ */
+function mergeFields(first: FieldMap, second: FieldMap): FieldMap {
+  const out: FieldMap = { ...first };
+  for (const [name, def] of Object.entries(second)) {
+    const have = Object.hasOwn(out, name) ? out[name] : undefined;
+    if (have === undefined) out[name] = def;
+    else if (have.kind === 'objects' && def.kind === 'objects')
+      out[name] = objects(mergeFields(have.fields, def.fields));
+  }
+  return out;
+}
+
+/** Every field the catalogue knows of each data type: the core ones first, then the others. */
+export const FIELDS: Record<DataType, FieldMap> = {
+  properties: mergeFields(CORE_FIELDS.properties, DOCUMENTED.properties),
+  businesses: mergeFields(CORE_FIELDS.businesses, DOCUMENTED.businesses),
+  products: mergeFields(CORE_FIELDS.products, DOCUMENTED.products),
+  people: mergeFields(CORE_FIELDS.people, DOCUMENTED.people),
+};
+
 /** A view the service makes for everyone: usable in searches and downloads, readable, fixed. */
 export interface PremadeView {
   type: DataType;
@@ -227,7 +430,11 @@ export interface PremadeView {
   fields: readonly string[];
 }
 
-const everyField = (type: DataType): readonly string[] => Object.keys(FIELDS[type]);
+/**
+ * What an `_all` view lists: the core fields. A table made for one starts with their columns,
+ * and the record's other fields join it as they come, as for a job without a view.
+ */
+const everyField = (type: DataType): readonly string[] => Object.keys(CORE_FIELDS[type]);
 const except = (type: DataType, ...left: string[]) =>
   everyField(type).filter((field) => !left.includes(field));
 
@@ -250,10 +457,10 @@ const BUSINESS_BASIC = [
 /**
  * The pre-made views, by the names the service's guides and its customers' public clients use:
  * v4 names are singular (`property_flat_prices`), v3 names plural (`products_pricesFlat`); the
- * service has no pre-made people view that they show. Where a name selects fields the data
- * types here do not have (menus, product and property reviews), its list keeps the fields that
- * place the record and the nearest ones there are. The emulator serves them (a view's fields
- * decide a file's columns); `validate` accepts exactly these names without a `views:` entry.
+ * service has no pre-made people view that they show. A `flat` view selects the nested field it
+ * is named for (menus, prices, reviews) beside the fields that place the record. The emulator
+ * serves them (a view's fields decide a file's columns); `validate` accepts exactly these names
+ * without a `views:` entry.
  */
 export const PREMADE_VIEWS: Readonly<Record<string, PremadeView>> = {
   // v4
@@ -270,7 +477,7 @@ export const PREMADE_VIEWS: Readonly<Record<string, PremadeView>> = {
   },
   property_flat_reviews: {
     type: 'properties',
-    fields: [...PROPERTY_PLACE, 'propertyType', 'descriptions', ...DATES],
+    fields: [...PROPERTY_PLACE, 'propertyType', 'reviews', 'descriptions', ...DATES],
   },
   property_preview: {
     type: 'properties',
@@ -295,7 +502,7 @@ export const PREMADE_VIEWS: Readonly<Record<string, PremadeView>> = {
   },
   business_flat_menus: {
     type: 'businesses',
-    fields: [...BUSINESS_PLACE, 'categories', 'primaryCategories', 'features', ...DATES],
+    fields: [...BUSINESS_PLACE, 'categories', 'primaryCategories', 'menus', ...DATES],
   },
   business_flat_reviews: {
     type: 'businesses',
@@ -317,7 +524,7 @@ export const PREMADE_VIEWS: Readonly<Record<string, PremadeView>> = {
   },
   product_flat_reviews: {
     type: 'products',
-    fields: [...PRODUCT_NAME, 'merchants', ...DATES],
+    fields: [...PRODUCT_NAME, 'reviews', 'merchants', ...DATES],
   },
   // v3
   properties_all: { type: 'properties', fields: everyField('properties') },
@@ -330,7 +537,7 @@ export const PREMADE_VIEWS: Readonly<Record<string, PremadeView>> = {
   },
   businesses_all_menusFlat: {
     type: 'businesses',
-    fields: [...BUSINESS_PLACE, 'categories', 'primaryCategories', 'features', ...DATES],
+    fields: [...BUSINESS_PLACE, 'categories', 'primaryCategories', 'menus', ...DATES],
   },
   businesses_basic: {
     type: 'businesses',
@@ -356,7 +563,7 @@ export const PREMADE_VIEWS: Readonly<Record<string, PremadeView>> = {
   },
   products_reviewsFlat: {
     type: 'products',
-    fields: [...PRODUCT_NAME, 'merchants', ...DATES],
+    fields: [...PRODUCT_NAME, 'reviews', 'merchants', ...DATES],
   },
   products_keysSourceURLs: { type: 'products', fields: ['id', 'keys', 'sourceURLs'] },
   products_multiValuedFieldsNested: { type: 'products', fields: everyField('products') },
@@ -405,6 +612,37 @@ export function fieldPaths(type: DataType): string[] {
   };
   walk(FIELDS[type], '');
   return out;
+}
+
+/** A field name the catalogue does not list, with the nearest name it does, when one is near. */
+export interface UnknownField {
+  field: string;
+  suggestion?: string | undefined;
+}
+
+/** Fields named in a warning; the rest are counted. */
+const NAMED = 5;
+
+/**
+ * What to say of names the catalogue does not list: `field 'cty' is not in sluice's catalogue
+ * of properties (did you mean 'city'?): <then>`, or `fields 'a', 'b' (did you mean 'c'?) are
+ * ...`, naming at most five. `of` says whose catalogue: a data type, or `any data type`.
+ */
+export function unknownFieldsWarning(
+  fields: readonly UnknownField[],
+  of: string,
+  then: string,
+): string {
+  const name = (f: UnknownField) => `'${f.field}'`;
+  const guess = (f: UnknownField) => (f.suggestion ? ` (did you mean '${f.suggestion}'?)` : '');
+  const catalogue = `sluice's catalogue of ${of}`;
+  if (fields.length === 1) {
+    const [only] = fields as [UnknownField];
+    return `field ${name(only)} is not in ${catalogue}${guess(only)}: ${then}`;
+  }
+  const named = fields.slice(0, NAMED).map((f) => `${name(f)}${guess(f)}`);
+  const more = fields.length > NAMED ? ` and ${fields.length - NAMED} more` : '';
+  return `fields ${named.join(', ')}${more} are not in ${catalogue}: ${then}`;
 }
 
 /** The closest known name to `input` within a small edit distance, for "did you mean" hints. */

@@ -5,9 +5,12 @@ import {
   fieldPaths,
   isDataType,
   resolveField,
+  type UnknownField,
+  unknownFieldsWarning,
 } from '../catalog.js';
 import { UsageError } from '../errors.js';
 import type { IncrementalRange } from '../pipeline/index.js';
+import { checkQuery } from '../query/index.js';
 import { plural } from '../util/words.js';
 import { formatTable } from './output.js';
 
@@ -79,15 +82,67 @@ const DEFAULT_COLUMNS: Record<DataType, string[]> = {
   people: ['id', 'firstName', 'lastName', 'city', 'province'],
 };
 
-/** Checks `--columns` against the catalogue before anything is spent. */
-export function checkColumns(type: DataType, columns: readonly string[]): void {
+/**
+ * How a command treats fields sluice's catalogue does not list: it warns (on stderr, through the
+ * log) and sends them, as the service may know them; `--strict-fields` refuses them.
+ */
+export interface FieldCheck {
+  strict: boolean;
+  warn: (message: string) => void;
+}
+
+export const STRICT_FIELDS_HINT = '--strict-fields refuses such fields';
+
+/**
+ * Checks a query before any request: a syntax error, or a value that cannot apply to its
+ * field, is refused (SLUICE_QUERY_SYNTAX, SLUICE_QUERY_FIELD); a field the catalogue does not
+ * list is a warning, or refused with `--strict-fields`.
+ */
+export function checkQueryArg(type: DataType, query: string, fields: FieldCheck): void {
+  const { unknown } = checkQuery(query, type, { strict: fields.strict });
+  if (unknown.length === 0) return;
+  fields.warn(
+    `query: ${unknownFieldsWarning(unknown, type, `sent as written, the service decides; ${STRICT_FIELDS_HINT}`)}`,
+  );
+}
+
+/**
+ * Checks `--columns` against the catalogue before anything is spent: a column it does not list
+ * is shown if the records have it, with a warning, or refused with `--strict-fields`.
+ */
+export function checkColumns(type: DataType, columns: readonly string[], fields: FieldCheck): void {
+  const unknown: UnknownField[] = [];
   for (const column of columns) {
     if (resolveField(type, column)) continue;
     const hint = closest(column, fieldPaths(type));
-    throw new UsageError(
-      `unknown column '${column}': ${type} records have no such field${hint ? ` (did you mean ${hint}?)` : ''}`,
+    if (fields.strict) {
+      throw new UsageError(
+        `unknown column '${column}': ${type} records have no such field${hint ? ` (did you mean ${hint}?)` : ''}`,
+      );
+    }
+    unknown.push({ field: column, suggestion: hint });
+  }
+  if (unknown.length > 0) {
+    fields.warn(
+      `--columns: ${unknownFieldsWarning(unknown, type, `shown where the records have it; ${STRICT_FIELDS_HINT}`)}`,
     );
   }
+}
+
+/** `--strict-fields` on the service commands that check fields. */
+export const strictFieldsFlag = {
+  type: 'boolean',
+  default: false,
+  describe:
+    "Refuse fields sluice's catalogue does not list instead of warning and sending them as written",
+} as const;
+
+/** The FieldCheck of a command's flags, warning through the context's log. */
+export function fieldCheck(
+  args: { 'strict-fields'?: boolean },
+  logger: { warn: (message: string) => void },
+): FieldCheck {
+  return { strict: args['strict-fields'] === true, warn: (message) => logger.warn(message) };
 }
 
 /**

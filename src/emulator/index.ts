@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, loadFastify } from './app.js';
 import { Dataset } from './data/dataset.js';
 import { EmulatorClock } from './emulator-clock.js';
+import { ExtraFields } from './extra-fields.js';
 import { FaultInjector } from './faults.js';
 import { type EmulatorOptions, resolveOptions } from './options.js';
 import { FileSpool } from './render.js';
@@ -60,6 +61,7 @@ export async function createEmulator(partial: Partial<EmulatorOptions> = {}): Pr
         new Dataset({ seed: options.seed, scale: options.scale }),
         options.churn,
         clock.startedAt,
+        ExtraFields.parse(options.extraFields),
       ),
     ),
     spool: new FileSpool(options.spoolDir ?? mkdtempSync(join(tmpdir(), 'sluice-emulator-'))),

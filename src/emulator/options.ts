@@ -59,6 +59,12 @@ export interface EmulatorOptions {
   totalCredits: number;
   /** Serve result files gzip-encoded to clients that accept it (the live service does not). */
   gzipFiles: boolean;
+  /**
+   * Fields served beyond the core ones, `TYPE.FIELD[:KIND][=VALUE|VALUE...]` (extra-fields.ts):
+   * documented fields the emulator does not make up, or fields no catalogue lists. A bad one
+   * is a RangeError when the emulator is made.
+   */
+  extraFields: string[];
   /** Where result files are written before they are served; a fresh temp dir by default. */
   spoolDir?: string;
   /** Key for signing file URLs; random per start unless given. */
@@ -98,6 +104,7 @@ export const DEFAULT_OPTIONS: EmulatorOptions = {
   rate: 20_000,
   churn: DEFAULT_CHURN,
   gzipFiles: false,
+  extraFields: [],
   credits: { business: 1_000_000, people: 1_000_000, product: 1_000_000, property: 1_000_000 },
   plan: 'per-type',
   totalCredits: 100_000_000,

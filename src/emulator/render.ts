@@ -62,6 +62,7 @@ function contentKey(
     options.corrupt,
     // Changes are dated from the origin; a reset moves it (and empties the spool).
     world.origin,
+    d.extras.list.map((field) => field.spec),
   ]);
   const hash = createHash('sha256').update(what);
   const ids = new Float64Array(Math.min(4096, (records.to - records.from) * 2));
@@ -150,11 +151,13 @@ export class FileSpool {
     await mkdir(this.#dir, { recursive: true });
     const temp = `${path}.part`;
     const out = createWriteStream(temp);
-    const { columns, project } = projection(d.type, d.viewFields);
+    const { columns, project } = projection(d.type, d.viewFields, d.extras);
     let chunk = d.format === 'csv' ? `${columns.join(',')}\n` : '';
     try {
       for (let p = from; p < to; p++) {
-        const record = project(engine.record(d.type, d.matches.at(p), d.autoTrace, d.createdAt));
+        const record = project(
+          engine.record(d.type, d.matches.at(p), d.autoTrace, d.createdAt, d.extras),
+        );
         if (corrupt > 0 && unitHash(p) < corrupt) chunk += malformed(d.format, columns.length, p);
         else
           chunk +=

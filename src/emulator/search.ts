@@ -3,6 +3,7 @@ import type { QueryNode } from '../query/ast.js';
 import { compileQuery } from '../query/evaluate.js';
 import { checkQuery } from '../query/lint.js';
 import type { Dataset } from './data/dataset.js';
+import type { ExtraFields } from './extra-fields.js';
 import type { Horizon, World } from './world.js';
 
 export type AddressMatching = 'on' | 'off' | 'retry';
@@ -65,9 +66,17 @@ export class SearchEngine {
     return this.#world.dataset;
   }
 
-  /** Parses and checks a query for a data type; throws QueryError with the service's wording. */
+  /**
+   * Parses and checks a query for a data type against the fields served (the catalogue's and
+   * the extra ones); throws QueryError with the service's wording, for an unknown field too.
+   */
   parse(type: DataType, query: string): QueryNode {
-    return checkQuery(query, type);
+    return checkQuery(query, type, { strict: true, schema: this.#schema(type) }).ast;
+  }
+
+  #schema(type: DataType) {
+    const extras = this.#world.extras;
+    return (path: string) => extras.resolve(type, path);
   }
 
   /** The records matching a query as of `at` (emulator ms). */
@@ -101,12 +110,18 @@ export class SearchEngine {
    * The record at a dataset index as of `at`, as a search returns it (with the owner merged
    * for autotrace).
    */
-  record(type: DataType, index: number, autoTrace: boolean, at: number): Record<string, unknown> {
+  record(
+    type: DataType,
+    index: number,
+    autoTrace: boolean,
+    at: number,
+    extras?: ExtraFields,
+  ): Record<string, unknown> {
     if (autoTrace && type === 'properties') {
-      const traced = this.#world.autotrace(index, at);
+      const traced = this.#world.autotrace(index, at, undefined, extras);
       if (traced) return traced;
     }
-    return this.#world.record(type, index, at);
+    return this.#world.record(type, index, at, undefined, extras);
   }
 
   #scan(
@@ -122,7 +137,10 @@ export class SearchEngine {
     horizon.until = Math.min(horizon.until, world.nextArrival(type, at));
     const filtered = type === 'properties' && (options.autoTrace || options.requirePeopleData);
     if (ast.type === 'all' && !filtered) return list;
-    const predicate = compileQuery(ast, type, { addressMatching: address });
+    const predicate = compileQuery(ast, type, {
+      addressMatching: address,
+      schema: this.#schema(type),
+    });
     const found: number[] = [];
     for (let p = 0; p < list.count; p++) {
       const i = list.at(p);

@@ -30,6 +30,7 @@ export function emulatorSummary(emulator: RunningEmulator) {
     ...(options.plan === 'legacy' ? { total_credits: options.totalCredits } : {}),
     page_size: options.pageSize,
     churn_per_day: options.churn,
+    extra_fields: options.extraFields,
     data: dataCounts(emulator),
   };
 }

@@ -116,7 +116,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
     const delivered = Math.min(wanted, numFound);
     if (delivered === 0) return { numFound, delivered, records: [], autoTrace: req.autoTrace };
     state.requireCredits(req.type, req.autoTrace, delivered);
-    const { columns, project } = projection(req.type, fields);
+    const { columns, project } = projection(req.type, fields, engine.world.extras);
     const asFloat = ctx.forms.wholeNumbersAsFloat;
     const records: Record<string, unknown>[] = [];
     for (let p = 0; p < delivered; p++) {
@@ -152,6 +152,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
     target,
     numFound,
     matches,
+    extras: engine.world.extras,
     createdAt: now,
     charged: 0,
   };
@@ -212,7 +213,7 @@ export function resultFiles(
 
 export function createView(ctx: EmulatorContext, name: string, fields: string[]): View {
   checkViewName(name);
-  checkViewFields(fields);
+  checkViewFields(ctx, fields);
   if (ctx.state.views.has(name) || premadeView(name)) {
     throw new HttpProblem(409, `a view named '${name}' already exists`, [
       { field: 'name', message: 'already exists' },
@@ -231,7 +232,7 @@ export function updateView(
   const view = ownView(ctx, current);
   const name = next.name ?? view.name;
   checkViewName(name);
-  if (next.fields) checkViewFields(next.fields);
+  if (next.fields) checkViewFields(ctx, next.fields);
   if (name !== current && (ctx.state.views.has(name) || premadeView(name))) {
     throw new HttpProblem(409, `a view named '${name}' already exists`, [
       { field: 'name', message: 'already exists' },
@@ -266,13 +267,14 @@ function checkViewName(name: string): void {
   }
 }
 
-function checkViewFields(fields: string[]): void {
+/** A view names fields the emulator serves (the catalogue's and the extra ones) of any type. */
+function checkViewFields(ctx: EmulatorContext, fields: string[]): void {
   if (fields.length === 0) {
     throw new HttpProblem(400, 'a view needs at least one field', [
       { field: 'fields', message: 'must not be empty' },
     ]);
   }
-  const unknown = unknownViewFields(fields);
+  const unknown = unknownViewFields(fields, ctx.engine.world.extras);
   if (unknown.length > 0) {
     throw new HttpProblem(
       400,

@@ -1,6 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { CREDIT_TYPE_OF, CREDIT_TYPES, type CreditType, type DataType } from '../catalog.js';
 import type { EmulatorClock } from './emulator-clock.js';
+import type { ExtraFields } from './extra-fields.js';
 import type { AccountPlan } from './options.js';
 import type { MatchSet } from './search.js';
 import type { View } from './views.js';
@@ -58,6 +59,8 @@ export interface Download {
   numFound: number;
   /** The records found as of `createdAt`, which the files hold as they were then. */
   matches: MatchSet;
+  /** The extra fields served when it started, which its files hold. */
+  extras: ExtraFields;
   createdAt: number;
   /** Records delivered when it was cancelled. */
   cancelled?: { at: number; delivered: number };

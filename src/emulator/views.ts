@@ -1,4 +1,5 @@
-import { type DataType, FIELDS, fieldPaths } from '../catalog.js';
+import type { DataType } from '../catalog.js';
+import type { ExtraFields } from './extra-fields.js';
 
 export interface View {
   name: string;
@@ -6,15 +7,12 @@ export interface View {
   created_at: string;
 }
 
-const allFields = (type: DataType) => Object.keys(FIELDS[type]);
-
-const KNOWN_PATHS = new Set(
-  (Object.keys(FIELDS) as DataType[]).flatMap((type) => fieldPaths(type)),
-);
-
-/** The entries of a view's field list that no data type has (`people.people_keys:*` is allowed). */
-export function unknownViewFields(fields: readonly string[]): string[] {
-  return fields.filter((field) => !KNOWN_PATHS.has(stripWildcard(field)));
+/**
+ * The entries of a view's field list that no data type has, extra fields served included
+ * (`people.people_keys:*` is allowed).
+ */
+export function unknownViewFields(fields: readonly string[], extras: ExtraFields): string[] {
+  return fields.filter((field) => !extras.knows(stripWildcard(field)));
 }
 
 function stripWildcard(field: string): string {
@@ -34,18 +32,23 @@ export interface Projection {
 
 /**
  * What a view does to a record: keeps the named fields, in the view's order. An entry such as
- * `prices.amountMin` keeps only that sub-field of each item of an array of objects.
+ * `prices.amountMin` keeps only that sub-field of each item of an array of objects. Without a
+ * view a record is whole, and a CSV file has a column for each core field and extra one.
  */
-export function projection(type: DataType, fields: readonly string[] | undefined): Projection {
+export function projection(
+  type: DataType,
+  fields: readonly string[] | undefined,
+  extras: ExtraFields,
+): Projection {
   if (!fields) {
-    return { columns: allFields(type), project: (record) => record };
+    return { columns: extras.columns(type), project: (record) => record };
   }
   const plan = new Map<string, Set<string> | null>();
   for (const entry of fields) {
     const path = stripWildcard(entry);
     const dot = path.indexOf('.');
     const top = dot < 0 ? path : path.slice(0, dot);
-    if (!Object.hasOwn(FIELDS[type], top)) continue;
+    if (extras.resolve(type, top) === undefined) continue;
     if (dot < 0) {
       plan.set(top, null);
     } else if (plan.get(top) !== null) {

@@ -1,6 +1,7 @@
 import type { DataType } from '../catalog.js';
 import { applyChanges, type Change, isoMs, KEPT_CHANGES } from './churn.js';
 import { type Dataset, mergeOwner, mix, Rng } from './data/dataset.js';
+import { ExtraFields } from './extra-fields.js';
 
 type Json = Record<string, unknown>;
 
@@ -77,6 +78,7 @@ export class World {
   readonly #keys: Record<DataType, Keys>;
   #origin = 0;
   #generation = 0;
+  #extras: ExtraFields;
   readonly #added: Record<DataType, Added[]> = {
     properties: [],
     businesses: [],
@@ -90,9 +92,15 @@ export class World {
     people: new Map(),
   };
 
-  constructor(dataset: Dataset, churnPerDay: number, startedAt: number) {
+  constructor(
+    dataset: Dataset,
+    churnPerDay: number,
+    startedAt: number,
+    extras: ExtraFields = new ExtraFields(),
+  ) {
     this.#dataset = dataset;
     this.#churn = churnPerDay;
+    this.#extras = extras;
     const key = (salt: number, type: DataType) => mix(dataset.seed, salt, TYPE_NUMBER[type]);
     this.#keys = Object.fromEntries(
       (Object.keys(TYPE_NUMBER) as DataType[]).map((type) => [
@@ -126,6 +134,17 @@ export class World {
     return this.#generation;
   }
 
+  /** The fields served beyond the core ones (extra-fields.ts). */
+  get extras(): ExtraFields {
+    return this.#extras;
+  }
+
+  /** Serves these extra fields from now on: searches see them, and downloads started later. */
+  setExtras(extras: ExtraFields): void {
+    this.#extras = extras;
+    this.#generation += 1;
+  }
+
   reset(startedAt: number): void {
     this.#origin = Math.floor(startedAt / 1000) * 1000;
     for (const list of Object.values(this.#added)) list.length = 0;
@@ -156,9 +175,19 @@ export class World {
       : Number.POSITIVE_INFINITY;
   }
 
-  /** Record `index` as of `at`; `horizon` learns when it next changes. */
-  record(type: DataType, index: number, at: number, horizon?: Horizon): Json {
+  /**
+   * Record `index` as of `at`, with `extras` (those served now, unless a download's own);
+   * `horizon` learns when it next changes.
+   */
+  record(
+    type: DataType,
+    index: number,
+    at: number,
+    horizon?: Horizon,
+    extras: ExtraFields = this.#extras,
+  ): Json {
     const record = this.#dataset.record(type, index);
+    extras.apply(type, index, record, this.#dataset.seed);
     const born = this.#bornAt(type, index);
     if (born !== undefined) {
       record.dateAdded = isoMs(born);
@@ -173,11 +202,17 @@ export class World {
   }
 
   /** Property `index` with its owner's people record (as of `at`) merged in, or undefined. */
-  autotrace(index: number, at: number, horizon?: Horizon): Json | undefined {
+  autotrace(
+    index: number,
+    at: number,
+    horizon?: Horizon,
+    extras: ExtraFields = this.#extras,
+  ): Json | undefined {
     const owner = this.#dataset.ownerOf(index);
     if (owner?.personIndex === undefined) return undefined;
-    const property = this.record('properties', index, at, horizon);
-    return mergeOwner(property, this.record('people', owner.personIndex, at, horizon), owner);
+    const property = this.record('properties', index, at, horizon, extras);
+    const person = this.record('people', owner.personIndex, at, horizon, extras);
+    return mergeOwner(property, person, owner);
   }
 
   /**

@@ -1,4 +1,4 @@
-import { FIELDS } from '../catalog.js';
+import { DATA_TYPES, type DataType, FIELDS } from '../catalog.js';
 import type { DownloadInfo } from '../client/types.js';
 import type { QueryNode } from '../query/ast.js';
 import { compileQuery } from '../query/evaluate.js';
@@ -15,8 +15,10 @@ import type { JobSpec } from './spec.js';
  *
  * It must have been created in the window of the request; where it says its data type, query,
  * format or size, they must be the job's; its file names must be of the job's format; and its
- * first records must be records of the job's data type that match the job's query (the query's
- * terms are checked on the fields the records carry). A download with no file yet is waited for.
+ * first records must be records of the job's data type (none carries a field only another data
+ * type has; fields no data type lists are no evidence either way, the service adds fields) that
+ * match the job's query (its terms are checked on the fields the records carry). A download with
+ * no file yet is waited for.
  */
 export interface Verdict {
   ours: boolean;
@@ -80,20 +82,28 @@ export async function verifyDownload(
   }
   const stream = await ctx.client.openResultFile(download.id, first, { signal: ctx.signal });
   const records = await sampleRecords(stream, job.format, job.type, SAMPLE);
-  const fields = FIELDS[job.type];
-  const ast = checkQuery(request.query, job.type);
+  const { ast } = checkQuery(request.query, job.type);
   const predicate = compileQuery(ast, job.type);
   const named = fieldsOf(ast);
   for (const record of records) {
-    const foreign = Object.keys(record).find((k) => !Object.hasOwn(fields, k));
+    const foreign = Object.keys(record).find((k) => isForeign(job.type, k));
     if (foreign !== undefined)
-      return no(`its records have '${foreign}', not a field of ${job.type}`);
+      return no(`its records have '${foreign}', a field of ${otherTypes(job.type, foreign)}`);
     // A view may leave out fields the query names; then only the data type is checked.
     if ([...named].every((f) => f in record) && !predicate(record)) {
       return no(`a record (id ${String(record.id)}) does not match the job's query`);
     }
   }
   return { ours: true, reason: `${records.length} records checked` };
+}
+
+/** A field another data type lists and this one does not. */
+function isForeign(type: DataType, field: string): boolean {
+  return !Object.hasOwn(FIELDS[type], field) && otherTypes(type, field) !== '';
+}
+
+function otherTypes(type: DataType, field: string): string {
+  return DATA_TYPES.filter((t) => t !== type && Object.hasOwn(FIELDS[t], field)).join(', ');
 }
 
 /** The top-level fields a query's terms name (a bare value searches every text field). */

@@ -238,6 +238,11 @@ export const pipelineSchema = z.strictObject({
       "table and column names: keep the service's field names, or snake_case (firstName -> first_name)",
     ),
   schema: schemaContract.optional(),
+  strict_fields: flag(z.boolean())
+    .default(false)
+    .describe(
+      "refuse a field sluice's catalogue does not list (in queries, views, keys, columns) instead of warning and sending it",
+    ),
   views: z
     .record(z.string().min(1), z.strictObject({ fields: z.array(z.string().min(1)).min(1) }))
     .default({}),
@@ -326,6 +331,11 @@ export interface PipelineSpec {
   naming: 'keep' | 'snake_case';
   /** The tables its jobs write and the role of each, with where the file names them. */
   tables: TableClaim[];
+  /**
+   * `strict_fields` (or `--strict-fields`): a field the catalogue does not list is refused, not
+   * a warning.
+   */
+  strictFields: boolean;
 }
 
 /** `table`: a job's own table; `people`: a people table autotrace and owner lookups share. */

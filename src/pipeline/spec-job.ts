@@ -3,9 +3,12 @@ import {
   closest,
   type DataType,
   FIELDS,
+  fieldPaths,
   PREMADE_VIEWS,
   premadeView,
   resolveField,
+  type UnknownField,
+  unknownFieldsWarning,
 } from '../catalog.js';
 import { QueryError } from '../errors.js';
 import { destinations } from '../load/index.js';
@@ -39,7 +42,12 @@ export interface JobContext {
   warnings: string[];
   /** The pipeline's `schema:`, which a job's own overrides key by key. */
   contract: RawPipeline['schema'];
+  /** `strict_fields`: a field the catalogue does not list is refused rather than a warning. */
+  strictFields: boolean;
 }
+
+/** What happens to a field the catalogue does not list, said after each warning of one. */
+const STRICT_HINT = 'strict_fields: true refuses such fields';
 
 /** A job's view: declared under `views:`, pre-made, or left to the service. */
 interface JobView {
@@ -67,15 +75,10 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
     );
   }
   const query = j.query ?? 'keys:*';
-  try {
-    checkQuery(query, j.type);
-  } catch (error) {
-    if (!(error instanceof QueryError)) throw error;
-    fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, at('query'));
-  }
+  checkJobQuery(name, j, query, ctx);
   const keys = Array.isArray(j.key) ? j.key : [j.key];
   if (j.write === 'merge' && j.people_keys_from === undefined) {
-    checkMergeKeys(name, j, keys, view, fail);
+    checkMergeKeys(name, j, keys, view, ctx);
   }
   if (j.incremental !== undefined) checkIncremental(name, j, view, fail);
   const table = tableOf(name, j, ctx, raw.naming);
@@ -117,6 +120,31 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
   };
 }
 
+/**
+ * The job's query as the service would take it: a syntax error or a value that cannot apply
+ * fails the file; a field the catalogue does not list is a warning (the service may know it),
+ * or fails the file under strict_fields.
+ */
+function checkJobQuery(name: string, j: RawJob, query: string, ctx: JobContext): void {
+  try {
+    const { unknown } = checkQuery(query, j.type, { strict: ctx.strictFields });
+    if (unknown.length > 0) {
+      warn(
+        ctx,
+        `jobs.${name}.query: ${unknownFieldsWarning(unknown, j.type, `the query is sent as written and the service decides; ${STRICT_HINT}`)}`,
+      );
+    }
+  } catch (error) {
+    if (!(error instanceof QueryError)) throw error;
+    ctx.fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, ['jobs', name, 'query']);
+  }
+}
+
+/** A warning, once: a view two jobs use is checked for each. */
+function warn(ctx: JobContext, warning: string): void {
+  if (!ctx.warnings.includes(warning)) ctx.warnings.push(warning);
+}
+
 function checkView(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext): JobView {
   const { fail } = ctx;
   const at = (...rest: string[]) => ['jobs', name, ...rest];
@@ -135,15 +163,24 @@ function checkView(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext): 
       at('view'),
     );
   }
+  const unknown: UnknownField[] = [];
   declared?.fields.forEach((field, i) => {
     const path = field.endsWith(':*') ? field.slice(0, -2) : field;
-    if (!resolveField(j.type, path)) {
+    if (resolveField(j.type, path)) return;
+    if (ctx.strictFields) {
       fail(
         `field '${field}' of view '${j.view}' is not a field of ${j.type} (used by job '${name}')`,
         ['views', j.view!, 'fields', String(i)],
       );
     }
+    unknown.push({ field, suggestion: closest(path, fieldPaths(j.type)) });
   });
+  if (unknown.length > 0) {
+    warn(
+      ctx,
+      `views.${j.view}.fields: ${unknownFieldsWarning(unknown, j.type, `the view is sent as written and the service decides; its data is typed as it comes; ${STRICT_HINT}`)}`,
+    );
+  }
   return { declared, fields: declared?.fields ?? premade?.fields };
 }
 
@@ -181,7 +218,14 @@ function checkOwnerLookup(raw: RawPipeline, name: string, j: RawJob, fail: Fail)
  * The merge key must come with the data, or every row is rejected after the credits are spent:
  * checked against the view's fields, or the data type's.
  */
-function checkMergeKeys(name: string, j: RawJob, keys: string[], view: JobView, fail: Fail): void {
+function checkMergeKeys(
+  name: string,
+  j: RawJob,
+  keys: string[],
+  view: JobView,
+  ctx: JobContext,
+): void {
+  const { fail } = ctx;
   const at = (...rest: string[]) => ['jobs', name, ...rest];
   const top = view.fields && new Set(view.fields.map((f) => f.replace(/:\*$/, '').split('.')[0]!));
   for (const key of keys) {
@@ -192,9 +236,15 @@ function checkMergeKeys(name: string, j: RawJob, keys: string[], view: JobView, 
       );
     } else if (!top && !Object.hasOwn(FIELDS[j.type], key)) {
       const guess = closest(key, Object.keys(FIELDS[j.type]));
-      fail(
-        `merge key '${key}' is not a field of ${j.type}${guess ? `; did you mean '${guess}'?` : ''}`,
-        at('key'),
+      if (ctx.strictFields) {
+        fail(
+          `merge key '${key}' is not a field of ${j.type}${guess ? `; did you mean '${guess}'?` : ''}`,
+          at('key'),
+        );
+      }
+      warn(
+        ctx,
+        `jobs.${name}.key: ${unknownFieldsWarning([{ field: key, suggestion: guess }], j.type, `rows merge on it as the data has it, and a record without it is rejected; ${STRICT_HINT}`)}`,
       );
     }
   }
@@ -339,8 +389,10 @@ function columnHints(name: string, j: RawJob, ctx: JobContext): Record<string, C
     out[field] = HINT_TYPES[hint];
     if (!knownColumn(j.type, field)) {
       const guess = closest(field, Object.keys(FIELDS[j.type]));
+      const said = `not a field of ${j.type}${guess ? ` (did you mean '${guess}'?)` : ''}`;
+      if (ctx.strictFields) fail(said, ['jobs', name, 'columns', field]);
       warnings.push(
-        `jobs.${name}.columns.${field}: not a field of ${j.type}${guess ? ` (did you mean '${guess}'?)` : ''}; the type applies if the data has it`,
+        `jobs.${name}.columns.${field}: ${said}; the type applies if the data has it; ${STRICT_HINT}`,
       );
     }
   }

@@ -39,6 +39,8 @@ export interface LoadOptions {
    * searches would be refused before they cost anything.
    */
   views?: 'offline' | 'service';
+  /** `--strict-fields`: refuse fields the catalogue does not list, whatever the file says. */
+  strictFields?: boolean;
 }
 
 export async function loadPipeline(
@@ -115,7 +117,8 @@ export function parsePipeline(
     }
     throw PipelineSpecError.all(errors);
   }
-  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views });
+  const strictFields = options.strictFields === true || parsed.data.strict_fields;
+  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views, strictFields });
 }
 
 /** The mistakes zod found, as the file's lines and fields and what to do. */
@@ -160,7 +163,12 @@ function resolve(
   file: string,
   doc: Document,
   lineOf: (offset: number | undefined) => number | undefined,
-  options: { lenient: boolean; warnings: string[]; views: 'offline' | 'service' },
+  options: {
+    lenient: boolean;
+    warnings: string[];
+    views: 'offline' | 'service';
+    strictFields: boolean;
+  },
 ): PipelineSpec {
   const fail = (message: string, path: string[]): never => {
     throw new PipelineSpecError(message, {
@@ -216,6 +224,7 @@ function resolve(
         tables,
         warnings: options.warnings,
         contract,
+        strictFields: options.strictFields,
       }),
     );
     return job === undefined ? [] : [job];
@@ -241,6 +250,7 @@ function resolve(
     budgets,
     naming: raw.naming,
     tables,
+    strictFields: options.strictFields,
   };
 }
 

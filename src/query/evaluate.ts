@@ -8,6 +8,14 @@ export type RecordPredicate = (record: Record<string, unknown>) => boolean;
 export interface CompileOptions {
   /** 'on' (default): `address` terms compare normalized forms; 'off': exactly as written. */
   addressMatching?: 'on' | 'off';
+  /** The definition of a dotted field path: the catalogue's by default. */
+  schema?: (path: string) => FieldDef | undefined;
+}
+
+interface Compiling {
+  type: DataType;
+  address: 'on' | 'off';
+  schema: (path: string) => FieldDef | undefined;
 }
 
 /**
@@ -21,7 +29,11 @@ export function compileQuery(
   type: DataType,
   options: CompileOptions = {},
 ): RecordPredicate {
-  return compileNode(ast, type, options.addressMatching ?? 'on');
+  return compileNode(ast, {
+    type,
+    address: options.addressMatching ?? 'on',
+    schema: options.schema ?? ((path) => resolveField(type, path)),
+  });
 }
 
 /**
@@ -43,20 +55,20 @@ type Kind = 'string' | 'number' | 'boolean' | 'date' | 'objects';
 const always: RecordPredicate = () => true;
 const never = (): boolean => false;
 
-function compileNode(node: QueryNode, type: DataType, address: 'on' | 'off'): RecordPredicate {
+function compileNode(node: QueryNode, c: Compiling): RecordPredicate {
   switch (node.type) {
     case 'all':
       return always;
     case 'not': {
-      const child = compileNode(node.child, type, address);
+      const child = compileNode(node.child, c);
       return (record) => !child(record);
     }
     case 'and':
-      return every(node.children.map((child) => compileNode(child, type, address)));
+      return every(node.children.map((child) => compileNode(child, c)));
     case 'or':
-      return some(node.children.map((child) => compileNode(child, type, address)));
+      return some(node.children.map((child) => compileNode(child, c)));
     case 'term':
-      return compileTerm(node, type, address);
+      return compileTerm(node, c);
   }
 }
 
@@ -82,20 +94,19 @@ function some(parts: RecordPredicate[]): RecordPredicate {
   };
 }
 
-function compileTerm(node: TermNode, type: DataType, address: 'on' | 'off'): RecordPredicate {
+function compileTerm(node: TermNode, c: Compiling): RecordPredicate {
+  const { address } = c;
   const value = node.value;
   if (node.field === null) {
-    const fields = textFields(type);
+    const fields = textFields(c.type);
     const test = valueTest(value, 'string');
     return (record) => {
       for (let i = 0; i < fields.length; i++) if (anyLeaf(record[fields[i]!], test)) return true;
       return false;
     };
   }
-  const def = resolveField(type, node.field);
-  // The linter rejects unknown fields; matching nothing keeps names such as 'constructor' from
-  // reaching into the prototype of a record.
-  if (!def) return never;
+  const def = c.schema(node.field);
+  if (!def) return untypedTerm(node.field, value);
   const test =
     node.field === 'address' && (value.kind === 'exact' || value.kind === 'prefix')
       ? addressTest(value, address)
@@ -106,6 +117,63 @@ function compileTerm(node: TermNode, type: DataType, address: 'on' | 'off'): Rec
     return (record) => anyLeaf(record[name], test);
   }
   return (record) => anyAt(record, parts, 0, test);
+}
+
+/**
+ * A field the schema does not know matches on the data the record has, as a service matches a
+ * field it knows and its client does not: each value is compared as what it is (a number as a
+ * number, true or false as such, text as text or as a date), and text that reads as a number
+ * as a number when the term's values do too.
+ * The path is read through own properties only, so that a name such as 'constructor' never
+ * reaches into the prototype of a record.
+ */
+function untypedTerm(field: string, value: TermValue): RecordPredicate {
+  const asNumber = valueTest(value, 'number');
+  const asBoolean = valueTest(value, 'boolean');
+  const asDate = valueTest(value, 'date');
+  const asText = valueTest(value, 'string');
+  const numeric = numericTerm(value);
+  const test: Test = (v) => {
+    switch (typeof v) {
+      case 'number':
+        return asNumber(v);
+      case 'boolean':
+        return asBoolean(v);
+      case 'string':
+        return numeric && NUMBER_TEXT.test(v) ? asNumber(v) : asText(v) || asDate(v);
+      default:
+        // A nested object (or list of them) only answers whether it is there.
+        return value.kind === 'exists' && isPresent(v);
+    }
+  };
+  const parts = field.split('.');
+  return (record) => ownAt(record, parts, 0, test);
+}
+
+/** Whether every value a term names reads as a number (`5`, `[1 TO *]`, `>2.5`). */
+function numericTerm(value: TermValue): boolean {
+  const texts =
+    value.kind === 'exact'
+      ? [value.text]
+      : value.kind === 'range'
+        ? [value.lower, value.upper].filter((text) => text !== null)
+        : [];
+  return texts.length > 0 && texts.every((text) => NUMBER_TEXT.test(text.trim()));
+}
+
+const NUMBER_TEXT = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+/** anyAt through own properties only (see untypedTerm). */
+function ownAt(value: unknown, parts: readonly string[], depth: number, test: Test): boolean {
+  if (depth === parts.length) return anyLeaf(value, test);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (ownAt(value[i], parts, depth, test)) return true;
+    return false;
+  }
+  if (value === null || typeof value !== 'object') return false;
+  const part = parts[depth]!;
+  if (!Object.hasOwn(value, part)) return false;
+  return ownAt((value as Record<string, unknown>)[part], parts, depth + 1, test);
 }
 
 function kindOf(def: FieldDef): Kind {

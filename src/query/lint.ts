@@ -16,28 +16,65 @@ export interface QueryIssue {
   field: string;
   /** A known field to use instead, when the name is a near miss. */
   suggestion?: string;
+  /** The field is not one the schema knows: a warning unless the check is strict. */
+  unknown?: true;
 }
 
+/** The definition of a dotted field path, or undefined for a field the schema does not know. */
+export type FieldSchema = (path: string) => FieldDef | undefined;
+
+export interface QueryCheckOptions {
+  /** Refuse a field the schema does not know, as the service does; otherwise it is reported. */
+  strict?: boolean;
+  /** The fields known: the catalogue's by default (the emulator adds the ones it serves). */
+  schema?: FieldSchema;
+}
+
+export interface CheckedQuery {
+  ast: QueryNode;
+  /**
+   * The fields the schema does not know, once each in query order, the first few with the
+   * nearest known name: the query goes to the service as written, and the service decides.
+   */
+  unknown: QueryIssue[];
+}
+
+/** Unknown fields that get a suggestion: each costs a pass over every known name. */
+const SUGGESTED = 5;
+
 /**
- * Problems the service would reject the query for, in query order. Only named fields are
- * checked: a bare value searches every text field and cannot be wrong.
+ * Problems of the query's named fields, in query order: unknown fields (marked `unknown`, with
+ * their suggestions) and values that cannot apply to a known field. A bare value searches every
+ * text field and cannot be wrong.
  */
-export function lintQuery(ast: QueryNode, type: DataType): QueryIssue[] {
+export function lintQuery(
+  ast: QueryNode,
+  type: DataType,
+  options: QueryCheckOptions = {},
+): QueryIssue[] {
   const suggestions = new Map<string, string | undefined>();
-  return issuesOf(ast, type).map((issue) => withSuggestion(issue, type, suggestions));
+  return issuesOf(ast, type, schemaOf(type, options)).map((issue) =>
+    withSuggestion(issue, type, suggestions),
+  );
 }
 
 /**
- * Parses a query and rejects it the way the service would, before it costs credits. Syntax
- * errors throw SLUICE_QUERY_SYNTAX (SLUICE_QUERY_TOO_LONG past MAX_QUERY_LENGTH), field problems
- * SLUICE_QUERY_FIELD.
+ * Parses a query and checks it the way the service would, before it costs credits. Syntax
+ * errors throw SLUICE_QUERY_SYNTAX (SLUICE_QUERY_TOO_LONG past MAX_QUERY_LENGTH), a value that
+ * cannot apply to its field SLUICE_QUERY_FIELD, and so does an unknown field when `strict`;
+ * otherwise unknown fields come back beside the tree.
  */
-export function checkQuery(query: string, type: DataType): QueryNode {
+export function checkQuery(
+  query: string,
+  type: DataType,
+  options: QueryCheckOptions = {},
+): CheckedQuery {
   const ast = parseQuery(query);
-  const first = issuesOf(ast, type)[0];
-  if (first) {
+  const issues = issuesOf(ast, type, schemaOf(type, options));
+  const refused = issues.find((issue) => options.strict || !issue.unknown);
+  if (refused) {
     // Only the issue reported looks for a suggestion: thousands of unknown fields took seconds.
-    const issue = withSuggestion(first, type, new Map());
+    const issue = withSuggestion(refused, type, new Map());
     throw new QueryError(
       issue.message,
       query,
@@ -46,15 +83,27 @@ export function checkQuery(query: string, type: DataType): QueryNode {
       'SLUICE_QUERY_FIELD',
     );
   }
-  return ast;
+  const unknown: QueryIssue[] = [];
+  const named = new Set<string>();
+  const suggestions = new Map<string, string | undefined>();
+  for (const issue of issues) {
+    if (named.has(issue.field)) continue;
+    named.add(issue.field);
+    unknown.push(named.size <= SUGGESTED ? withSuggestion(issue, type, suggestions) : issue);
+  }
+  return { ast, unknown };
+}
+
+function schemaOf(type: DataType, options: QueryCheckOptions): FieldSchema {
+  return options.schema ?? ((path) => resolveField(type, path));
 }
 
 /** The issues of every term, in query order; an unknown field's has no suggestion yet. */
-function issuesOf(ast: QueryNode, type: DataType): QueryIssue[] {
+function issuesOf(ast: QueryNode, type: DataType, schema: FieldSchema): QueryIssue[] {
   const issues: QueryIssue[] = [];
   const seen = new Set<string>();
   for (const node of terms(ast)) {
-    const issue = checkTerm(node, type);
+    const issue = checkTerm(node, type, schema);
     if (!issue) continue;
     // Terms expanded from `city:(a OR b)` share one field span; report that text once.
     const key = `${issue.span.start}:${issue.span.end}:${issue.message}`;
@@ -71,7 +120,7 @@ function withSuggestion(
   type: DataType,
   cache: Map<string, string | undefined>,
 ): QueryIssue {
-  if (resolveField(type, issue.field)) return issue;
+  if (!issue.unknown) return issue;
   let suggestion: string | undefined;
   if (cache.has(issue.field)) suggestion = cache.get(issue.field);
   else {
@@ -91,16 +140,18 @@ function suggestionFor(field: string, type: DataType): string | undefined {
   return closest(field, paths);
 }
 
-function checkTerm(node: TermNode, type: DataType): QueryIssue | undefined {
+function checkTerm(node: TermNode, type: DataType, schema: FieldSchema): QueryIssue | undefined {
   const field = node.field;
   if (field === null) return undefined;
-  const def = resolveField(type, field);
+  const def = schema(field);
   if (!def) {
     const span = node.fieldSpan ?? node.span;
     return {
+      // The service's own words, which the emulator answers with.
       message: `field '${field}' does not exist in the ${SCHEMA_NAME[type]} schema`,
       span,
       field,
+      unknown: true,
     };
   }
 

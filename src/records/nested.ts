@@ -1,4 +1,4 @@
-import { type DataType, FIELDS, type FieldMap } from '../catalog.js';
+import { CORE_FIELDS, type DataType, FIELDS, type FieldMap } from '../catalog.js';
 import { META_COLUMNS } from '../schema/plan.js';
 import { newRow, type Row } from '../schema/types.js';
 import { toColumnValue } from './decode.js';
@@ -132,7 +132,11 @@ function flattenInto(
  * The catalogue's field definitions for each table a record of `type` may produce, so that child
  * columns get the same type hints (dates, JSON lists) as top-level ones.
  */
-export function tableHints(type: DataType, table: string): Map<string, FieldMap> {
+export function tableHints(
+  type: DataType,
+  table: string,
+  catalogue: FieldMap = FIELDS[type],
+): Map<string, FieldMap> {
   const out = new Map<string, FieldMap>();
   const walk = (fields: FieldMap, name: string) => {
     const flat: FieldMap = {};
@@ -148,11 +152,11 @@ export function tableHints(type: DataType, table: string): Map<string, FieldMap>
     add(fields, '');
     out.set(name, flat);
   };
-  walk(FIELDS[type], table);
+  walk(catalogue, table);
   return out;
 }
 
-/** Child tables the catalogue says a record of `type` may produce, deepest last. */
+/** Child tables the core fields of `type` make (tables.ts), deepest last. */
 export function catalogueChildTables(type: DataType, table: string): string[] {
-  return [...tableHints(type, table).keys()].filter((t) => t !== table);
+  return [...tableHints(type, table, CORE_FIELDS[type]).keys()].filter((t) => t !== table);
 }

@@ -1,4 +1,4 @@
-import { type DataType, FIELDS, type FieldDef, type FieldMap } from '../catalog.js';
+import { CORE_FIELDS, type DataType, FIELDS, type FieldDef, type FieldMap } from '../catalog.js';
 import { META_COLUMNS, type TableDef } from '../schema/plan.js';
 import { type Column, declaredColumnType, newRow, type Row } from '../schema/types.js';
 import { childTableName, parentColumn, recordNames, splitRecord, tableHints } from './nested.js';
@@ -18,7 +18,7 @@ export interface ShapePlan {
   key: string[];
   write: 'append' | 'merge' | 'replace';
   nested: 'tables' | 'json';
-  /** The view's top-level fields, or undefined for every field of the data type. */
+  /** The view's top-level fields, or undefined for the core fields of the data type. */
   fields?: string[];
   /** Autotrace: each property's owners go to the people and link tables. */
   autotrace?: { peopleTable: string };
@@ -112,7 +112,8 @@ export class JobTables {
     const pins = plan.columns ?? {};
     const { ownerLookup } = plan;
     const typeFields = FIELDS[plan.type];
-    const fieldNames = plan.fields ?? Object.keys(typeFields);
+    // Without a view, the columns most records fill; the others come as the data brings them.
+    const fieldNames = plan.fields ?? Object.keys(CORE_FIELDS[plan.type]);
 
     let hints: FieldMap;
     if (ownerLookup) {
@@ -145,7 +146,10 @@ export class JobTables {
     this.plainJson = !nested && peopleTable === undefined && Object.keys(pins).length === 0;
   }
 
-  /** Child tables of the fields the download carries, deeper arrays nesting again. */
+  /**
+   * Child tables of the fields the download carries, deeper arrays nesting again; a core field's
+   * with its core sub-fields as columns, the others as the data brings them.
+   */
   #addChildTables(fieldNames: readonly string[], pins: Pins): void {
     const { plan } = this;
     const parentKey = plan.key[0]!;
@@ -156,6 +160,7 @@ export class JobTables {
     };
     const addChildren = (
       fields: FieldMap,
+      core: FieldMap | undefined,
       names: Iterable<string>,
       table: string,
       depth: number,
@@ -165,7 +170,9 @@ export class JobTables {
         if (def?.kind !== 'objects') continue;
         if (depth === 0 && Object.hasOwn(pins, name)) continue;
         const child = childTableName(table, name);
-        const itemNames = Object.keys(def.fields);
+        const coreDef = core && Object.hasOwn(core, name) ? core[name] : undefined;
+        const coreItems = coreDef?.kind === 'objects' ? coreDef.fields : undefined;
+        const itemNames = Object.keys(coreItems ?? def.fields);
         this.#add({
           name: child,
           key: [],
@@ -180,10 +187,10 @@ export class JobTables {
             ...declaredColumns(def.fields, itemNames, true),
           ],
         });
-        addChildren(def.fields, itemNames, child, depth + 1);
+        addChildren(def.fields, coreItems, itemNames, child, depth + 1);
       }
     };
-    addChildren(FIELDS[plan.type], fieldNames, plan.table, 0);
+    addChildren(FIELDS[plan.type], CORE_FIELDS[plan.type], fieldNames, plan.table, 0);
   }
 
   /** The people table (merged by people key) and, nested, its phone numbers' child table. */

@@ -156,7 +156,7 @@ for (const wire of WIRES) {
           },
         );
         await assert.rejects(
-          client.count({ type: 'businesses', query: 'colourOfTheDoor:red' }),
+          client.count({ type: 'businesses', query: 'numEmployeesMin:many' }),
           QueryError,
         );
         await assert.rejects(
@@ -164,6 +164,18 @@ for (const wire of WIRES) {
           QueryError,
         );
         assert.equal(await logLength(emu), from, 'no request reached the service');
+      });
+
+      test('a field the catalogue lacks goes to the service as written, which decides', async () => {
+        const from = await logLength(emu);
+        await assert.rejects(
+          client.count({ type: 'businesses', query: 'colourOfTheDoor:red' }),
+          (e: unknown) =>
+            e instanceof ApiError &&
+            e.status === 400 &&
+            /colourOfTheDoor.*does not exist in the business schema/.test(e.message),
+        );
+        assert.equal(await logLength(emu), from + 1, 'the service was asked');
       });
 
       test('download: start, poll to completion, list, read every file', async () => {
@@ -374,7 +386,7 @@ for (const wire of WIRES) {
         const from = await logLength(emu);
         await assert.rejects(client.count({ type: 'businesses', query: 'name:"open' }), QueryError);
         await assert.rejects(
-          client.startDownload({ type: 'businesses', query: 'colourOfTheDoor:red' }),
+          client.startDownload({ type: 'businesses', query: 'yearOpened:long_ago' }),
           QueryError,
         );
         assert.equal(await logLength(emu), from);

@@ -220,7 +220,11 @@ describe('views', () => {
   test('invalid fields and missing arguments', async () => {
     let r = await sluice('views', 'create', 'bad', '--fields', 'id,colour');
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /unknown field in view: colour/);
+    assert.match(r.stderr, /field 'colour' is not in sluice's catalogue.*did you mean 'colors'/);
+    assert.match(r.stderr, /400: unknown field in view: colour/);
+    r = await sluice('views', 'create', 'bad', '--fields', 'id,colour', '--strict-fields');
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /unknown field in view: colour; did you mean 'colors'/);
     r = await sluice('views', 'create', 'bad');
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--fields/);
@@ -408,10 +412,20 @@ describe('count and preview', () => {
     assert.equal(r.code, 2);
     assert.match(r.stderr, /city:Austin AND \(province:TX\n\s*\^/);
     assertNoStack(r.stderr);
-    const field = await sluice('count', 'properties', 'cty:Austin');
+    const value = await sluice('preview', 'properties', 'yearBuilt:old');
+    assert.equal(value.code, 2);
+    assert.match(
+      value.stderr,
+      /field 'yearBuilt' holds numbers, not 'old'\n\s+yearBuilt:old\n\s+\^\^\^/,
+    );
+    const field = await sluice('count', 'properties', 'cty:Austin', '--strict-fields');
     assert.equal(field.code, 2);
     assert.match(field.stderr, /cty/);
     assert.match(field.stderr, /\n\s+\^\^\^/);
+    // Without --strict-fields the service hears it, and refuses it before charging anything.
+    const sent = await sluice('preview', 'properties', 'cty:Austin');
+    assert.equal(sent.code, 2);
+    assert.match(sent.stderr, /did you mean 'city'/);
     const afterBad = await json<{ credits: { property: { used: number } } }>('account');
     assert.equal(afterBad.credits.property.used, before.credits.property.used);
   });
@@ -427,7 +441,7 @@ describe('count and preview', () => {
         /--records must be a whole number from 0 to 10/,
       ],
       [
-        ['preview', 'properties', 'city:Austin', '--columns', 'adress'],
+        ['preview', 'properties', 'city:Austin', '--columns', 'adress', '--strict-fields'],
         /unknown column 'adress'.*did you mean address/,
       ],
       [

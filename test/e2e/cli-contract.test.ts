@@ -112,13 +112,20 @@ describe('the machine contract: service commands', () => {
     );
     await machine(['views', 'list'], env, { exit: 0 });
     await machine(['views', 'show', 'nosuch'], env, { exit: 2, code: 'SLUICE_API_404' });
-    const bad = await machine(['views', 'create', 'v', '--fields', 'id,colour'], env, {
+    // A field sluice's catalogue lacks goes to the service, which decides (here: 400).
+    await machine(['views', 'create', 'v', '--fields', 'id,colour'], env, {
       exit: 2,
-      code: 'SLUICE_VIEW_FIELD',
+      code: 'SLUICE_API_400',
     });
+    const bad = await machine(
+      ['views', 'create', 'v', '--fields', 'id,colour', '--strict-fields'],
+      env,
+      { exit: 2, code: 'SLUICE_VIEW_FIELD' },
+    );
     assert.match(String((bad.doc.error as { message: string }).message), /did you mean 'colors'/);
     await machine(['count', 'properties', 'city:Austin'], env, { exit: 0 });
-    await machine(['count', 'properties', 'cty:Austin'], env, {
+    await machine(['count', 'properties', 'cty:Austin'], env, { exit: 2, code: 'SLUICE_API_400' });
+    await machine(['count', 'properties', 'cty:Austin', '--strict-fields'], env, {
       exit: 2,
       code: 'SLUICE_QUERY_FIELD',
     });

@@ -32,6 +32,7 @@ export interface EmulatorArgs {
   plan: string;
   'total-credits': number;
   gzip: boolean;
+  'extra-field'?: string[];
   quiet: boolean;
   json?: boolean;
 }
@@ -124,6 +125,12 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
       default: false,
       describe: 'Serve result files gzip-encoded',
     })
+    .option('extra-field', {
+      type: 'string',
+      array: true,
+      describe:
+        'Serve a field beyond the core ones (repeatable): TYPE.FIELD[:KIND][=VALUE|VALUE...], e.g. properties.buildingName, properties.transactions.ownerType=individual|company, businesses.solarPanels:boolean',
+    })
     .option('quiet', {
       type: 'boolean',
       default: false,
@@ -155,6 +162,7 @@ export function toEmulatorOptions(
     gzipFiles: args.gzip,
     plan: args.plan as EmulatorOptions['plan'],
     totalCredits: args['total-credits'],
+    extraFields: args['extra-field'] ?? [],
   };
   if (args.credits !== undefined) {
     const n = args.credits;
@@ -206,7 +214,7 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
   writeLine(out, `  v3       ${emulator.v3Url}   API token ${options.token}`);
   writeLine(
     out,
-    `  control  ${emulator.url}/_emulator/   (reset, credits, plan, clock, records, expire-files, faults, requests, outbox)`,
+    `  control  ${emulator.url}/_emulator/   (reset, credits, plan, clock, records, fields, expire-files, faults, requests, outbox)`,
   );
   writeLine(out, `  data     ${counts}`);
   if (options.plan === 'legacy') {
@@ -222,6 +230,8 @@ export async function runEmulator(args: EmulatorArgs, ctx: CliContext): Promise<
     );
   }
   if (options.faults) writeLine(out, `  faults   ${options.faults}`);
+  if (options.extraFields.length > 0)
+    writeLine(out, `  fields   also ${options.extraFields.join(', ')}`);
   if (options.pageSize > 0)
     writeLine(out, `  paging   ${options.pageSize} items a page (?page=N, Link rel="next")`);
   writeLine(out);

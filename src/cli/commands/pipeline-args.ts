@@ -6,6 +6,8 @@ import type { CliContext } from '../context.js';
 export interface PipelineArgs {
   file: string;
   json?: boolean;
+  /** `--strict-fields`, on the commands that check fields: refuse what the catalogue lacks. */
+  'strict-fields'?: boolean;
 }
 
 export function pipelineFileArg(y: Argv): Argv<PipelineArgs> {
@@ -16,6 +18,16 @@ export function pipelineFileArg(y: Argv): Argv<PipelineArgs> {
       default: false,
       describe: 'Print one JSON document on stdout',
     }) as Argv<PipelineArgs>;
+}
+
+/** `--strict-fields`, for the commands that check a pipeline's queries, views and keys. */
+export function strictFieldsOption<T>(y: Argv<T>): Argv<T & { 'strict-fields': boolean }> {
+  return y.option('strict-fields', {
+    type: 'boolean',
+    default: false,
+    describe:
+      "Refuse fields sluice's catalogue does not list (queries, views, keys, columns), as strict_fields: true does, instead of warning and sending them",
+  }) as Argv<T & { 'strict-fields': boolean }>;
 }
 
 /**
@@ -30,7 +42,8 @@ export async function withPipeline<T>(
   work: (spec: PipelineSpec) => Promise<T>,
 ): Promise<T> {
   const { usesSource = true, ...options } = load;
-  const spec = await loadPipeline(args.file, ctx.env, options);
+  const strict = args['strict-fields'] === true ? { strictFields: true } : {};
+  const spec = await loadPipeline(args.file, ctx.env, { ...options, ...strict });
   for (const warning of spec.warnings) {
     if (usesSource || !/^([^ ]*: )?source[.:]/.test(warning)) {
       ctx.logger.warn({ pipeline: spec.name }, warning);

@@ -19,7 +19,12 @@ import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '
 import { creditsText, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
-import { type PipelineArgs, pipelineFileArg, withPipeline } from './pipeline-args.js';
+import {
+  type PipelineArgs,
+  pipelineFileArg,
+  strictFieldsOption,
+  withPipeline,
+} from './pipeline-args.js';
 import { statusCommand } from './status.js';
 
 /**
@@ -213,6 +218,7 @@ export interface RunArgs {
   progress?: boolean;
   parallel?: number;
   'run-key'?: string;
+  'strict-fields'?: boolean;
 }
 
 /**
@@ -230,7 +236,9 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     return exitCodeOfRun(summary);
   }
   const specs: PipelineSpec[] = [];
-  for (const file of files) specs.push(await loadPipeline(file, ctx.env, { source: 'required' }));
+  const strictFields = args['strict-fields'] === true;
+  for (const file of files)
+    specs.push(await loadPipeline(file, ctx.env, { source: 'required', strictFields }));
   // Before any of them buys anything: no file's tables may be another's in one destination.
   checkSharedTables(specs, ctx.env);
   const missing = unmatchedPatterns(specs, args.job ?? []);
@@ -269,7 +277,8 @@ function runOne(
   ctx: CliContext,
   lenientJobs: boolean,
 ): Promise<RunSummary> {
-  return withPipeline({ file }, ctx, { source: 'required' }, (spec) =>
+  const strict = args['strict-fields'] === true ? { 'strict-fields': true } : {};
+  return withPipeline({ file, ...strict }, ctx, { source: 'required' }, (spec) =>
     runPipeline(spec, {
       env: ctx.env,
       jobs: args.job,
@@ -347,14 +356,18 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
     .command(
       'validate <file>',
       'Check a pipeline file and its queries (sends no request, needs no credentials)',
-      (c) => pipelineFileArg(c).example('$0 validate pipelines/demo.yaml', 'check the demo'),
+      (c) =>
+        strictFieldsOption(pipelineFileArg(c)).example(
+          '$0 validate pipelines/demo.yaml',
+          'check the demo',
+        ),
       async (args) => done(await validateCommand(args, ctx)),
     )
     .command(
       'plan <file>',
       'Show what each job would download and cost, and whether the credit guard passes (spends nothing)',
       (c) =>
-        pipelineFileArg(c)
+        strictFieldsOption(pipelineFileArg(c))
           .option('full-refresh', {
             type: 'boolean',
             default: false,
@@ -372,7 +385,7 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
       'run <files..>',
       'Run pipelines: sync views, start or re-attach downloads, load the files',
       (c) =>
-        c
+        strictFieldsOption(c)
           .positional('files', {
             type: 'string',
             array: true,

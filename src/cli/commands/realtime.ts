@@ -15,14 +15,18 @@ import {
 import type { CliContext } from '../context.js';
 import {
   checkColumns,
+  checkQueryArg,
   chooseColumns,
   countOf,
   credits,
   dataTypeArg,
+  type FieldCheck,
+  fieldCheck,
   intArg,
   listArg,
   queryArg,
   recordsTable,
+  strictFieldsFlag,
 } from '../format.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
 
@@ -31,14 +35,17 @@ export interface RealTimeArgs extends JsonArgs {
   records?: number;
   /** Data type; the service assumes properties when it is not given. */
   type?: string;
+  'strict-fields'?: boolean;
 }
 
-function realTimeRequest(args: RealTimeArgs): RealTimeRequest {
+/** The request the flags describe, its query checked first (a warning or a refusal). */
+function realTimeRequest(args: RealTimeArgs, fields: FieldCheck): RealTimeRequest {
   const request: RealTimeRequest = {
     query: queryArg(args.query),
     numRecords: intArg(args.records, '--records', 1),
   };
   if (args.type !== undefined) request.type = dataTypeArg(args.type);
+  checkQueryArg(request.type ?? 'properties', request.query, fields);
   return request;
 }
 
@@ -71,9 +78,11 @@ export async function targetedUpdateCreateCommand(
   client: ServiceClient,
   args: RealTimeArgs,
   io: Io,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  fields: FieldCheck,
 ): Promise<TargetedUpdateDocument> {
-  const doc = updateDocument(await client.createTargetedUpdate(realTimeRequest(args), { signal }));
+  const request = realTimeRequest(args, fields);
+  const doc = updateDocument(await client.createTargetedUpdate(request, { signal }));
   if (args.json) writeJson(io.stdout, doc);
   else {
     writeLine(
@@ -135,11 +144,12 @@ export async function scrapeCommand(
   client: ServiceClient,
   args: ScrapeArgs,
   io: Io,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  fields: FieldCheck,
 ): Promise<ScrapeDocument> {
-  const request = realTimeRequest(args);
+  const request = realTimeRequest(args, fields);
   const type = request.type ?? 'properties';
-  if (args.columns) checkColumns(type, args.columns);
+  if (args.columns) checkColumns(type, args.columns, fields);
   const result: ScrapeResult = await client.scrape(request, { signal });
   const doc: ScrapeDocument = {
     id: result.id,
@@ -179,7 +189,8 @@ function realTimeOptions<T>(y: Argv<T>, what: string) {
       type: 'number',
       describe: `Records to ${what} (required)`,
     })
-    .option('type', { type: 'string', describe: 'Data type (default: properties)' }) as Argv<
+    .option('type', { type: 'string', describe: 'Data type (default: properties)' })
+    .option('strict-fields', strictFieldsFlag) as Argv<
     T & ConnectionArgs & RealTimeArgs & { query: string[] }
   >;
 }
@@ -194,7 +205,13 @@ export function registerRealTime(y: Argv, ctx: CliContext): Argv {
           (c) => realTimeOptions(c, 'update'),
           async (args) => {
             await withClient(args, ctx, (client) =>
-              targetedUpdateCreateCommand(client, args, ctx.io, ctx.signal),
+              targetedUpdateCreateCommand(
+                client,
+                args,
+                ctx.io,
+                ctx.signal,
+                fieldCheck(args, ctx.logger),
+              ),
             );
           },
         )
@@ -221,7 +238,9 @@ export function registerRealTime(y: Argv, ctx: CliContext): Argv {
           describe: 'Columns of the table, e.g. id,address,city',
         }),
       async (args) => {
-        await withClient(args, ctx, (client) => scrapeCommand(client, args, ctx.io, ctx.signal));
+        await withClient(args, ctx, (client) =>
+          scrapeCommand(client, args, ctx.io, ctx.signal, fieldCheck(args, ctx.logger)),
+        );
       },
     );
 }

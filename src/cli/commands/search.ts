@@ -6,14 +6,18 @@ import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import {
   checkColumns,
+  checkQueryArg,
   chooseColumns,
   countOf,
   credits,
   dataTypeArg,
+  type FieldCheck,
+  fieldCheck,
   intArg,
   listArg,
   queryArg,
   recordsTable,
+  strictFieldsFlag,
 } from '../format.js';
 import { type Io, writeJson, writeLine } from '../output.js';
 
@@ -26,7 +30,11 @@ export interface SearchArgs extends JsonArgs {
   'auto-trace'?: boolean;
   'address-matching'?: AddressMatching;
   'require-people-data'?: boolean;
+  'strict-fields'?: boolean;
 }
+
+/** Fields the catalogue lacks pass with no word unless a command says how to treat them. */
+const QUIET: FieldCheck = { strict: false, warn: () => {} };
 
 /**
  * The search the flags describe, as a job of a pipeline file would send it: its view, format
@@ -70,9 +78,11 @@ export async function countCommand(
   args: SearchArgs,
   io: Io,
   signal?: AbortSignal,
+  fields: FieldCheck = QUIET,
 ): Promise<CountDocument> {
   const type = dataTypeArg(args.type);
   const query = queryArg(args.query);
+  checkQueryArg(type, query, fields);
   const { numFound } = await client.count(searchRequestOf(type, query, args), { signal });
   const doc: CountDocument = { type, query, numFound };
   if (args.json) writeJson(io.stdout, doc);
@@ -101,13 +111,15 @@ export async function previewCommand(
   args: PreviewArgs,
   io: Io,
   signal?: AbortSignal,
+  fields: FieldCheck = QUIET,
 ): Promise<PreviewDocument> {
   const type = dataTypeArg(args.type);
   const query = queryArg(args.query);
   const numRecords = intArg(args.records ?? PREVIEW_MAX, '--records', 0, PREVIEW_MAX);
   const request = { ...searchRequestOf(type, query, args), numRecords };
-  // Checked before the request, so a typo in a column name costs nothing.
-  if (args.columns) checkColumns(type, args.columns);
+  // Checked before the request, so a typo in a query or a column name costs nothing.
+  checkQueryArg(type, query, fields);
+  if (args.columns) checkColumns(type, args.columns, fields);
   const result = await client.preview(request, { signal });
   const doc: PreviewDocument = {
     type,
@@ -148,7 +160,7 @@ export function typeAndQuery<T>(y: Argv<T>): Argv<T & { type: string; query: str
 }
 
 /** The search options `count` and `preview` share: what a pipeline job's search can say. */
-function searchOptions<T>(y: Argv<T>): Argv<T> {
+function searchOptions<T>(y: Argv<T>): Argv<T & { 'strict-fields'?: boolean }> {
   return y
     .option('view', {
       type: 'string',
@@ -172,7 +184,8 @@ function searchOptions<T>(y: Argv<T>): Argv<T> {
     .option('require-people-data', {
       type: 'boolean',
       describe: 'Properties: only records with people data',
-    }) as Argv<T>;
+    })
+    .option('strict-fields', strictFieldsFlag) as Argv<T & { 'strict-fields'?: boolean }>;
 }
 
 export function registerSearch(y: Argv, ctx: CliContext): Argv {
@@ -182,7 +195,9 @@ export function registerSearch(y: Argv, ctx: CliContext): Argv {
       'Count the records matching a query (costs nothing)',
       (c) => searchOptions(typeAndQuery(connectionOptions(c))),
       async (args) => {
-        await withClient(args, ctx, (client) => countCommand(client, args, ctx.io, ctx.signal));
+        await withClient(args, ctx, (client) =>
+          countCommand(client, args, ctx.io, ctx.signal, fieldCheck(args, ctx.logger)),
+        );
       },
     )
     .command(
@@ -203,7 +218,9 @@ export function registerSearch(y: Argv, ctx: CliContext): Argv {
               'Columns of the table, e.g. id,address,city (dotted paths reach nested fields)',
           }),
       async (args) => {
-        await withClient(args, ctx, (client) => previewCommand(client, args, ctx.io, ctx.signal));
+        await withClient(args, ctx, (client) =>
+          previewCommand(client, args, ctx.io, ctx.signal, fieldCheck(args, ctx.logger)),
+        );
       },
     );
 }

@@ -1,10 +1,24 @@
 import type { Argv } from 'yargs';
-import { closest, DATA_TYPES, fieldPaths, resolveField } from '../../catalog.js';
+import {
+  closest,
+  DATA_TYPES,
+  fieldPaths,
+  resolveField,
+  type UnknownField,
+  unknownFieldsWarning,
+} from '../../catalog.js';
 import type { ServiceClient, ViewInfo } from '../../client/types.js';
 import { UsageError } from '../../errors.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
-import { listArg, plural } from '../format.js';
+import {
+  type FieldCheck,
+  fieldCheck,
+  listArg,
+  plural,
+  STRICT_FIELDS_HINT,
+  strictFieldsFlag,
+} from '../format.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 export interface ViewDocument {
@@ -57,15 +71,17 @@ export async function viewsShowCommand(
 export interface ViewsCreateArgs extends JsonArgs {
   name: string;
   fields?: string[];
+  'strict-fields'?: boolean;
 }
 
 export async function viewsCreateCommand(
   client: ServiceClient,
   args: ViewsCreateArgs,
   io: Io,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  check: FieldCheck,
 ): Promise<ViewDocument> {
-  const fields = requireFields(args.fields);
+  const fields = requireFields(args.fields, check);
   const view = viewDocument(await client.createView({ name: args.name, fields }, { signal }));
   if (args.json) writeJson(io.stdout, view);
   else
@@ -80,20 +96,22 @@ export interface ViewsUpdateArgs extends JsonArgs {
   name: string;
   rename?: string;
   fields?: string[];
+  'strict-fields'?: boolean;
 }
 
 export async function viewsUpdateCommand(
   client: ServiceClient,
   args: ViewsUpdateArgs,
   io: Io,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  check: FieldCheck,
 ): Promise<ViewDocument> {
   const changes: { name?: string; fields?: string[] } = {};
   if (args.rename !== undefined) {
     if (args.rename.trim() === '') throw new UsageError('--rename needs a new name');
     changes.name = args.rename;
   }
-  if (args.fields !== undefined) changes.fields = requireFields(args.fields);
+  if (args.fields !== undefined) changes.fields = requireFields(args.fields, check);
   if (changes.name === undefined && changes.fields === undefined) {
     throw new UsageError('nothing to change: give --rename <new name> or --fields a,b,c');
   }
@@ -122,27 +140,35 @@ export async function viewsDeleteCommand(
   return doc;
 }
 
-function requireFields(fields: readonly string[] | undefined): string[] {
+/**
+ * The view's fields, checked before the request. Views are not typed: a field of no data type
+ * in the catalogue is a warning with the closest name (`sluice fields <type>` lists them), and
+ * is sent as written, as the service may have it; `--strict-fields` refuses it.
+ */
+function requireFields(fields: readonly string[] | undefined, check: FieldCheck): string[] {
   if (fields === undefined) throw new UsageError('give the fields of the view: --fields a,b,c');
   const list = listArg(fields) ?? [];
   if (list.length === 0)
     throw new UsageError('--fields needs at least one field, e.g. --fields id,address,city');
-  for (const field of list) checkViewField(field);
+  const unknown: UnknownField[] = [];
+  for (const field of list) {
+    const path = field.endsWith(':*') ? field.slice(0, -2) : field;
+    if (DATA_TYPES.some((type) => resolveField(type, path) !== undefined)) continue;
+    const guess = closest(path, [...new Set(DATA_TYPES.flatMap((type) => fieldPaths(type)))]);
+    if (check.strict) {
+      throw new UsageError(
+        `unknown field in view: ${field}${guess ? `; did you mean '${guess}'?` : ''} (sluice fields <type> lists them)`,
+        'SLUICE_VIEW_FIELD',
+      );
+    }
+    unknown.push({ field, suggestion: guess });
+  }
+  if (unknown.length > 0) {
+    check.warn(
+      `--fields: ${unknownFieldsWarning(unknown, 'any data type', `sent as written, the service decides; ${STRICT_FIELDS_HINT}`)}`,
+    );
+  }
   return list;
-}
-
-/**
- * A view's field must be a field of some data type (views are not typed): checked here, before
- * the request, with the closest name when it is not (`sluice fields <type>` lists them).
- */
-function checkViewField(field: string): void {
-  const path = field.endsWith(':*') ? field.slice(0, -2) : field;
-  if (DATA_TYPES.some((type) => resolveField(type, path) !== undefined)) return;
-  const guess = closest(path, [...new Set(DATA_TYPES.flatMap((type) => fieldPaths(type)))]);
-  throw new UsageError(
-    `unknown field in view: ${field}${guess ? `; did you mean '${guess}'?` : ''} (sluice fields <type> lists them)`,
-    'SLUICE_VIEW_FIELD',
-  );
 }
 
 function summarizeFields(fields: readonly string[]): string {
@@ -190,13 +216,15 @@ export function registerViews(y: Argv, ctx: CliContext): Argv {
         'create <name>',
         'Create a view',
         (c) =>
-          nameArg(c).option('fields', {
-            ...fieldsOption,
-            describe: 'Fields of the view, comma-separated (required)',
-          }),
+          nameArg(c)
+            .option('fields', {
+              ...fieldsOption,
+              describe: 'Fields of the view, comma-separated (required)',
+            })
+            .option('strict-fields', strictFieldsFlag),
         async (args) => {
           await withClient(args, ctx, (client) =>
-            viewsCreateCommand(client, args, ctx.io, ctx.signal),
+            viewsCreateCommand(client, args, ctx.io, ctx.signal, fieldCheck(args, ctx.logger)),
           );
         },
       )
@@ -209,10 +237,11 @@ export function registerViews(y: Argv, ctx: CliContext): Argv {
             .option('fields', {
               ...fieldsOption,
               describe: 'New fields of the view, comma-separated',
-            }),
+            })
+            .option('strict-fields', strictFieldsFlag),
         async (args) => {
           await withClient(args, ctx, (client) =>
-            viewsUpdateCommand(client, args, ctx.io, ctx.signal),
+            viewsUpdateCommand(client, args, ctx.io, ctx.signal, fieldCheck(args, ctx.logger)),
           );
         },
       )

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { CREDIT_TYPES, DATA_TYPES, type DataType } from '../../catalog.js';
+import { ExtraFields } from '../extra-fields.js';
 import { parseFaultRule } from '../faults.js';
 import { ACCOUNT_PLANS, type AccountPlan, type DEFAULT_OPTIONS } from '../options.js';
 import type { EmulatorContext } from '../service.js';
@@ -23,6 +24,7 @@ export function registerControl(app: FastifyInstance, ctx: EmulatorContext): voi
         ctx.clock.reset();
         // The world starts again with the clock: no record updated or added yet.
         ctx.engine.world.reset(ctx.clock.startedAt);
+        ctx.engine.world.setExtras(ExtraFields.parse(ctx.options.extraFields));
         ctx.engine.clear();
         ctx.faults.configure(ctx.options.faults, []);
         await ctx.spool.clear();
@@ -43,6 +45,7 @@ export function registerControl(app: FastifyInstance, ctx: EmulatorContext): voi
           file_records: ctx.options.fileRecords,
           rate: ctx.options.rate,
           queue_ms: ctx.options.queueMs,
+          extra_fields: extraFields(),
           churn: {
             per_day: world.churn,
             since: isoDate(world.origin),
@@ -122,6 +125,43 @@ export function registerControl(app: FastifyInstance, ctx: EmulatorContext): voi
           if (total_credits !== undefined) account.total.allotted = total_credits;
           if (num_credits_used !== undefined) account.total.used = num_credits_used;
           return planInfo();
+        },
+      );
+
+      // Fields served beyond the core ones: a search sees a change at once, a download started
+      // before it keeps the fields it started with.
+      const extraFields = () => ctx.engine.world.extras.list.map((field) => field.spec);
+      control.get('/fields', async () => ({ fields: extraFields() }));
+      control.put<{ Body: { fields: string[] } }>(
+        '/fields',
+        {
+          schema: {
+            body: {
+              type: 'object',
+              required: ['fields'],
+              additionalProperties: false,
+              properties: {
+                fields: {
+                  type: 'array',
+                  maxItems: 200,
+                  items: { type: 'string', maxLength: 1000 },
+                },
+              },
+            },
+          },
+        },
+        async (request) => {
+          let extras: ExtraFields;
+          try {
+            extras = ExtraFields.parse(request.body.fields);
+          } catch (error) {
+            throw new HttpProblem(400, (error as Error).message, [
+              { field: 'fields', message: (error as Error).message },
+            ]);
+          }
+          ctx.engine.world.setExtras(extras);
+          ctx.engine.clear();
+          return { fields: extraFields() };
         },
       );
 

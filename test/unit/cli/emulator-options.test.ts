@@ -28,4 +28,13 @@ describe('sluice emulator options', () => {
     assert.throws(() => parse('--page-size', '2.5'), /pageSize must be a whole number/);
     assert.throws(() => parse('--page-size', '-1'), /pageSize must be a whole number/);
   });
+
+  it('--extra-field serves fields beyond the core ones, repeatable', () => {
+    assert.deepEqual(parse().extraFields, []);
+    assert.deepEqual(
+      parse('--extra-field', 'properties.buildingName', '--extra-field', 'people.x:boolean')
+        .extraFields,
+      ['properties.buildingName', 'people.x:boolean'],
+    );
+  });
 });

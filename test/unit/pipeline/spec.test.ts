@@ -53,6 +53,77 @@ function specError(
   throw new Error('expected a PipelineSpecError');
 }
 
+describe('pipeline files: an open catalogue', () => {
+  const DOCUMENTED_VIEW =
+    '[id, buildingName, taxID, mlsNumber, absenteeOwner, architecturalStyles, brandTenant, deposits, availableDates, brokers.licenseType, transactions.ownerType]';
+  const AUTOTRACE_QUERY =
+    'transactions.buyerFirstName:* AND transactions.buyerLastName:* AND transactions.ownerType:individual';
+
+  test("the vendor's documented fields and autotrace query are valid, with no warning", () => {
+    const text = BASE.replace('[id, address, city]', DOCUMENTED_VIEW).replace(
+      'city:Austin',
+      AUTOTRACE_QUERY,
+    );
+    for (const strictFields of [false, true]) {
+      const spec = parsePipeline(text, 'p.yaml', env, { strictFields, views: 'offline' });
+      assert.deepEqual(spec.warnings, []);
+      assert.equal(spec.jobs[0]!.query, AUTOTRACE_QUERY);
+    }
+  });
+
+  test('fields the catalogue lacks are warnings naming the nearest field, and pass unchanged', () => {
+    const text = `${BASE.replace('[id, address, city]', '[id, adress, solarPanels]').replace(
+      'city:Austin',
+      'cty:Austin AND solarPanels:true',
+    )}    columns: { roofArea: double }\n`;
+    const spec = parsePipeline(text, 'p.yaml', env);
+    assert.equal(spec.strictFields, false);
+    assert.equal(spec.jobs[0]!.query, 'cty:Austin AND solarPanels:true');
+    assert.deepEqual(spec.views.basic!.fields, ['id', 'adress', 'solarPanels']);
+    const keyed = parsePipeline(
+      BASE.replace('    view: basic\n', '    key: parcelKey\n'),
+      'p.yaml',
+      env,
+    );
+    assert.deepEqual(keyed.jobs[0]!.key, ['parcelKey']);
+    const warnings = [...spec.warnings, ...keyed.warnings];
+    const patterns = [
+      /^jobs\.homes\.query: fields 'cty' \(did you mean 'city'\?\), 'solarPanels' are not in sluice's catalogue of properties: the query is sent as written and the service decides; strict_fields: true refuses such fields$/,
+      /^views\.basic\.fields: fields 'adress' \(did you mean 'address'\?\), 'solarPanels' are not in sluice's catalogue of properties: the view is sent as written/,
+      /^jobs\.homes\.key: field 'parcelKey' is not in sluice's catalogue of properties.*: rows merge on it as the data has it/,
+      /^jobs\.homes\.columns\.roofArea: not a field of properties; the type applies if the data has it/,
+    ];
+    for (const pattern of patterns) {
+      assert.equal(warnings.filter((w) => pattern.test(w)).length, 1, String(pattern));
+    }
+    assert.equal(warnings.length, 4);
+  });
+
+  test('a merge key outside a view is still refused: it would reject every row', () => {
+    const error = specError(`${BASE}    key: solarPanels\n`);
+    assert.match(error.message, /merge key 'solarPanels' is not a field of view 'basic'/);
+  });
+
+  test('strict_fields: true, or --strict-fields, refuses each of them (exit 2)', () => {
+    const strictly = (text: string, options: LoadOptions = {}) =>
+      specError(text, env, options).message;
+    const inFile = (text: string) => text.replace('views:', 'strict_fields: true\nviews:');
+    const query = BASE.replace('city:Austin', 'solarPanels:true');
+    assert.match(
+      strictly(inFile(query)),
+      /field 'solarPanels' does not exist in the property schema/,
+    );
+    assert.match(strictly(query, { strictFields: true }), /'solarPanels' does not exist/);
+    const view = BASE.replace('[id, address, city]', '[id, solarPanels]');
+    assert.match(strictly(inFile(view)), /'solarPanels' of view 'basic' is not a field/);
+    const key = BASE.replace('    view: basic\n', '    key: parcelKey\n');
+    assert.match(strictly(inFile(key)), /merge key 'parcelKey' is not a field of properties/);
+    const column = `${BASE}    columns: { roofArea: double }\n`;
+    assert.match(strictly(inFile(column)), /columns\.roofArea: not a field of properties/);
+    assert.equal(parsePipeline(inFile(BASE), 'p.yaml', env).strictFields, true);
+  });
+});
+
 describe('pipeline files', () => {
   test('a valid file resolves with defaults filled in', () => {
     const spec = parsePipeline(BASE, 'p.yaml', env);
@@ -198,11 +269,16 @@ describe('pipeline files', () => {
   });
 
   test('a query error shows a caret under the problem', () => {
-    const error = specError(BASE.replace('city:Austin', 'citty:Austin'));
+    const error = specError(BASE.replace('city:Austin', 'yearBuilt:old'));
     assert.equal(error.line, 15);
-    assert.match(error.message, /citty/);
-    assert.match(error.message, /did you mean 'city'/);
-    assert.match(error.message, /\n\s+citty:Austin\n\s+\^+/);
+    assert.match(error.message, /field 'yearBuilt' holds numbers, not 'old'/);
+    assert.match(error.message, /\n\s+yearBuilt:old\n\s+\^+/);
+    const strict = specError(BASE.replace('city:Austin', 'citty:Austin'), env, {
+      strictFields: true,
+    });
+    assert.equal(strict.line, 15);
+    assert.match(strict.message, /citty.*did you mean 'city'/);
+    assert.match(strict.message, /\n\s+citty:Austin\n\s+\^+/);
   });
 
   test('an undeclared view is an error offline; a view field of another type is an error', () => {
@@ -218,7 +294,9 @@ describe('pipeline files', () => {
       env,
     );
     assert.equal(elsewhere.jobs[0]!.view, 'portal_homes');
-    const error = specError(BASE.replace('[id, address, city]', '[id, brand]'));
+    const error = specError(BASE.replace('[id, address, city]', '[id, brand]'), env, {
+      strictFields: true,
+    });
     assert.equal(error.path, 'views.basic.fields.1');
     assert.match(error.message, /'brand' of view 'basic' is not a field of properties/);
   });

@@ -137,10 +137,82 @@ describe('compileQuery: combinators', () => {
     assert.deepEqual(ids('city:(Aus* -Austin)'), ['p4']);
   });
 
-  test('an unknown field matches nothing, even names found on every object', () => {
+  test('an unknown field the records lack matches nothing, nor names found on every object', () => {
     assert.deepEqual(ids('citty:Austin'), []);
     assert.deepEqual(ids('constructor:*'), []);
     assert.deepEqual(ids('-citty:Austin'), ['p1', 'p2', 'p3', 'p4']);
+  });
+});
+
+describe('compileQuery: fields no schema lists match on the data the records have', () => {
+  // As a service answers on a field it has added and its client does not know yet.
+  const homes: Doc[] = [
+    {
+      id: 'h1',
+      solarPanels: true,
+      roofArea: 120.5,
+      roofAreaText: '95',
+      roofDate: '2021-05-03T00:00:00Z',
+      heatPump: 'Daikin Altherma',
+      leases: [{ tenant: 'Acme', rent: 1200, signed: '2020-01-01T00:00:00Z' }],
+      transactions: [{ buyerFirstName: 'Ann', ownerKind: 'individual' }],
+    },
+    {
+      id: 'h2',
+      solarPanels: false,
+      roofArea: 80,
+      roofAreaText: '150',
+      heatPump: 'Mitsubishi',
+      leases: [{ tenant: 'Globex', rent: 900 }],
+      transactions: [{ buyerFirstName: 'Bo', ownerKind: 'company' }],
+    },
+    { id: 'h3', leases: { tenant: 'Initech' } },
+  ];
+  const match = (query: string) => {
+    const predicate = compileQuery(parseQuery(query), 'properties');
+    return homes.filter((home) => predicate(home)).map((home) => home.id);
+  };
+
+  test('each value compared as what it is: true/false, numbers, text, dates', () => {
+    assert.deepEqual(match('solarPanels:true'), ['h1']);
+    assert.deepEqual(match('solarPanels:FALSE'), ['h2']);
+    assert.deepEqual(match('roofArea:[100 TO *]'), ['h1']);
+    assert.deepEqual(match('roofArea:80'), ['h2']);
+    assert.deepEqual(match('roofAreaText:>100'), ['h2']);
+    assert.deepEqual(match('heatPump:daikin*'), ['h1']);
+    assert.deepEqual(match('heatPump:"Mitsubishi"'), ['h2']);
+    assert.deepEqual(match('roofDate:2021'), ['h1']);
+    assert.deepEqual(match('roofDate:[2021-01-01 TO 2021-12-31]'), ['h1']);
+  });
+
+  test('presence, nested paths, and sub-fields of a known list of objects', () => {
+    assert.deepEqual(match('solarPanels:*'), ['h1', 'h2']);
+    assert.deepEqual(match('-solarPanels:*'), ['h3']);
+    assert.deepEqual(match('leases:*'), ['h1', 'h2', 'h3']);
+    assert.deepEqual(match('leases.tenant:Initech'), ['h3']);
+    assert.deepEqual(match('leases.rent:<1000'), ['h2']);
+    assert.deepEqual(match('leases.signed:*'), ['h1']);
+    assert.deepEqual(match('transactions.ownerKind:individual'), ['h1']);
+    assert.deepEqual(match('leases:Acme'), []);
+  });
+
+  test('names of an object prototype are never read', () => {
+    assert.deepEqual(match('constructor:*'), []);
+    assert.deepEqual(match('leases.constructor:*'), []);
+    assert.deepEqual(match('toString:*'), []);
+    assert.deepEqual(match('__proto__:*'), []);
+  });
+
+  test('a schema beyond the catalogue gives such a field its kind', () => {
+    const schema = (path: string) =>
+      path === 'roofAreaText' ? ({ kind: 'number' } as const) : undefined;
+    const predicate = compileQuery(parseQuery('roofAreaText:[90 TO 100]'), 'properties', {
+      schema,
+    });
+    assert.deepEqual(
+      homes.filter((home) => predicate(home)).map((home) => home.id),
+      ['h1'],
+    );
   });
 });
 

@@ -25,6 +25,7 @@ describe('lintQuery: unknown fields', () => {
           span: { start: 0, end: typo.length },
           field: typo,
           suggestion: fix,
+          unknown: true,
         },
       ]);
       assert.deepEqual(lint(`${fix}:x`, type), []);
@@ -37,6 +38,7 @@ describe('lintQuery: unknown fields', () => {
         message: "field 'zzzzzzzzzz' does not exist in the business schema",
         span: { start: 0, end: 10 },
         field: 'zzzzzzzzzz',
+        unknown: true,
       },
     ]);
   });
@@ -88,6 +90,7 @@ describe('lintQuery: unknown fields', () => {
         span: { start: 0, end: 5 },
         field: 'citty',
         suggestion: 'city',
+        unknown: true,
       },
     ]);
   });
@@ -149,7 +152,8 @@ describe('lintQuery: values that cannot apply to the field', () => {
   });
 
   test('a field holding nested records can be tested for presence only', () => {
-    assert.equal(lint('prices:* reviews:*', 'properties').length, 1);
+    assert.deepEqual(lint('prices:* reviews:*', 'properties'), []);
+    assert.equal(lint('prices:* reviews:*', 'people').length, 2);
     assert.deepEqual(lint('prices:*', 'properties'), []);
     assert.deepEqual(lint('prices:5', 'properties'), [
       {
@@ -177,13 +181,14 @@ describe('lintQuery: values that cannot apply to the field', () => {
 
 describe('checkQuery', () => {
   test('returns the tree of a good query', () => {
-    const ast = checkQuery('city:Austin AND prices.amountMin:>100000', 'properties');
+    const { ast, unknown } = checkQuery('city:Austin AND prices.amountMin:>100000', 'properties');
     assert.equal(ast.type, 'and');
+    assert.deepEqual(unknown, []);
   });
 
-  test('throws the first field problem as SLUICE_QUERY_FIELD with its span', () => {
+  test('strict: throws the first unknown field as SLUICE_QUERY_FIELD with its span', () => {
     assert.throws(
-      () => checkQuery('province:TX AND citty:Austin AND nmae:x', 'properties'),
+      () => checkQuery('province:TX AND citty:Austin AND nmae:x', 'properties', { strict: true }),
       (error: unknown) => {
         assert.ok(error instanceof QueryError);
         assert.equal(error.code, 'SLUICE_QUERY_FIELD');
@@ -209,11 +214,87 @@ describe('checkQuery', () => {
   });
 });
 
+describe('checkQuery: an open catalogue', () => {
+  test("the vendor's autotrace query passes: transactions.ownerType is documented", () => {
+    const query =
+      'transactions.buyerFirstName:* AND transactions.buyerLastName:* AND transactions.ownerType:individual';
+    assert.deepEqual(checkQuery(query, 'properties').unknown, []);
+    assert.deepEqual(checkQuery(query, 'properties', { strict: true }).unknown, []);
+  });
+
+  test('fields the schema pages document are known, with their kinds', () => {
+    const documented: [DataType, string][] = [
+      ['properties', 'buildingName:"Castle Beach Club" taxID:12-345 mlsNumber:7781'],
+      ['properties', 'absenteeOwner.absent:true architecturalStyles:Ranch brandTenant:Bob*'],
+      ['properties', 'deposits.amount:[100 TO *] availableDates.startDate:[2026 TO *]'],
+      ['properties', 'brokers.licenseType:TREC'],
+      ['businesses', 'claimed:* cuisines:Seafood descriptions.value:sandwich* domains:*'],
+      ['businesses', 'menus.name:Burger menus.amountMin:<10 careerPageURL:*'],
+      ['products', 'canonicalBrand:Samsung taxonomyLevel2:parts reviews.rating:>=4'],
+    ];
+    for (const [type, query] of documented) {
+      assert.deepEqual(checkQuery(query, type, { strict: true }).unknown, [], query);
+    }
+    // Known fields keep their kinds: a true/false field still refuses other values.
+    assert.throws(
+      () => checkQuery('absenteeOwner.absent:maybe', 'properties'),
+      (error: unknown) => error instanceof QueryError && error.code === 'SLUICE_QUERY_FIELD',
+    );
+    assert.throws(
+      () => checkQuery('deposits.amount:lots', 'properties'),
+      /field 'deposits.amount' holds numbers, not 'lots'/,
+    );
+  });
+
+  test('a field the catalogue lacks is returned with the nearest known name, not thrown', () => {
+    const { ast, unknown } = checkQuery(
+      'cty:Austin AND solarPanels:true AND cty:Dallas',
+      'properties',
+    );
+    assert.equal(ast.type, 'and');
+    assert.deepEqual(
+      unknown.map((u) => [u.field, u.suggestion, u.span.start]),
+      [
+        ['cty', 'city', 0],
+        ['solarPanels', undefined, 15],
+      ],
+    );
+  });
+
+  test('a value that cannot apply to a known field is refused, beside unknown fields', () => {
+    assert.throws(
+      () => checkQuery('solarPanels:true AND yearBuilt:old', 'properties'),
+      /field 'yearBuilt' holds numbers, not 'old'/,
+    );
+  });
+
+  test('a schema beyond the catalogue (the emulator serves extra fields) knows them', () => {
+    const schema = (path: string) =>
+      path === 'solarPanels' ? ({ kind: 'boolean' } as const) : undefined;
+    assert.deepEqual(
+      checkQuery('solarPanels:true', 'properties', { strict: true, schema }).unknown,
+      [],
+    );
+    assert.throws(
+      () => checkQuery('solarPanels:sunny', 'properties', { schema }),
+      /is true or false, not 'sunny'/,
+    );
+  });
+
+  test('thousands of unknown fields come back at once, the first few with suggestions', () => {
+    const query = Array.from({ length: 9000 }, (_, i) => `citx${i}:x`).join(' ');
+    const { unknown } = checkQuery(query, 'properties');
+    assert.equal(unknown.length, 9000);
+    assert.equal(unknown[0]?.suggestion, 'city');
+    assert.equal(unknown.filter((u) => u.suggestion !== undefined).length, 5);
+  });
+});
+
 describe('checkQuery: queries made to be slow', () => {
   // How long such queries take is measured by test/bench/query.ts.
   const thrown = (query: string) => {
     try {
-      checkQuery(query, 'properties');
+      checkQuery(query, 'properties', { strict: true });
     } catch (error) {
       return error;
     }
