@@ -4,7 +4,15 @@ import type { RowEncoding } from '../schema/copy-text.js';
 import type { Naming, NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType, PackedRows, Row } from '../schema/types.js';
-import type { Attempt, CursorRow, FileRow, JobRow, RejectRow, RunRow } from './state-store.js';
+import type {
+  Attempt,
+  CursorRow,
+  FileRow,
+  JobRow,
+  NewRun,
+  RejectRow,
+  RunRow,
+} from './state-store.js';
 
 export type { Column, ColumnType, Row } from '../schema/types.js';
 export type {
@@ -12,6 +20,7 @@ export type {
   CursorRow,
   FileRow,
   JobRow,
+  NewRun,
   RejectRow,
   RunRow,
 } from './state-store.js';
@@ -175,13 +184,7 @@ export interface LockOptions {
 
 /** The state tables, as the run sees them. */
 export interface State {
-  startRun(run: {
-    runId: string;
-    pipeline: string;
-    startedAt: string;
-    resumes: string | null;
-    runKey?: string | null;
-  }): Promise<void>;
+  startRun(run: NewRun): Promise<void>;
   finishRun(
     runId: string,
     end: Pick<
@@ -191,7 +194,9 @@ export interface State {
   ): Promise<void>;
   runsLeftRunning(pipeline: string): Promise<RunRow[]>;
   latestRun(pipeline: string, before?: string): Promise<RunRow | undefined>;
-  runByKey(pipeline: string, key: string): Promise<RunRow | undefined>;
+  runsByKey(pipeline: string, key: string): Promise<RunRow[]>;
+  runsEndedSince(pipeline: string, since: string): Promise<RunRow[]>;
+  runsOfBatches(pipeline: string, members: string, limit: number): Promise<RunRow[]>;
   run(runId: string): Promise<RunRow | undefined>;
   runChain(root: string): Promise<RunRow[]>;
   saveJob(row: JobRow): Promise<void>;

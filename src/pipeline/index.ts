@@ -14,6 +14,7 @@ export type {
 } from './outcome.js';
 export { type PlanReport, planPipeline, savedState } from './plan-report.js';
 export { noProgress, type Progress } from './progress.js';
+export { replayText } from './replay.js';
 export { clientFor, type RunOptions, runPipeline } from './run.js';
 export { jobMatcher, selectJobs, unmatchedPatterns } from './select.js';
 export {

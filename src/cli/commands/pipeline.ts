@@ -2,6 +2,7 @@ import type { Argv } from 'yargs';
 import { attachContext, UsageError } from '../../errors.js';
 import {
   clientFor,
+  type JobOutcome,
   jobMatcher,
   loadPipeline,
   type PipelineSpec,
@@ -9,6 +10,7 @@ import {
   pipelineJsonSchema,
   planPipeline,
   type RunSummary,
+  replayText,
   runPipeline,
   savedState,
   unmatchedPatterns,
@@ -286,6 +288,17 @@ function runOne(
 
 export function printSummary(summary: RunSummary, ctx: CliContext): void {
   const { stdout } = ctx.io;
+  const original = summary.replayed ? summary.original : undefined;
+  if (original) {
+    // A replay bought nothing now: the table is the earlier run's, and says so.
+    writeLine(
+      stdout,
+      `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status}, replayed in ${summary.seconds}s (0 credits spent now) -> ${summary.destination}`,
+    );
+    writeLine(stdout, `${replayText(summary)}; what that run did:`);
+    printJobs(original.jobs, 'credits spent then', ctx);
+    return;
+  }
   writeLine(
     stdout,
     `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status} in ${summary.seconds}s -> ${summary.destination}`,
@@ -298,7 +311,13 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
     );
   }
   if (summary.error) writeLine(stdout, `${summary.error.stage}: ${summary.error.message}`);
-  if (summary.jobs.length === 0) return;
+  printJobs(summary.jobs, 'credits spent', ctx);
+}
+
+/** The jobs' table of a run, and a line for each job's error, message or range. */
+function printJobs(jobs: readonly JobOutcome[], creditsHeader: string, ctx: CliContext): void {
+  const { stdout } = ctx.io;
+  if (jobs.length === 0) return;
   writeLine(
     stdout,
     formatTable(
@@ -310,11 +329,11 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
         'downloaded',
         'loaded',
         'rejected',
-        'credits spent',
+        creditsHeader,
         'seconds',
         'tables',
       ],
-      summary.jobs.map((j) => [
+      jobs.map((j) => [
         j.job,
         j.status,
         `${j.download_id ?? '-'}${j.reattached ? ' (re-attached)' : ''}`,
@@ -328,7 +347,7 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
       ]),
     ),
   );
-  for (const j of summary.jobs) {
+  for (const j of jobs) {
     if (j.error) writeLine(stdout, `  ${j.job}: ${j.error.message}`);
     else if (j.message) writeLine(stdout, `  ${j.job}: ${j.message}`);
     if (j.incremental) writeLine(stdout, `  ${j.job}: ${rangeText(j.incremental)}`);
@@ -394,7 +413,7 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
           .option('run-key', {
             type: 'string',
             describe:
-              "An orchestrator's key for the run (a logical date): a key that ended is not run again, one that failed is resumed",
+              "An orchestrator's key for the run (a logical date): it names the selected jobs; a retry replays the key's run of them that ended, or finishes the rest, never buying twice",
           })
           .option('fresh', {
             type: 'boolean',
@@ -410,7 +429,8 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
           .option('wait', {
             type: 'boolean',
             default: false,
-            describe: 'Wait for another run of the same pipeline instead of exiting',
+            describe:
+              'Wait for another run of the same pipeline instead of exiting; what it loaded is not bought again (a run of the same jobs that ended is replayed)',
           })
           .option('progress', {
             type: 'boolean',
