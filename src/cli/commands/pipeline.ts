@@ -1,17 +1,16 @@
 import type { Argv } from 'yargs';
-import { attachContext, UsageError } from '../../errors.js';
+import { UsageError } from '../../errors.js';
 import {
+  type BatchMember,
   clientFor,
   type JobOutcome,
-  jobMatcher,
-  loadPipeline,
-  type PipelineSpec,
   type PlanReport,
   pipelineJsonSchema,
   planPipeline,
   type RunSummary,
   replayText,
   runPipeline,
+  runPipelines,
   savedState,
   unmatchedPatterns,
 } from '../../pipeline/index.js';
@@ -217,22 +216,31 @@ export interface RunArgs {
 }
 
 /**
- * `sluice run FILE...`: each pipeline with its own lock and summary, one after another (two
- * pipelines may share a destination, whose writer they would only take turns at); a failure of
- * one does not stop the next. With one file, its summary is the JSON document; with several, one
- * document holds them all. The exit code is the worst of theirs.
+ * `sluice run FILE...`: with one file, its summary is the JSON document; with several (run one
+ * after another as one command: see pipeline/batch.ts), one document holds them all. The exit
+ * code is the worst of theirs.
  */
 export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
   const files = args.files;
   if (files.length === 1) {
-    const summary = await runOne(args, files[0]!, ctx, false);
+    const summary = await withPipeline({ file: files[0]! }, ctx, { source: 'required' }, (spec) =>
+      runPipeline(spec, { ...runOptions(args, ctx), progress: progressOf(args, ctx) }),
+    );
     if (args.json) writeJson(ctx.io.stdout, summary);
     else printSummary(summary, ctx);
     return exitCodeOfRun(summary);
   }
-  const specs: PipelineSpec[] = [];
-  for (const file of files) specs.push(await loadPipeline(file, ctx.env, { source: 'required' }));
-  const missing = unmatchedPatterns(specs, args.job ?? []);
+  const members: BatchMember[] = [];
+  for (const file of files) {
+    members.push({
+      file,
+      spec: await withPipeline({ file }, ctx, { source: 'required' }, async (spec) => spec),
+    });
+  }
+  const missing = unmatchedPatterns(
+    members.map((m) => m.spec),
+    args.job ?? [],
+  );
   if (missing.length > 0) {
     throw new UsageError(
       `no job ${missing.map((m) => `'${m}'`).join(', ')} in ${files.join(', ')}`,
@@ -241,49 +249,45 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   }
   const runs: (RunSummary | (ReturnType<typeof errorDocument> & { file: string }))[] = [];
   const codes: number[] = [];
-  for (const [i, spec] of specs.entries()) {
-    if (args.job?.length && !spec.jobs.some((j) => jobMatcher(args.job!)(j.name))) continue;
-    try {
-      const summary = await runOne(args, files[i]!, ctx, true);
-      runs.push(summary);
-      codes.push(exitCodeOfRun(summary));
-      if (!args.json) printSummary(summary, ctx);
-    } catch (error) {
-      // This pipeline could not run (its lock, its destination): the others still do.
-      const doc = errorDocument(attachContext(error, { pipeline: spec.name }));
-      runs.push({ file: files[i]!, ...doc });
-      codes.push(exitCodeFor(error));
-      ctx.logger.error({ pipeline: spec.name, code: doc.error.code }, doc.error.message);
-    }
-    if (ctx.signal.aborted) break;
-  }
+  await runPipelines(members, {
+    ...runOptions(args, ctx),
+    progress: () => progressOf(args, ctx),
+    onRun: (run) => {
+      if ('summary' in run) {
+        runs.push(run.summary);
+        codes.push(exitCodeOfRun(run.summary));
+        if (!args.json) printSummary(run.summary, ctx);
+        return;
+      }
+      const doc = errorDocument(run.error);
+      runs.push({ file: run.file, ...doc });
+      codes.push(exitCodeFor(run.error));
+      ctx.logger.error({ pipeline: run.spec.name, code: doc.error.code }, doc.error.message);
+    },
+  });
   const code = worstExitCode(codes);
   if (args.json) writeJson(ctx.io.stdout, { exit_code: code, runs });
   return code;
 }
 
-function runOne(
-  args: RunArgs,
-  file: string,
-  ctx: CliContext,
-  lenientJobs: boolean,
-): Promise<RunSummary> {
-  return withPipeline({ file }, ctx, { source: 'required' }, (spec) =>
-    runPipeline(spec, {
-      env: ctx.env,
-      jobs: args.job,
-      lenientJobs,
-      fresh: args.fresh,
-      fullRefresh: args['full-refresh'],
-      wait: args.wait,
-      ...(args.parallel === undefined ? {} : { parallel: args.parallel }),
-      ...(args['run-key'] === undefined ? {} : { runKey: args['run-key'] }),
-      signal: ctx.signal,
-      logger: ctx.logger,
-      progress: ctx.terminal.progress(args.progress !== false),
-      ...(ctx.clock ? { clock: ctx.clock } : {}),
-    }),
-  );
+/** What `run`'s flags ask of each pipeline run. */
+function runOptions(args: RunArgs, ctx: CliContext) {
+  return {
+    env: ctx.env,
+    jobs: args.job,
+    fresh: args.fresh,
+    fullRefresh: args['full-refresh'],
+    wait: args.wait,
+    ...(args.parallel === undefined ? {} : { parallel: args.parallel }),
+    ...(args['run-key'] === undefined ? {} : { runKey: args['run-key'] }),
+    signal: ctx.signal,
+    logger: ctx.logger,
+    ...(ctx.clock ? { clock: ctx.clock } : {}),
+  };
+}
+
+function progressOf(args: RunArgs, ctx: CliContext) {
+  return ctx.terminal.progress(args.progress !== false);
 }
 
 export function printSummary(summary: RunSummary, ctx: CliContext): void {
