@@ -60,11 +60,8 @@ export async function priorWork(
   // did the same work would leave this key without a run of its own, and its retries would buy.
   const [candidates, reason]: [RunRow[], ReplayReason] =
     runKey === undefined ? [waited, 'waited'] : [keyed, 'run_key'];
-  const unit = unitOf(selected);
-  const sameUnit = candidates.find((r) => r.selected_jobs === unit);
-  if (sameUnit && (await replayable(state, sameUnit, selected))) {
-    return { replay: { run: sameUnit, reason } };
-  }
+  const replay = await latestOfUnit(state, candidates, selected);
+  if (replay) return { replay: { run: replay, reason } };
 
   const latestKeyed = keyed[0];
   const resumes =
@@ -84,6 +81,24 @@ export async function priorWork(
   if (how.size === 0) return {};
   const done = await loadedJobs(state, [...how.keys()]);
   return { ...(resumes ? { resumes } : {}), loaded: { done, how } };
+}
+
+/**
+ * The latest of `runs` asked for the same jobs, when it did them as they stand now. A run whose
+ * jobs are not recorded (an older sluice's) is judged by the jobs it ran.
+ */
+async function latestOfUnit(
+  state: State,
+  runs: readonly RunRow[],
+  selected: readonly JobSpec[],
+): Promise<RunRow | undefined> {
+  const unit = unitOf(selected);
+  for (const run of runs) {
+    if (run.selected_jobs !== null && run.selected_jobs !== unit) continue;
+    if (await replayable(state, run, selected)) return run;
+    if (run.selected_jobs === unit) return undefined;
+  }
+  return undefined;
 }
 
 /** What a run continues, for the log; undefined when it continues nothing. */

@@ -119,6 +119,8 @@ for (const kind of destinationKinds()) {
 
       const again = await runAll(paths);
       assert.equal(again.code, 0, again.stderr);
+      assert.deepEqual(downloadsByType(harness), ONE_EACH, 'three downloads, not five');
+      assert.deepEqual(await rowsOf(t), [100, 100, 100], 'every row once');
       assert.deepEqual(
         again.runs.map((r) => [r.status, r.replayed]),
         [
@@ -132,8 +134,6 @@ for (const kind of destinationKinds()) {
         assert.equal(run.original?.reason, 'batch');
         assert.deepEqual(run.credits, {}, 'nothing spent now');
       }
-      assert.deepEqual(downloadsByType(harness), ONE_EACH, 'three downloads, not five');
-      assert.deepEqual(await rowsOf(t), [100, 100, 100], 'every row once');
       assert.deepEqual(
         creditsUsed(harness),
         { ...spent, product: (spent.product ?? 0) + 100 },
@@ -156,6 +156,8 @@ for (const kind of destinationKinds()) {
       await stopAt(paths, harness, 'file-committed:goods@0', 'SIGTERM');
       const again = await runAll(paths);
       assert.equal(again.code, 0, again.stderr);
+      assert.deepEqual(downloadsByType(harness), ONE_EACH, 'three downloads, not five');
+      assert.deepEqual(await rowsOf(t), [100, 100, 100], 'every row once');
       assert.deepEqual(
         again.runs.map((r) => [r.pipeline, r.replayed]),
         [
@@ -164,8 +166,6 @@ for (const kind of destinationKinds()) {
           ['sigterm-c', false],
         ],
       );
-      assert.deepEqual(downloadsByType(harness), ONE_EACH);
-      assert.deepEqual(await rowsOf(t), [100, 100, 100]);
     });
 
     test('--fresh, or the same command after resume_window, runs every file anew', async () => {

@@ -202,6 +202,13 @@ for (const kind of destinationKinds()) {
           const doc = (await runToEnd(paths, harness)) as {
             runs: { status: string; replayed: boolean }[];
           };
+          assert.deepEqual(await snapshot(t), reference, 'the tables equal the reference load');
+          assert.deepEqual(
+            downloadsByType(harness),
+            { properties: 1, businesses: 1, products: 1 },
+            'one download per file',
+          );
+          assert.deepEqual(creditsUsed(harness), referenceCredits, 'credits of one purchase');
           assert.deepEqual(
             doc.runs.map((r) => [r.status, r.replayed]),
             [
@@ -210,13 +217,6 @@ for (const kind of destinationKinds()) {
               ['succeeded', false],
             ],
           );
-          assert.deepEqual(await snapshot(t), reference, 'the tables equal the reference load');
-          assert.deepEqual(
-            downloadsByType(harness),
-            { properties: 1, businesses: 1, products: 1 },
-            'one download per file',
-          );
-          assert.deepEqual(creditsUsed(harness), referenceCredits, 'credits of one purchase');
           figures.trials++;
           figures.kills++;
         });
