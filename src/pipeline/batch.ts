@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import { type Clock, isoAt, systemClock } from './clock.js';
 import type { RunSummary } from './outcome.js';
 import type { Progress } from './progress.js';
-import { replayable, replaySummary, unitOf } from './replay.js';
+import { replayable, replaySummary, replayText, unitOf } from './replay.js';
 import { endedAt } from './resume.js';
 import { openPipelineDestination, type RunOptions, runPipeline } from './run.js';
 import { selectJobs } from './select.js';
@@ -68,15 +68,12 @@ export async function runPipelines(
     const replay = continued?.replays.get(spec.name);
     let run: BatchRun;
     if (replay) {
-      options.logger.info(
-        { pipeline: spec.name },
-        `run ${replay.run.run_id} of '${spec.name}' ${replay.run.status} at ${replay.run.finished_at} in this command's earlier try (batch ${batch.id}): replayed, nothing run or bought`,
-      );
       const summary = replaySummary(replay.run, 'batch', {
         destination: replay.destination,
         startedAt: isoAt(clock),
         seconds: 0,
       });
+      options.logger.info({ pipeline: spec.name }, replayText(summary));
       run = { file, spec, summary };
     } else {
       try {

@@ -78,7 +78,6 @@ export async function priorWork(
   for (const run of waited) {
     if (!how.has(run.run_id)) how.set(run.run_id, 'which ended while this run waited for it');
   }
-  if (how.size === 0) return {};
   const done = await loadedJobs(state, [...how.keys()]);
   return { ...(resumes ? { resumes } : {}), loaded: { done, how } };
 }

@@ -397,7 +397,8 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             type: 'string',
             array: true,
             demandOption: true,
-            describe: 'Pipeline files (YAML), run one after another',
+            describe:
+              'Pipeline files (YAML), run one after another as one command: run again after it stopped, it finishes what it had not',
           })
           .option('json', {
             type: 'boolean',
