@@ -9,6 +9,7 @@ import type {
   CursorRow,
   FileRow,
   JobRow,
+  NewRun,
   RejectRow,
   RunRow,
   TableOwnerRow,
@@ -20,6 +21,7 @@ export type {
   CursorRow,
   FileRow,
   JobRow,
+  NewRun,
   RejectRow,
   RunRow,
   TableOwnerRow,
@@ -190,13 +192,7 @@ export interface LockOptions {
 
 /** The state tables, as the run sees them. */
 export interface State {
-  startRun(run: {
-    runId: string;
-    pipeline: string;
-    startedAt: string;
-    resumes: string | null;
-    runKey?: string | null;
-  }): Promise<void>;
+  startRun(run: NewRun): Promise<void>;
   finishRun(
     runId: string,
     end: Pick<
@@ -206,7 +202,9 @@ export interface State {
   ): Promise<void>;
   runsLeftRunning(pipeline: string): Promise<RunRow[]>;
   latestRun(pipeline: string, before?: string): Promise<RunRow | undefined>;
-  runByKey(pipeline: string, key: string): Promise<RunRow | undefined>;
+  runsByKey(pipeline: string, key: string): Promise<RunRow[]>;
+  runsEndedSince(pipeline: string, since: string): Promise<RunRow[]>;
+  runsOfBatches(pipeline: string, members: string, limit: number): Promise<RunRow[]>;
   run(runId: string): Promise<RunRow | undefined>;
   runChain(root: string): Promise<RunRow[]>;
   saveJob(row: JobRow): Promise<void>;

@@ -25,6 +25,20 @@ export type CursorRow = StateDatabase['_sluice_cursors'];
 export type LeaseRow = StateDatabase['_sluice_leases'];
 export type TableOwnerRow = StateDatabase['_sluice_tables'];
 
+/** A run as it starts: what it was asked to do, and why. */
+export interface NewRun {
+  runId: string;
+  pipeline: string;
+  startedAt: string;
+  /** The first run of the chain of resumes this run continues, or null. */
+  resumes: string | null;
+  runKey?: string | null;
+  /** The selected jobs' names, sorted, as a JSON array. */
+  selectedJobs?: string | null;
+  /** The command of several pipeline files it belongs to. */
+  batch?: { id: string; members: string } | null;
+}
+
 /** How a transaction holds its run's lease (see `DialectConnection.leaseHold`). */
 export type LeaseHold = 'share' | 'write' | 'none';
 
@@ -71,13 +85,7 @@ export class StateStore {
 
   // --- runs -------------------------------------------------------------------------------
 
-  async startRun(run: {
-    runId: string;
-    pipeline: string;
-    startedAt: string;
-    resumes: string | null;
-    runKey?: string | null;
-  }): Promise<void> {
+  async startRun(run: NewRun): Promise<void> {
     await this.db
       .insertInto('_sluice_runs')
       .values({
@@ -93,12 +101,15 @@ export class StateStore {
         resumes: run.resumes,
         credits: null,
         run_key: run.runKey ?? null,
+        selected_jobs: run.selectedJobs ?? null,
+        batch_id: run.batch?.id ?? null,
+        batch_members: run.batch?.members ?? null,
       })
       .execute();
   }
 
-  /** The latest run of a pipeline with this key (`--run-key`). */
-  async runByKey(pipeline: string, key: string): Promise<RunRow | undefined> {
+  /** The runs of an orchestrator's key, newest first. */
+  async runsByKey(pipeline: string, key: string): Promise<RunRow[]> {
     return this.db
       .selectFrom('_sluice_runs')
       .selectAll()
@@ -106,7 +117,32 @@ export class StateStore {
       .where('run_key', '=', key)
       .orderBy('started_at', 'desc')
       .orderBy('run_id', 'desc')
-      .executeTakeFirst();
+      .execute();
+  }
+
+  /** Runs that ended at or after `since` (ISO 8601), newest first. */
+  async runsEndedSince(pipeline: string, since: string): Promise<RunRow[]> {
+    return this.db
+      .selectFrom('_sluice_runs')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .where('finished_at', '>=', since)
+      .orderBy('started_at', 'desc')
+      .orderBy('run_id', 'desc')
+      .execute();
+  }
+
+  /** The latest runs of commands of these members (`batch_members`), newest first. */
+  async runsOfBatches(pipeline: string, members: string, limit: number): Promise<RunRow[]> {
+    return this.db
+      .selectFrom('_sluice_runs')
+      .selectAll()
+      .where('pipeline', '=', pipeline)
+      .where('batch_members', '=', members)
+      .orderBy('started_at', 'desc')
+      .orderBy('run_id', 'desc')
+      .limit(limit)
+      .execute();
   }
 
   async finishRun(

@@ -11,7 +11,9 @@ import type { Kysely } from 'kysely';
  * stages, errors, credits and what a download was asked for. Version 3 adds `_sluice_leases`:
  * which run holds each pipeline, checked inside every transaction (see `Loader.lock`), and runs'
  * keys (`run --run-key`). Version 4 adds `_sluice_tables`: the pipeline, job and role that own each
- * table (see `Destination.claimTables`); and a download's load settings, as they are compared.
+ * table (see `Destination.claimTables`); a download's load settings, as they are compared; and
+ * what each run was asked to do: its selected jobs, and the command (batch) of several pipeline
+ * files it belonged to (see `pipeline/batch.ts`).
  */
 export const STATE_VERSION = 4;
 
@@ -57,6 +59,10 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('credits'),
       // v3
       text('run_key'),
+      // v4
+      text('selected_jobs'),
+      text('batch_id'),
+      text('batch_members'),
     ],
     primaryKey: ['run_id'],
     indexes: [{ name: '_sluice_runs_by_pipeline', columns: ['pipeline', 'started_at'] }],
@@ -202,6 +208,15 @@ export interface StateDatabase {
     credits: string | null;
     /** The orchestrator's key for the run (`--run-key`): its retries finish it, never redo it. */
     run_key: string | null;
+    /**
+     * The unit of work the run was asked to do: its selected jobs' names, sorted, as a JSON
+     * array (null: a run of an older sluice, whose unit is unknown).
+     */
+    selected_jobs: string | null;
+    /** The command of several pipeline files the run belonged to (`run a.yaml b.yaml`). */
+    batch_id: string | null;
+    /** That command's members: each pipeline and its selected jobs, as sorted JSON. */
+    batch_members: string | null;
   };
   _sluice_jobs: {
     run_id: string;

@@ -7,7 +7,7 @@ import { type Clock, isoAt } from './clock.js';
 import type { RunGuard } from './guard.js';
 import type { JobOutcome } from './outcome.js';
 import type { Progress } from './progress.js';
-import type { Resumable } from './resume.js';
+import type { LoadedBefore } from './resume.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
 
 /** What every stage of a run works with. */
@@ -26,8 +26,11 @@ export interface RunContext {
   fullRefresh: boolean;
   /** The orchestrator's key for the run (`--run-key`). */
   runKey?: string;
-  /** The interrupted run this one finishes, when it does (see resume.ts). */
-  resume?: Resumable;
+  /**
+   * Jobs earlier runs loaded that this run does not buy again: those of the run it resumes, of
+   * its run key's runs, of the runs it waited for (see prior-work.ts).
+   */
+  resume?: LoadedBefore;
   /** The credit guard of the run, and the order in which its jobs start downloads. */
   guard: RunGuard;
   /**

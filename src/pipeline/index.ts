@@ -1,3 +1,4 @@
+export { type BatchMember, runPipelines } from './batch.js';
 export type { BudgetStanding } from './budget.js';
 export type { Clock } from './clock.js';
 export { type CreditEstimate, estimateJob } from './estimate.js';
@@ -14,8 +15,9 @@ export type {
 } from './outcome.js';
 export { type PlanReport, planPipeline, savedState } from './plan-report.js';
 export { noProgress, type Progress } from './progress.js';
+export { replayText } from './replay.js';
 export { clientFor, type RunOptions, runPipeline } from './run.js';
-export { jobMatcher, selectJobs, unmatchedPatterns } from './select.js';
+export { selectJobs, unmatchedPatterns } from './select.js';
 export {
   type JobSpec,
   type LoadOptions,

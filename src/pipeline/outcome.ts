@@ -35,7 +35,7 @@ export type JobStatus =
    */
   | 'cancelled'
   | 'interrupted'
-  /** Loaded by the interrupted run this run resumed: not downloaded again. */
+  /** Loaded by an earlier run this run continues (see prior-work.ts): not downloaded again. */
   | 'skipped';
 
 /** `incomplete`: every job ended, but some with less than it asked for (a cancelled download). */
@@ -95,10 +95,19 @@ export interface IncrementalRange {
 
 export interface RunSummary {
   pipeline: string;
+  /** This run's id; for a replay, the replayed run's. */
   run_id: string;
   /** The interrupted or failed run this one finished, or null: see resume.ts. */
   resumed_from: string | null;
   status: RunStatus;
+  /**
+   * True when this command ran nothing and bought nothing, because the unit of work it was
+   * asked for was done by an earlier run (`original`): its run key's, the run it waited for, or
+   * the stopped command it finishes (see prior-work.ts). Its `credits` and `jobs` are then
+   * empty: what that run did is under `original`.
+   */
+  replayed: boolean;
+  original?: OriginalRun;
   destination: string;
   started_at: string;
   seconds: number;
@@ -108,6 +117,26 @@ export interface RunSummary {
   jobs: JobOutcome[];
   /** A failure outside any job (e.g. the views could not be synced). */
   error?: ErrorInfo;
+}
+
+/** Why a command replays an earlier run instead of running. */
+export type ReplayReason = 'run_key' | 'waited' | 'batch';
+
+/** The run a replay stands for, with its own figures. */
+export interface OriginalRun {
+  run_id: string;
+  reason: ReplayReason;
+  run_key: string | null;
+  /** The command of several pipeline files it ran in, when it did. */
+  batch_id: string | null;
+  status: RunStatus;
+  started_at: string;
+  finished_at: string | null;
+  seconds: number;
+  /** What that run spent, per type. */
+  credits: Credits;
+  views: RunSummary['views'];
+  jobs: JobOutcome[];
 }
 
 const stages = new WeakMap<object, Stage>();

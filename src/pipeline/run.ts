@@ -19,8 +19,9 @@ import {
   type RunSummary,
   runStatus,
 } from './outcome.js';
+import { priorWork, priorWorkText } from './prior-work.js';
 import type { Progress } from './progress.js';
-import { findResumable, type Resumable, resumableRun } from './resume.js';
+import { replaySummary, replayText, unitOf } from './replay.js';
 import { loadsAtOnce, runJobs } from './schedule.js';
 import { selectJobs } from './select.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
@@ -42,10 +43,13 @@ export interface RunOptions {
   /** Jobs in flight at once, in place of the file's `max_parallel_jobs`. */
   parallel?: number;
   /**
-   * The orchestrator's key for this run (a logical date, a partition): a run of a key that
-   * ended is not run again (its summary is returned), one that did not is resumed.
+   * The orchestrator's key for this run (a logical date, a partition): it names one unit of work,
+   * the selected jobs. A run of the key asked for the same jobs that ended is replayed; else the
+   * jobs the key's runs loaded are skipped and the others run (see prior-work.ts).
    */
   runKey?: string;
+  /** The command of several pipeline files this run belongs to (see batch.ts). */
+  batch?: { id: string; members: string };
   signal?: AbortSignal;
   logger: Logger;
   progress: Progress;
@@ -115,6 +119,13 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
   const selected = selectJobs(spec, options.jobs, options.lenientJobs === true);
   const log = options.logger.child({ pipeline: spec.name });
   const client = options.client ?? clientFor(spec, log);
+  // With --wait, the runs that end while this one waits are what it finds done (prior-work.ts).
+  const invoked = isoAt(clock);
+  let waitedSince: string | undefined;
+  const waiting = (message: string) => {
+    waitedSince = invoked;
+    log.info(message);
+  };
   let destination: Destination | undefined;
   try {
     // Wrong credentials are found before the database is made or a failed run is recorded.
@@ -127,7 +138,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
           logger: log,
           wait: options.wait === true,
           onWait: (where) =>
-            log.info(
+            waiting(
               `another process has ${where} open; waiting for it to end (DuckDB lets one process at a time write to a file)`,
             ),
         }),
@@ -140,7 +151,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
         holder: runId,
         ...(options.signal ? { signal: options.signal } : {}),
         onWait: (where) =>
-          log.info(
+          waiting(
             `another run of pipeline '${spec.name}' is in progress (it holds ${where}); waiting for it to end`,
           ),
       })
@@ -159,6 +170,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
       return await runLocked(
         spec,
         selected,
+        { waitedSince, ...(options.batch ? { batch: options.batch } : {}) },
         {
           spec,
           runId,
@@ -199,21 +211,10 @@ async function checkLogin(client: ServiceClient, signal?: AbortSignal): Promise<
   else await client.account(options);
 }
 
-/** Statuses of a run that ended: its key's retries do nothing. */
-const DONE = new Set(['succeeded', 'incomplete']);
-
-async function runLocked(
-  spec: PipelineSpec,
-  selected: JobSpec[],
-  ctx: RunContext,
-  parallel: number,
-): Promise<RunSummary> {
-  const { destination, clock, logger: log } = ctx;
-  const state = destination.state;
-  const started = clock.now();
-  const startedAt = isoAt(clock);
-  // This run holds the lock: any other run still marked running died without finishing.
-  for (const dead of await state.runsLeftRunning(spec.name)) {
+/** This run holds the lock: any other run still marked running died without finishing. */
+async function markDeadRuns(ctx: RunContext): Promise<void> {
+  const state = ctx.destination.state;
+  for (const dead of await state.runsLeftRunning(ctx.spec.name)) {
     await state.finishRun(dead.run_id, {
       finished_at: null,
       status: 'interrupted',
@@ -223,48 +224,66 @@ async function runLocked(
       summary: dead.summary,
       credits: dead.credits,
     });
-    log.info(
+    ctx.logger.info(
       `run ${dead.run_id} of ${dead.started_at} ended without finishing; marked interrupted`,
     );
   }
-  let resume: Resumable | undefined;
-  if (ctx.runKey !== undefined && !ctx.fresh) {
-    const keyed = await state.runByKey(spec.name, ctx.runKey);
-    if (keyed && DONE.has(keyed.status) && keyed.summary) {
-      // A retry of a run that ended: nothing to do, and its summary says what it did.
-      log.info(
-        `run ${keyed.run_id} of key '${ctx.runKey}' ${keyed.status} at ${keyed.finished_at}: nothing to do (--fresh runs it anew)`,
-      );
-      return JSON.parse(keyed.summary) as RunSummary;
-    }
-    // One that did not end well is finished, whenever it stopped.
-    if (keyed) resume = await resumableRun(state, keyed);
-  } else if (!ctx.fresh) {
-    resume = await findResumable(state, spec, clock.now());
+}
+
+/** What a run was asked for beyond its jobs, and what happened before it took the lock. */
+interface RunRequest {
+  /** It waited for the pipeline (its lock, its database) since this time. */
+  waitedSince: string | undefined;
+  batch?: { id: string; members: string };
+}
+
+async function runLocked(
+  spec: PipelineSpec,
+  selected: JobSpec[],
+  request: RunRequest,
+  ctx: RunContext,
+  parallel: number,
+): Promise<RunSummary> {
+  const { destination, clock, logger: log } = ctx;
+  const state = destination.state;
+  const started = clock.now();
+  const startedAt = isoAt(clock);
+  await markDeadRuns(ctx);
+  const prior = await priorWork(state, spec, selected, {
+    runKey: ctx.runKey,
+    fresh: ctx.fresh,
+    waitedSince: request.waitedSince,
+    now: clock.now(),
+  });
+  if (prior.replay) {
+    const { run, reason } = prior.replay;
+    const summary = replaySummary(run, reason, {
+      destination: destination.description,
+      startedAt,
+      seconds: Math.round((clock.now() - started) / 10) / 100,
+    });
+    log.info(replayText(summary));
+    return summary;
   }
-  if (resume) ctx.resume = resume;
-  if (resume) {
-    const why = ctx.runKey === undefined ? 'within resume_window' : `key '${ctx.runKey}'`;
-    log.info(
-      `resuming run ${resume.run.run_id} (${resume.run.status} at ${resume.endedAt}, ${why}): ${
-        resume.done.size > 0
-          ? `jobs it loaded are not downloaded again: ${[...resume.done.keys()].join(', ')}`
-          : 'it loaded no job yet'
-      }`,
-    );
-  }
+  const resume = prior.resumes;
+  if (prior.loaded) ctx.resume = prior.loaded;
+  const continued = priorWorkText(prior, ctx.runKey);
+  if (continued) log.info(continued);
   await state.startRun({
     runId: ctx.runId,
     pipeline: spec.name,
     startedAt,
     resumes: resume?.root ?? null,
     runKey: ctx.runKey ?? null,
+    selectedJobs: unitOf(selected),
+    batch: request.batch ?? null,
   });
   const summary: RunSummary = {
     pipeline: spec.name,
     run_id: ctx.runId,
     resumed_from: resume?.run.run_id ?? null,
     status: 'succeeded',
+    replayed: false,
     destination: destination.description,
     started_at: startedAt,
     seconds: 0,

@@ -76,12 +76,13 @@ function notStarted(job: JobSpec, why: ErrorInfo): JobOutcome {
   return outcome;
 }
 
-/** One job: skipped when the resumed run loaded it, else run; its row saved as it ends. */
+/** One job: skipped when an earlier run loaded it, else run; its row saved as it ends. */
 async function runOne(ctx: RunContext, job: JobSpec): Promise<JobOutcome> {
   const started = isoAt(ctx.clock);
   const loadedBefore = skippable(ctx.resume, job);
   if (loadedBefore) {
-    const outcome = skipped(job, loadedBefore);
+    const how = ctx.resume?.how?.get(loadedBefore.run_id) ?? 'which this run resumes';
+    const outcome = skipped(job, loadedBefore, how);
     ctx.logger.info({ job: job.name }, outcome.message);
     await ctx.destination.state.saveJob(jobRow(ctx, job, outcome, started));
     return outcome;
@@ -100,8 +101,8 @@ async function runOne(ctx: RunContext, job: JobSpec): Promise<JobOutcome> {
   return outcome;
 }
 
-/** A job the resumed run loaded: reported, not run. */
-function skipped(job: JobSpec, row: JobRow): JobOutcome {
+/** A job an earlier run loaded (`how` it is related to this one): reported, not run. */
+function skipped(job: JobSpec, row: JobRow, how: string): JobOutcome {
   const before = row.summary ? (JSON.parse(row.summary) as Partial<JobOutcome>) : {};
   return {
     ...newOutcome(job.name),
@@ -110,7 +111,7 @@ function skipped(job: JobSpec, row: JobRow): JobOutcome {
     download_id: row.download_ids,
     found: before.found ?? null,
     tables: before.tables ?? [],
-    message: `loaded by run ${row.run_id} (${row.finished_at ?? row.started_at}), which this run resumes: not downloaded again (--fresh runs it anew)`,
+    message: `loaded by run ${row.run_id} (${row.finished_at ?? row.started_at}), ${how}: not downloaded again (--fresh runs it anew)`,
   };
 }
 

@@ -614,6 +614,59 @@ for (const h of harnesses) {
         await dest.ensureState();
       }));
 
+    it('migrates the state tables of version 3 in place: runs gain what they were asked for', () =>
+      use(async (o) => {
+        const { dest } = o;
+        await dest.ensureState();
+        await dest.state.startRun({
+          runId: 'r3',
+          pipeline: 'p',
+          startedAt: '2026-11-26T00:00:00Z',
+          resumes: null,
+          runKey: '2026-11-26',
+        });
+        // As version 3 left them: no selected jobs, no batch (the index goes with the columns).
+        await o.raw([
+          'drop index _sluice_runs_by_pipeline',
+          'alter table _sluice_runs drop column selected_jobs',
+          'alter table _sluice_runs drop column batch_id',
+          'alter table _sluice_runs drop column batch_members',
+          `update _sluice_meta set value = '3' where key = 'state_version'`,
+        ]);
+        await dest.close();
+        const again = await o.reopen();
+        try {
+          await again.ensureState();
+          const [meta] = await o.all<{ value: string }>(
+            `select value from _sluice_meta where key = 'state_version'`,
+          );
+          assert.equal(meta?.value, String(STATE_VERSION));
+          const [old] = await again.state.runsByKey('p', '2026-11-26');
+          assert.equal(old?.run_id, 'r3', 'the run of version 3 is kept');
+          assert.equal(old?.selected_jobs, null, 'its unit is unknown');
+          const members = '[["p",["homes"]]]';
+          await again.state.startRun({
+            runId: 'r4',
+            pipeline: 'p',
+            startedAt: '2026-11-27T00:00:00Z',
+            resumes: null,
+            selectedJobs: '["homes"]',
+            batch: { id: 'b1', members },
+          });
+          const [run] = await again.state.runsOfBatches('p', members, 5);
+          assert.deepEqual(
+            [run?.run_id, run?.selected_jobs, run?.batch_id],
+            ['r4', '["homes"]', 'b1'],
+          );
+          assert.ok(
+            (await o.indexes('_sluice_runs')).includes('_sluice_runs_by_pipeline'),
+            'the index is made again',
+          );
+        } finally {
+          await again.close();
+        }
+      }));
+
     it('refuses state tables written by a newer sluice', () =>
       use(async (o) => {
         await o.dest.ensureState();

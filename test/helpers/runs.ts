@@ -16,9 +16,12 @@ export interface Finished {
   stderr: string;
 }
 
-/** A `sluice run` in a process of its own; `checkpoint` makes it stop there (see checkpoints.ts). */
+/**
+ * A `sluice run` of one pipeline file or several in a process of its own; `checkpoint` makes it
+ * stop there (see checkpoints.ts).
+ */
 export function startRun(
-  file: string,
+  file: string | readonly string[],
   harness: EmulatorHarness,
   options: { checkpoint?: string; env?: Record<string, string>; args?: string[] } = {},
 ): { child: ChildProcess; finished: Promise<Finished>; reached: Promise<void> } {
@@ -27,7 +30,7 @@ export function startRun(
     [
       SLUICE_BIN,
       'run',
-      file,
+      ...(typeof file === 'string' ? [file] : file),
       '--json',
       '--no-progress',
       '--log-format',
@@ -59,7 +62,7 @@ export function startRun(
 
 /** Runs to the end, unstopped; fails the test unless it exits 0. */
 export async function runToEnd(
-  file: string,
+  file: string | readonly string[],
   harness: EmulatorHarness,
   env: Record<string, string> = {},
 ): Promise<Record<string, unknown>> {
@@ -71,7 +74,7 @@ export async function runToEnd(
 
 /** Stops a run at a checkpoint with a signal, and checks how it ended. */
 export async function stopAt(
-  file: string,
+  file: string | readonly string[],
   harness: EmulatorHarness,
   checkpoint: string,
   signal: NodeJS.Signals,
@@ -89,8 +92,10 @@ export async function stopAt(
   if (signal === 'SIGKILL') assert.equal(done.signal, 'SIGKILL');
   else {
     assert.equal(done.code, 130, `${signal} at ${checkpoint}: ${done.stdout}\n${done.stderr}`);
+    // Several files: the last run of the command's document is the one stopped.
+    const doc = JSON.parse(done.stdout);
     assert.equal(
-      JSON.parse(done.stdout).status,
+      doc.runs ? doc.runs.at(-1)?.status : doc.status,
       'interrupted',
       `${signal} at ${checkpoint}: ${done.stdout}\n${done.stderr}`,
     );

@@ -126,3 +126,101 @@ for (const kind of destinationKinds()) {
     }
   });
 }
+
+/**
+ * Several pipeline files in one command, stopped during the third and run again as the same
+ * command (systemd's `Restart=on-failure`, an orchestrator's retry): the two files that had
+ * finished are replayed, never bought or loaded again, and the third is finished.
+ */
+const FILES: Record<string, string> = {
+  a: `jobs:
+  homes:
+    type: properties
+    query: 'province:TX'
+    records: 400
+    format: csv
+    write: append
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+`,
+  b: `jobs:
+  shops:
+    type: businesses
+    query: 'province:TX'
+    records: 400
+    format: json
+    write: append
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+`,
+  c: `jobs:
+  goods:
+    type: products
+    query: '*'
+    records: 400
+    format: csv
+    write: append
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+`,
+};
+const THIRD_FILE_POINTS = ['download-started:goods', 'file-committed:goods@0'];
+
+for (const kind of destinationKinds()) {
+  const reason = await skipReason(kind);
+  const target = targetFactory(kind, () => dir);
+
+  describe(`a command of three pipeline files stopped during the third, on ${kind}`, {
+    skip: reason,
+  }, () => {
+    let reference: Record<string, TableSnapshot>;
+    let referenceCredits: Record<string, number>;
+    // The three pipelines share one destination, as a team's often do.
+    const files = (t: TestTarget, name: string) =>
+      Object.entries(FILES).map(([file, jobs]) =>
+        writePipeline(
+          dir,
+          `${kind}-${name}-${file}`,
+          `${pipelineHead(`files-${file}`, t.destinationYaml)}${jobs}`,
+        ),
+      );
+
+    before(async () => {
+      await harness.reset();
+      const t = await target('files-reference');
+      const doc = await runToEnd(files(t, 'files-reference'), harness);
+      assert.equal(doc.exit_code, 0);
+      reference = await snapshot(t);
+      referenceCredits = creditsUsed(harness);
+    });
+
+    for (const point of THIRD_FILE_POINTS) {
+      for (const signal of SIGNALS) {
+        test(`${signal} at ${point}, then the same command again: the first two files are not bought again`, async () => {
+          await harness.reset();
+          const name = `files-${point}-${signal}`.replace(/\W+/g, '_');
+          const t = await target(name);
+          const paths = files(t, name);
+          await stopAt(paths, harness, point, signal);
+          const doc = (await runToEnd(paths, harness)) as {
+            runs: { status: string; replayed: boolean }[];
+          };
+          assert.deepEqual(await snapshot(t), reference, 'the tables equal the reference load');
+          assert.deepEqual(
+            downloadsByType(harness),
+            { properties: 1, businesses: 1, products: 1 },
+            'one download per file',
+          );
+          assert.deepEqual(creditsUsed(harness), referenceCredits, 'credits of one purchase');
+          assert.deepEqual(
+            doc.runs.map((r) => [r.status, r.replayed]),
+            [
+              ['succeeded', true],
+              ['succeeded', true],
+              ['succeeded', false],
+            ],
+          );
+          figures.trials++;
+          figures.kills++;
+        });
+      }
+    }
+  });
+}

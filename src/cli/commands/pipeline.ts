@@ -1,16 +1,17 @@
 import type { Argv } from 'yargs';
-import { attachContext, UsageError } from '../../errors.js';
+import { UsageError } from '../../errors.js';
 import {
+  type BatchMember,
   checkSharedTables,
   clientFor,
-  jobMatcher,
-  loadPipeline,
-  type PipelineSpec,
+  type JobOutcome,
   type PlanReport,
   pipelineJsonSchema,
   planPipeline,
   type RunSummary,
+  replayText,
   runPipeline,
+  runPipelines,
   savedState,
   unmatchedPatterns,
 } from '../../pipeline/index.js';
@@ -222,26 +223,44 @@ export interface RunArgs {
 }
 
 /**
- * `sluice run FILE...`: each pipeline with its own lock and summary, one after another (two
- * pipelines may share a destination, whose writer they would only take turns at); a failure of
- * one does not stop the next. With one file, its summary is the JSON document; with several, one
- * document holds them all. The exit code is the worst of theirs.
+ * `sluice run FILE...`: with one file, its summary is the JSON document; with several (run one
+ * after another as one command: see pipeline/batch.ts), one document holds them all. The exit
+ * code is the worst of theirs.
  */
 export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
   const files = args.files;
   if (files.length === 1) {
-    const summary = await runOne(args, files[0]!, ctx, false);
+    const summary = await withPipeline(
+      { file: files[0]!, ...strictOf(args) },
+      ctx,
+      { source: 'required' },
+      (spec) => runPipeline(spec, { ...runOptions(args, ctx), progress: progressOf(args, ctx) }),
+    );
     if (args.json) writeJson(ctx.io.stdout, summary);
     else printSummary(summary, ctx);
     return exitCodeOfRun(summary);
   }
-  const specs: PipelineSpec[] = [];
-  const strictFields = args['strict-fields'] === true;
-  for (const file of files)
-    specs.push(await loadPipeline(file, ctx.env, { source: 'required', strictFields }));
+  const members: BatchMember[] = [];
+  for (const file of files) {
+    members.push({
+      file,
+      spec: await withPipeline(
+        { file, ...strictOf(args) },
+        ctx,
+        { source: 'required' },
+        async (spec) => spec,
+      ),
+    });
+  }
   // Before any of them buys anything: no file's tables may be another's in one destination.
-  checkSharedTables(specs, ctx.env);
-  const missing = unmatchedPatterns(specs, args.job ?? []);
+  checkSharedTables(
+    members.map((m) => m.spec),
+    ctx.env,
+  );
+  const missing = unmatchedPatterns(
+    members.map((m) => m.spec),
+    args.job ?? [],
+  );
   if (missing.length > 0) {
     throw new UsageError(
       `no job ${missing.map((m) => `'${m}'`).join(', ')} in ${files.join(', ')}`,
@@ -250,54 +269,65 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   }
   const runs: (RunSummary | (ReturnType<typeof errorDocument> & { file: string }))[] = [];
   const codes: number[] = [];
-  for (const [i, spec] of specs.entries()) {
-    if (args.job?.length && !spec.jobs.some((j) => jobMatcher(args.job!)(j.name))) continue;
-    try {
-      const summary = await runOne(args, files[i]!, ctx, true);
-      runs.push(summary);
-      codes.push(exitCodeOfRun(summary));
-      if (!args.json) printSummary(summary, ctx);
-    } catch (error) {
-      // This pipeline could not run (its lock, its destination): the others still do.
-      const doc = errorDocument(attachContext(error, { pipeline: spec.name }));
-      runs.push({ file: files[i]!, ...doc });
-      codes.push(exitCodeFor(error));
-      ctx.logger.error({ pipeline: spec.name, code: doc.error.code }, doc.error.message);
-    }
-    if (ctx.signal.aborted) break;
-  }
+  await runPipelines(members, {
+    ...runOptions(args, ctx),
+    progress: () => progressOf(args, ctx),
+    onRun: (run) => {
+      if ('summary' in run) {
+        runs.push(run.summary);
+        codes.push(exitCodeOfRun(run.summary));
+        if (!args.json) printSummary(run.summary, ctx);
+        return;
+      }
+      const doc = errorDocument(run.error);
+      runs.push({ file: run.file, ...doc });
+      codes.push(exitCodeFor(run.error));
+      ctx.logger.error({ pipeline: run.spec.name, code: doc.error.code }, doc.error.message);
+    },
+  });
   const code = worstExitCode(codes);
   if (args.json) writeJson(ctx.io.stdout, { exit_code: code, runs });
   return code;
 }
 
-function runOne(
-  args: RunArgs,
-  file: string,
-  ctx: CliContext,
-  lenientJobs: boolean,
-): Promise<RunSummary> {
-  const strict = args['strict-fields'] === true ? { 'strict-fields': true } : {};
-  return withPipeline({ file, ...strict }, ctx, { source: 'required' }, (spec) =>
-    runPipeline(spec, {
-      env: ctx.env,
-      jobs: args.job,
-      lenientJobs,
-      fresh: args.fresh,
-      fullRefresh: args['full-refresh'],
-      wait: args.wait,
-      ...(args.parallel === undefined ? {} : { parallel: args.parallel }),
-      ...(args['run-key'] === undefined ? {} : { runKey: args['run-key'] }),
-      signal: ctx.signal,
-      logger: ctx.logger,
-      progress: ctx.terminal.progress(args.progress !== false),
-      ...(ctx.clock ? { clock: ctx.clock } : {}),
-    }),
-  );
+/** What `run`'s flags ask of each pipeline run. */
+function runOptions(args: RunArgs, ctx: CliContext) {
+  return {
+    env: ctx.env,
+    jobs: args.job,
+    fresh: args.fresh,
+    fullRefresh: args['full-refresh'],
+    wait: args.wait,
+    ...(args.parallel === undefined ? {} : { parallel: args.parallel }),
+    ...(args['run-key'] === undefined ? {} : { runKey: args['run-key'] }),
+    signal: ctx.signal,
+    logger: ctx.logger,
+    ...(ctx.clock ? { clock: ctx.clock } : {}),
+  };
+}
+
+function progressOf(args: RunArgs, ctx: CliContext) {
+  return ctx.terminal.progress(args.progress !== false);
+}
+
+/** `--strict-fields`, passed on to the pipeline files' loads. */
+function strictOf(args: RunArgs): { 'strict-fields'?: boolean } {
+  return args['strict-fields'] === true ? { 'strict-fields': true } : {};
 }
 
 export function printSummary(summary: RunSummary, ctx: CliContext): void {
   const { stdout } = ctx.io;
+  const original = summary.replayed ? summary.original : undefined;
+  if (original) {
+    // A replay bought nothing now: the table is the earlier run's, and says so.
+    writeLine(
+      stdout,
+      `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status}, replayed in ${summary.seconds}s (0 credits spent now) -> ${summary.destination}`,
+    );
+    writeLine(stdout, `${replayText(summary)}; what that run did:`);
+    printJobs(original.jobs, 'credits spent then', ctx);
+    return;
+  }
   writeLine(
     stdout,
     `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status} in ${summary.seconds}s -> ${summary.destination}`,
@@ -310,7 +340,13 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
     );
   }
   if (summary.error) writeLine(stdout, `${summary.error.stage}: ${summary.error.message}`);
-  if (summary.jobs.length === 0) return;
+  printJobs(summary.jobs, 'credits spent', ctx);
+}
+
+/** The jobs' table of a run, and a line for each job's error, message or range. */
+function printJobs(jobs: readonly JobOutcome[], creditsHeader: string, ctx: CliContext): void {
+  const { stdout } = ctx.io;
+  if (jobs.length === 0) return;
   writeLine(
     stdout,
     formatTable(
@@ -322,11 +358,11 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
         'downloaded',
         'loaded',
         'rejected',
-        'credits spent',
+        creditsHeader,
         'seconds',
         'tables',
       ],
-      summary.jobs.map((j) => [
+      jobs.map((j) => [
         j.job,
         j.status,
         `${j.download_id ?? '-'}${j.reattached ? ' (re-attached)' : ''}`,
@@ -340,7 +376,7 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
       ]),
     ),
   );
-  for (const j of summary.jobs) {
+  for (const j of jobs) {
     if (j.error) writeLine(stdout, `  ${j.job}: ${j.error.message}`);
     else if (j.message) writeLine(stdout, `  ${j.job}: ${j.message}`);
     if (j.incremental) writeLine(stdout, `  ${j.job}: ${rangeText(j.incremental)}`);
@@ -390,7 +426,8 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             type: 'string',
             array: true,
             demandOption: true,
-            describe: 'Pipeline files (YAML), run one after another',
+            describe:
+              'Pipeline files (YAML), run one after another as one command: run again after it stopped, it finishes what it had not',
           })
           .option('json', {
             type: 'boolean',
@@ -410,7 +447,7 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
           .option('run-key', {
             type: 'string',
             describe:
-              "An orchestrator's key for the run (a logical date): a key that ended is not run again, one that failed is resumed",
+              "An orchestrator's key for the run (a logical date): it names the selected jobs; a retry replays the key's run of them that ended, or finishes the rest, never buying twice",
           })
           .option('fresh', {
             type: 'boolean',
@@ -426,7 +463,8 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
           .option('wait', {
             type: 'boolean',
             default: false,
-            describe: 'Wait for another run of the same pipeline instead of exiting',
+            describe:
+              'Wait for another run of the same pipeline instead of exiting; what it loaded is not bought again (a run of the same jobs that ended is replayed)',
           })
           .option('progress', {
             type: 'boolean',
