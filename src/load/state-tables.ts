@@ -10,9 +10,12 @@ import type { Kysely } from 'kysely';
  * `_sluice_meta`, per-job outcomes (`_sluice_jobs`), cursors (`_sluice_cursors`) and columns for
  * stages, errors, credits and what a download was asked for. Version 3 adds `_sluice_leases`:
  * which run holds each pipeline, checked inside every transaction (see `Loader.lock`), and runs'
- * keys (`run --run-key`).
+ * keys (`run --run-key`). Version 4 records the service's other paid requests beside downloads:
+ * an attempt's `kind` (a targeted update, a scrape), a scrape's records as the service answered
+ * them (`payload`, kept until they are loaded), and the account's credits used when it was asked
+ * for (`used_before`).
  */
-export const STATE_VERSION = 3;
+export const STATE_VERSION = 4;
 
 type ColumnKind = 'text' | 'bigint';
 
@@ -110,6 +113,10 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('cursor_from'),
       text('credits'),
       text('stage'),
+      // v4
+      text('kind'),
+      text('payload'),
+      big('used_before'),
     ],
     primaryKey: ['attempt_id'],
     indexes: [{ name: '_sluice_downloads_by_job', columns: ['pipeline', 'job', 'requested_at'] }],
@@ -229,6 +236,20 @@ export interface StateDatabase {
     cursor_from: string | null;
     credits: string | null;
     stage: string | null;
+    /**
+     * What was bought: a download (null, as every row before version 4), a `targeted_update`
+     * (records refreshed on the service) or a `scrape` (records in the answer itself). This and
+     * the next two are optional in writes: a download's row need not name them.
+     */
+    kind?: string | null;
+    /** A scrape's records as NDJSON, saved with its answer and cleared once they are loaded. */
+    payload?: string | null;
+    /**
+     * The account's credits used (of the request's credit type, or the legacy total) just before
+     * a scrape was asked for: a later run finding the request unanswered tells from it whether
+     * the service charged it (a scrape cannot be looked up afterwards).
+     */
+    used_before?: number | null;
   };
   _sluice_files: {
     download_id: string;
