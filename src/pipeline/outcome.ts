@@ -34,7 +34,9 @@ export type JobStatus =
   | 'cancelled'
   | 'interrupted'
   /** Loaded by the interrupted run this run resumed: not downloaded again. */
-  | 'skipped';
+  | 'skipped'
+  /** A `refresh:` step: the service refreshed the records (a targeted update). */
+  | 'refreshed';
 
 /** `incomplete`: every job ended, but some with less than it asked for (a cancelled download). */
 export type RunStatus = 'succeeded' | 'failed' | 'refused' | 'incomplete' | 'interrupted';

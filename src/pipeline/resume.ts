@@ -20,6 +20,9 @@ export interface Resumable {
   done: Map<string, JobRow>;
 }
 
+/** Statuses of a job (or a refresh step) a resumed run does not do again. */
+const DONE = new Set(['loaded', 'empty', 'refreshed']);
+
 export async function findResumable(
   state: State,
   spec: PipelineSpec,
@@ -44,7 +47,7 @@ export async function resumableRun(state: State, run: RunRow): Promise<Resumable
   const chain = await state.runChain(root);
   const done = new Map<string, JobRow>();
   for (const row of await state.jobsOfRuns(chain.map((r) => r.run_id))) {
-    if (row.status === 'loaded' || row.status === 'empty') done.set(row.job, row);
+    if (DONE.has(row.status)) done.set(row.job, row);
   }
   return { run, root, endedAt, done };
 }

@@ -17,7 +17,7 @@ import {
 } from './spec-format.js';
 import { resolveJob } from './spec-job.js';
 
-export type { Budget, BudgetPeriod, JobSpec, PipelineSpec } from './spec-format.js';
+export type { Budget, BudgetPeriod, JobKind, JobSpec, PipelineSpec } from './spec-format.js';
 export { parseDuration, pipelineJsonSchema } from './spec-format.js';
 
 /**
@@ -217,7 +217,7 @@ function resolve(
         contract,
       }),
     );
-    return job === undefined ? [] : [job];
+    return job ?? [];
   });
   if (raw.naming === 'snake_case') check(() => sameSnakeCase(tables, fail));
   const budgets = check(() => budgetsOf(raw, fail)) ?? [];

@@ -2,6 +2,7 @@ import type { Argv } from 'yargs';
 import { attachContext, UsageError } from '../../errors.js';
 import {
   clientFor,
+  describeKind,
   jobMatcher,
   loadPipeline,
   type PipelineSpec,
@@ -31,6 +32,8 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
   return withPipeline(args, ctx, { source: 'optional', views: 'offline' }, async (spec) => {
     const jobs = spec.jobs.map((j) => ({
       job: j.name,
+      kind: j.kind,
+      ...(j.refreshes === undefined ? {} : { refreshes: j.refreshes }),
       type: j.type,
       table: j.table,
       write: j.write,
@@ -60,14 +63,18 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
       stdout,
       formatTable(
         ['job', 'type', 'records', 'format', 'table', 'write'],
-        jobs.map((j) => [
-          j.job,
-          j.type,
-          j.records,
-          j.format,
-          j.table,
-          `${j.write === 'merge' ? `merge on ${j.key.join(', ')}` : j.write}${j.incremental ? `, incremental on ${j.incremental.cursor}` : ''}`,
-        ]),
+        jobs.map((j) =>
+          j.refreshes !== undefined
+            ? [j.job, j.type, j.records, '-', '-', `targeted update before ${j.refreshes}`]
+            : [
+                j.job,
+                j.type,
+                j.records,
+                j.format,
+                j.table,
+                `${j.write === 'merge' ? `merge on ${j.key.join(', ')}` : j.write}${j.incremental ? `, incremental on ${j.incremental.cursor}` : ''}${j.kind === 'scrape' ? ', scraped' : ''}`,
+              ],
+        ),
       ),
     );
     return EXIT.ok;
@@ -142,10 +149,19 @@ export function planCommand(
         }
       }
       for (const e of plan.jobs) {
+        const job = spec.jobs.find((j) => j.name === e.job);
+        if (job?.kind === 'targeted_update') {
+          writeLine(
+            stdout,
+            `  ${e.job}: a targeted update: the service refreshes these records before ${job.refreshes} downloads them`,
+          );
+        } else if (job?.kind === 'scrape') {
+          writeLine(stdout, `  ${e.job}: a scrape: the records come fresh from their sources`);
+        }
         if (e.reattaches) {
           writeLine(
             stdout,
-            `  ${e.job}: run re-attaches to download ${e.reattaches}, started by an earlier run: nothing more to pay`,
+            `  ${e.job}: run re-attaches to ${describeKind(job ?? { kind: 'download' })} ${e.reattaches}, started by an earlier run: nothing more to pay`,
           );
         }
       }
