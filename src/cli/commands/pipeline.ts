@@ -55,9 +55,11 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
       return EXIT.ok;
     }
     const views = Object.keys(spec.views).length;
+    const steps = spec.jobs.filter((j) => j.refreshes !== undefined).length;
+    const counted = `${plural(spec.jobs.length - steps, 'job')}${steps > 0 ? `, ${plural(steps, 'refresh step')}` : ''}`;
     writeLine(
       stdout,
-      `${spec.file}: valid pipeline '${spec.name}' (${plural(spec.jobs.length, 'job')}, ${plural(views, 'view')})`,
+      `${spec.file}: valid pipeline '${spec.name}' (${counted}, ${plural(views, 'view')})`,
     );
     writeLine(
       stdout,
