@@ -17,7 +17,7 @@ import {
 } from './spec-format.js';
 import { resolveJob } from './spec-job.js';
 
-export type { Budget, BudgetPeriod, JobKind, JobSpec, PipelineSpec } from './spec-format.js';
+export type { Budget, BudgetPeriod, JobSpec, PipelineSpec } from './spec-format.js';
 export { parseDuration, pipelineJsonSchema } from './spec-format.js';
 
 /**
