@@ -43,16 +43,17 @@ export async function runJobs(
         ctx.progress.phase(job.name, 'waiting', undefined);
         await needs.ended;
       }
-      return await limit(async () => {
+      const outcome = await limit(async () => {
         const notRun = lost ?? (ctx.signal?.aborted ? interrupted : undefined);
         if (notRun) return notStarted(job, notRun);
         const stale = notRefreshed(job, job.refreshedBy && outcomes.get(job.refreshedBy));
         if (stale) return stale;
-        const outcome = await runOne(ctx, job);
-        outcomes.set(job.name, outcome);
-        if (outcome.error?.code === 'SLUICE_LOCK_LOST') lost = outcome.error;
-        return outcome;
+        const ran = await runOne(ctx, job);
+        if (ran.error?.code === 'SLUICE_LOCK_LOST') lost = ran.error;
+        return ran;
       });
+      outcomes.set(job.name, outcome);
+      return outcome;
     } finally {
       ends.get(job.name)!.end();
       ctx.guard.end(job.name);
@@ -73,7 +74,8 @@ const interrupted: ErrorInfo = {
  * that found nothing to refresh (`empty`), or that a resumed run did (`skipped`), lets it run.
  */
 function notRefreshed(job: JobSpec, step: JobOutcome | '' | undefined): JobOutcome | undefined {
-  if (!step || ['refreshed', 'empty', 'skipped'].includes(step.status)) return undefined;
+  if (step === undefined || step === '') return undefined;
+  if (['refreshed', 'empty', 'skipped'].includes(step.status)) return undefined;
   if (step.status === 'interrupted') return notStarted(job, interrupted);
   const outcome = newOutcome(job.name);
   const error: ErrorInfo = step.error ?? {
