@@ -50,6 +50,9 @@ const CODES = {
   ),
   SLUICE_DISK_FULL: retry('the disk is full (the database, or the folder files are saved in)'),
   SLUICE_DOWNLOAD_FAILED: retry('the service reported the download as failed'),
+  SLUICE_REFRESH_FAILED: retry(
+    'a targeted update (refresh:) failed on the service, or the service no longer lists it',
+  ),
   SLUICE_DOWNLOAD_NOT_READY: retry('the download is not finished yet (downloads fetch)'),
   SLUICE_FILE_EXPIRED: retry("a result file's URL expired again and again"),
   SLUICE_FILE_SHORT: retry('a result file ended before the bytes its server announced'),
@@ -83,6 +86,9 @@ const CODES = {
   ),
   SLUICE_DOWNLOAD_UNCERTAIN: fix(
     'a download start failed, and whether the service started it cannot be told: check the downloads (sluice downloads list) before running again',
+  ),
+  SLUICE_SCRAPE_UNANSWERED: fix(
+    'a run stopped between asking for a scrape and saving its answer, and the service may have charged it: run --fresh to scrape anew',
   ),
   SLUICE_BAD_FILE: fix('a result file cannot be read at all (its CSV header)'),
   SLUICE_DESTINATION: fix('the database refused a statement'),

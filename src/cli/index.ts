@@ -6,6 +6,7 @@ import { registerAccount } from './commands/account.js';
 import { registerDownloads } from './commands/downloads.js';
 import { type EmulatorArgs, emulatorOptions, runEmulator } from './commands/emulator.js';
 import { registerFields } from './commands/fields.js';
+import { registerGet } from './commands/get.js';
 import { registerHealth } from './commands/health.js';
 import { registerPipeline } from './commands/pipeline.js';
 import { registerRealTime } from './commands/realtime.js';
@@ -62,6 +63,7 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
     registerRealTime,
     registerFields,
     registerPipeline,
+    registerGet,
   ]) {
     cli = register(cli, ctx);
   }

@@ -205,7 +205,10 @@ export interface TargetedUpdateInfo {
   type?: DataType;
   numRecords: number;
   numUpdated?: number;
+  /** The status as the service sent it. */
   status: string;
+  /** The status in sluice's terms, read as a download's is (an unknown word: still running). */
+  state: DownloadState;
   totalCost?: number;
   createdAt?: string;
 }

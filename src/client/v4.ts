@@ -546,6 +546,7 @@ function toTargetedUpdate(value: unknown): TargetedUpdateInfo {
     numRecords: optionalNumber(body.num_records) ?? 0,
     ...optional('numUpdated', optionalNumber(body.num_updated)),
     status: optionalString(body.status) ?? 'unknown',
+    state: downloadStatus(body.status).state,
     ...optional('totalCost', totalCost(body)),
     ...optional('createdAt', optionalString(body.created_at)),
   };

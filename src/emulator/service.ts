@@ -309,6 +309,7 @@ export function createTargetedUpdate(
   const count = Math.min(input.num_records, result.numFound);
   ctx.state.requireCredits(type, false, count);
   ctx.state.charge(type, false, count);
+  refreshRecords(ctx, type, input.query, count);
   const update: TargetedUpdate = {
     id: `tu_${ctx.state.nextSeq()}`,
     query: input.query,
@@ -319,6 +320,27 @@ export function createTargetedUpdate(
   };
   ctx.state.updates.push(update);
   return update;
+}
+
+/**
+ * What a targeted update does to the records it matches: each is fetched again from its sources
+ * and updated (dated by its refresh, as a churn change is) at the moment the update's progress
+ * reaches it, queued like a download first, then `rate` records a second; so a download after
+ * the update is complete holds them refreshed, and one during it the part refreshed so far.
+ */
+function refreshRecords(ctx: EmulatorContext, type: DataType, query: string, count: number) {
+  const now = ctx.clock.now();
+  const found = ctx.engine.match(
+    type,
+    query,
+    { autoTrace: false, addressMatching: 'on', requirePeopleData: false },
+    now,
+  );
+  const start = now + ctx.options.queueMs;
+  for (let p = 0; p < Math.min(count, found.count); p++) {
+    const at = start + Math.ceil(((p + 1) * 1000) / ctx.options.rate);
+    ctx.engine.world.update(type, [found.at(p)], at);
+  }
 }
 
 export function targetedUpdateBody(ctx: EmulatorContext, u: TargetedUpdate) {

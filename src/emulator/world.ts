@@ -239,7 +239,10 @@ export class World {
     return found;
   }
 
-  /** Updates records at `at` (the control API's "now"), as a churn change would. */
+  /**
+   * Updates records at `at` (the control API's "now", or a time to come: a targeted update's
+   * records are refreshed as it progresses), as a churn change would.
+   */
   update(type: DataType, indices: readonly number[], at: number): void {
     const updates = this.#updates[type];
     for (const index of indices) {
@@ -334,6 +337,10 @@ export class World {
     if (manual) {
       const made = manual.filter((m) => m <= at);
       if (made.length > 0) times = [...(times ?? []), ...made].sort((a, b) => a - b);
+      // An update set for later (a targeted update refreshes its records one after another)
+      // changes what a read of this moment holds once its time comes.
+      const next = Math.min(...manual.filter((m) => m > at));
+      if (horizon && next < horizon.until) horizon.until = next;
     }
     return times;
   }

@@ -10,6 +10,9 @@ import type { StateDatabase } from './state-tables.js';
  *   requested -> started -> loading -> loaded
  *           \-> (crash)      \-> cancelled | failed | superseded | abandoned
  *
+ * A targeted update (`kind`) goes `requested -> started -> refreshed`; a scrape is a download
+ * whose answer holds its records (`payload`), loaded from there.
+ *
  * `requested` is written BEFORE the request that starts (and pays for) a download, and the id
  * as soon as the service answers, before the first poll. So whatever crashes when, a later run
  * finds either the id or the window in which the download was started, and re-attaches instead
@@ -47,6 +50,8 @@ export type AttemptStatus =
   | 'started'
   | 'loading'
   | 'loaded'
+  /** A targeted update the service says is done: its records are refreshed. */
+  | 'refreshed'
   | 'cancelled'
   | 'failed'
   | 'superseded'

@@ -11,9 +11,12 @@ import type { Kysely } from 'kysely';
  * stages, errors, credits and what a download was asked for. Version 3 adds `_sluice_leases`:
  * which run holds each pipeline, checked inside every transaction (see `Loader.lock`), and runs'
  * keys (`run --run-key`). Version 4 adds `_sluice_tables`: the pipeline, job and role that own each
- * table (see `Destination.claimTables`); a download's load settings, as they are compared; and
- * what each run was asked to do: its selected jobs, and the command (batch) of several pipeline
- * files it belonged to (see `pipeline/batch.ts`).
+ * table (see `Destination.claimTables`); a download's load settings, as they are compared; what
+ * each run was asked to do: its selected jobs, and the command (batch) of several pipeline files
+ * it belonged to (see `pipeline/batch.ts`); and the service's other paid requests beside
+ * downloads: an attempt's `kind` (a targeted update, a scrape), a scrape's records as the service
+ * answered them (`payload`, kept until they are loaded), and the account's credits used when it
+ * was asked for (`used_before`).
  */
 export const STATE_VERSION = 4;
 
@@ -119,6 +122,9 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('stage'),
       // v4
       text('load_settings'),
+      text('kind'),
+      text('payload'),
+      big('used_before'),
     ],
     primaryKey: ['attempt_id'],
     indexes: [{ name: '_sluice_downloads_by_job', columns: ['pipeline', 'job', 'requested_at'] }],
@@ -265,6 +271,20 @@ export interface StateDatabase {
      * is its hash. Null in attempts of sluice before state version 4.
      */
     load_settings: string | null;
+    /**
+     * What was bought: a download (null, as every row before version 4), a `targeted_update`
+     * (records refreshed on the service) or a `scrape` (records in the answer itself). This and
+     * the next two are optional in writes: a download's row need not name them.
+     */
+    kind?: string | null;
+    /** A scrape's records as NDJSON, saved with its answer and cleared once they are loaded. */
+    payload?: string | null;
+    /**
+     * The account's credits used (of the request's credit type, or the legacy total) just before
+     * a scrape was asked for: a later run finding the request unanswered tells from it whether
+     * the service charged it (a scrape cannot be looked up afterwards).
+     */
+    used_before?: number | null;
   };
   _sluice_files: {
     download_id: string;

@@ -80,8 +80,8 @@ type Credits = Partial<Record<CreditType, number>>;
 const FINISHED = new Set(['loaded', 'cancelled']);
 
 /**
- * What one download attempt bought, per credit type, counted once, in the period it was asked
- * for: its row is the one the run that started it wrote, and a later run that re-attaches to
+ * What one download attempt (or targeted update, or scrape: each costs one credit of its data
+ * type a record) bought, per credit type, counted once, in the period it was asked for: its row is the one the run that started it wrote, and a later run that re-attaches to
  * it adds no row (it was paid once, by that run).
  *
  * A download loaded or cancelled carries its cost (`credits`, written when its job finished).
@@ -93,7 +93,7 @@ const FINISHED = new Set(['loaded', 'cancelled']);
  * have, and counts until a later run finds out.
  */
 export function attemptCredits(attempt: Attempt, spec: PipelineSpec): Credits {
-  if (attempt.credits) return creditsOf(attempt.credits);
+  if (attempt.credits) return creditsOfAttempt(attempt.credits);
   if (attempt.download_id === null && attempt.status !== 'requested') return {};
   const records = Number(
     (FINISHED.has(attempt.status) ? attempt.num_records : attempt.num_requested) ??
@@ -112,7 +112,8 @@ export function attemptCredits(attempt: Attempt, spec: PipelineSpec): Credits {
 }
 
 /** The `credits` JSON of an attempt; anything but counts of known credit types is left out. */
-function creditsOf(json: string): Credits {
+export function creditsOfAttempt(json: string | null): Credits {
+  if (json === null) return {};
   let parsed: unknown;
   try {
     parsed = JSON.parse(json);

@@ -8,7 +8,9 @@ import type { RunContext } from './context.js';
  * goes on after that long instead (a test breaks something meanwhile). Unset, a checkpoint costs
  * nothing.
  *
- * - `download-started`: the id is recorded, before the first poll
+ * - `request-recorded`: the attempt is recorded, the request that pays is not sent yet
+ * - `download-started`: the id is recorded, before the first poll (for a targeted update, its
+ *   id; for a scrape, its answer, records and all)
  * - `polling`: after the first poll
  * - `file-batch`: inside a file's transaction, after its first batch is written (`@<index>`)
  * - `file-committed`: a file's transaction committed (`@<index>`)
@@ -19,6 +21,7 @@ import type { RunContext } from './context.js';
  * once (see `filesAtOnce` in load.ts) go on, and may commit.
  */
 export type Checkpoint =
+  | 'request-recorded'
   | 'download-started'
   | 'polling'
   | 'file-batch'

@@ -94,8 +94,11 @@ function reattach(
   }
 }
 
-/** The credit guard's check of a new download: throws its refusal, else its estimate. */
-async function passGuard(
+/**
+ * The credit guard's check of a new purchase (a download; a scrape or a targeted update, which
+ * cost as many credits as their records): throws its refusal, else its estimate.
+ */
+export async function passGuard(
   ctx: RunContext,
   job: JobSpec,
   outcome: JobOutcome,

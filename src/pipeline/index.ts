@@ -3,6 +3,13 @@ export type { BudgetStanding } from './budget.js';
 export type { Clock } from './clock.js';
 export { type CreditEstimate, estimateJob } from './estimate.js';
 export { jobColumns } from './job-columns.js';
+export {
+  destinationPassword,
+  type OneJob,
+  oneJobPipeline,
+  oneJobRunKey,
+  oneJobTable,
+} from './one-job.js';
 export type {
   Credits,
   ErrorInfo,
@@ -15,6 +22,7 @@ export type {
 } from './outcome.js';
 export { type PlanReport, planPipeline, savedState } from './plan-report.js';
 export { noProgress, type Progress } from './progress.js';
+export { describeKind } from './real-time.js';
 export { replayText } from './replay.js';
 export { clientFor, type RunOptions, runPipeline } from './run.js';
 export { selectJobs, unmatchedPatterns } from './select.js';

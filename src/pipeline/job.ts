@@ -5,12 +5,16 @@ import { type RunContext, shapePlanOf } from './context.js';
 import { runDownloadJob } from './download.js';
 import { errorInfo, isCommitted, type JobOutcome, newOutcome } from './outcome.js';
 import { runOwnerLookup } from './owner-lookup.js';
+import { runRefreshStep } from './refresh-step.js';
+import { runScrapeJob } from './scrape-job.js';
 import type { JobSpec } from './spec.js';
 
 /**
  * One job of a run, composed of the stages: extract (guard, start or re-attach, poll),
  * normalize and load (each result file in one transaction), finish (swap, status). It never
- * throws: whatever happens ends in a typed outcome that says the stage it happened in.
+ * throws: whatever happens ends in a typed outcome that says the stage it happened in. What it
+ * buys is a download, a scrape (scrape-job.ts) or, for a refresh step, a targeted update
+ * (refresh-step.ts); an owner lookup buys downloads of the owners (owner-lookup.ts).
  */
 export async function runJob(ctx: RunContext, job: JobSpec): Promise<JobOutcome> {
   const started = ctx.clock.now();
@@ -18,7 +22,12 @@ export async function runJob(ctx: RunContext, job: JobSpec): Promise<JobOutcome>
   const outcome = newOutcome(job.name);
   try {
     if (job.people_keys_from) await runOwnerLookup(ctx, job, outcome, log);
-    else await runDownloadJob(ctx, job, new JobTables(shapePlanOf(job, ctx.spec)), outcome, log);
+    else if (job.kind === 'targeted_update') await runRefreshStep(ctx, job, outcome, log);
+    else {
+      const tables = new JobTables(shapePlanOf(job, ctx.spec));
+      if (job.kind === 'scrape') await runScrapeJob(ctx, job, tables, outcome, log);
+      else await runDownloadJob(ctx, job, tables, outcome, log);
+    }
   } catch (error) {
     settle(ctx, outcome, error, log);
   } finally {

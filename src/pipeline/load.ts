@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import pLimit from 'p-limit';
 import { FILE_TRIES, isTransferFault } from '../client/index.js';
-import type { DownloadInfo, ResultFileRef } from '../client/types.js';
+import type { DownloadInfo, ResultFileRef, ServiceClient } from '../client/types.js';
 import { SluiceError } from '../errors.js';
 import type { Attempt } from '../load/destination.js';
 import type { ParseJob } from '../records/index.js';
@@ -85,8 +85,16 @@ export async function prepareTables(load: JobLoad): Promise<void> {
   load.outcome.tables = defs.map((d) => ctx.destination.physicalName(d.name));
 }
 
-/** Loads every file of the download not yet loaded, each in one transaction. */
-export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadInfo) {
+/**
+ * Loads every file of the download not yet loaded, each in one transaction. `source`: where
+ * the files are read (the service, unless a scrape's saved answer).
+ */
+export async function loadFiles(
+  load: JobLoad,
+  attempt: Attempt,
+  info: DownloadInfo,
+  source: Pick<ServiceClient, 'openResultFile'> = load.ctx.client,
+) {
   const { ctx, job, outcome, log, tables } = load;
   const { destination, progress } = ctx;
   const downloadId = attempt.download_id!;
@@ -112,7 +120,7 @@ export async function loadFiles(load: JobLoad, attempt: Attempt, info: DownloadI
   );
   const { batchBytes } = destination.capabilities;
   const reader = new FileReader(
-    ctx.client,
+    source,
     downloadId,
     tables.plan,
     job.format,
@@ -340,6 +348,8 @@ export async function finishJob(
               updated_at: now,
               stage: 'finish',
               credits: JSON.stringify(outcome.download_credits),
+              // A scrape's records are in its tables now: the copy kept to load them goes.
+              ...(attempt.kind === 'scrape' ? { payload: null } : {}),
             },
           },
         }

@@ -74,7 +74,8 @@ export class FileReader {
   readonly #tables: JobTables;
 
   constructor(
-    readonly client: ServiceClient,
+    /** Where the files come from: the service (a download's), or a scrape's saved answer. */
+    readonly client: Pick<ServiceClient, 'openResultFile'>,
     readonly downloadId: string,
     readonly plan: ShapePlan,
     readonly format: FileFormat,

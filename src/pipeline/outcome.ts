@@ -36,7 +36,9 @@ export type JobStatus =
   | 'cancelled'
   | 'interrupted'
   /** Loaded by an earlier run this run continues (see prior-work.ts): not downloaded again. */
-  | 'skipped';
+  | 'skipped'
+  /** A `refresh:` step: the service refreshed the records (a targeted update). */
+  | 'refreshed';
 
 /** `incomplete`: every job ended, but some with less than it asked for (a cancelled download). */
 export type RunStatus = 'succeeded' | 'failed' | 'refused' | 'incomplete' | 'interrupted';

@@ -255,7 +255,9 @@ export async function savedState(
   const breaches = new Map<string, ContractBreach[]>();
   const wantCursors = options.fullRefresh !== true && spec.jobs.some((j) => j.incremental);
   const frozen = spec.jobs.filter(
-    (j) => j.schema.newColumns === 'freeze' || j.schema.typeChanges === 'freeze',
+    (j) =>
+      j.kind !== 'targeted_update' &&
+      (j.schema.newColumns === 'freeze' || j.schema.typeChanges === 'freeze'),
   );
   if (!wantCursors && spec.budgets.length === 0 && frozen.length === 0) {
     return { cursors, budgets: [], open, breaches };

@@ -32,6 +32,9 @@ export interface LoadedBefore {
   how?: Map<string, string>;
 }
 
+/** Statuses of a job (or a refresh step) a resumed run does not do again. */
+const DONE = new Set(['loaded', 'empty', 'refreshed']);
+
 export async function findResumable(
   state: State,
   spec: PipelineSpec,
@@ -58,15 +61,13 @@ export async function resumableRun(state: State, run: RunRow): Promise<Resumable
   return { run, root, endedAt: await endedAt(state, run), chain, done, how };
 }
 
-/** The jobs these runs loaded (or found empty), by name: the latest row of each. */
+/** The jobs (and refresh steps) these runs did, by name: the latest row of each. */
 export async function loadedJobs(
   state: State,
   runIds: readonly string[],
 ): Promise<Map<string, JobRow>> {
   // Oldest first (jobsOfRuns' order): a later row of a job takes the place of an earlier one.
-  const rows = (await state.jobsOfRuns(runIds)).filter(
-    (row) => row.status === 'loaded' || row.status === 'empty',
-  );
+  const rows = (await state.jobsOfRuns(runIds)).filter((row) => DONE.has(row.status));
   return new Map(rows.map((row) => [row.job, row]));
 }
 

@@ -185,7 +185,8 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
           ...(options.runKey === undefined ? {} : { runKey: options.runKey }),
           guard: new RunGuard(
             client,
-            selected.filter((j) => !j.people_keys_from).map((j) => j.name),
+            // Jobs that wait for another (an owner lookup, a refreshed job) take no turn.
+            selected.filter((j) => !j.people_keys_from && !j.refreshedBy).map((j) => j.name),
           ),
           loads: pLimit(loadsAtOnce(env, destination.capabilities.concurrentWriters)),
           ...(options.signal ? { signal: options.signal } : {}),

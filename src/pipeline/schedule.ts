@@ -34,20 +34,26 @@ export async function runJobs(
     ends.set(job.name, { ended, end });
   }
   let lost: ErrorInfo | undefined;
+  const outcomes = new Map<string, JobOutcome>();
   const one = async (job: JobSpec): Promise<JobOutcome> => {
     try {
-      const needs = job.people_keys_from ? ends.get(job.people_keys_from) : undefined;
+      const waitsFor = job.people_keys_from ?? job.refreshedBy;
+      const needs = waitsFor === undefined ? undefined : ends.get(waitsFor);
       if (needs) {
         ctx.progress.phase(job.name, 'waiting', undefined);
         await needs.ended;
       }
-      return await limit(async () => {
+      const outcome = await limit(async () => {
         const notRun = lost ?? (ctx.signal?.aborted ? interrupted : undefined);
         if (notRun) return notStarted(job, notRun);
-        const outcome = await runOne(ctx, job);
-        if (outcome.error?.code === 'SLUICE_LOCK_LOST') lost = outcome.error;
-        return outcome;
+        const stale = notRefreshed(job, job.refreshedBy && outcomes.get(job.refreshedBy));
+        if (stale) return stale;
+        const ran = await runOne(ctx, job);
+        if (ran.error?.code === 'SLUICE_LOCK_LOST') lost = ran.error;
+        return ran;
       });
+      outcomes.set(job.name, outcome);
+      return outcome;
     } finally {
       ends.get(job.name)!.end();
       ctx.guard.end(job.name);
@@ -61,6 +67,27 @@ const interrupted: ErrorInfo = {
   message: 'interrupted before it started; run again to pick up where it stopped',
   retryable: false,
 };
+
+/**
+ * Why a job is not run after its refresh step: the step did not refresh the records (it failed,
+ * was refused, timed out), and downloading them stale is not what the file asks for. A step
+ * that found nothing to refresh (`empty`), or that a resumed run did (`skipped`), lets it run.
+ */
+function notRefreshed(job: JobSpec, step: JobOutcome | '' | undefined): JobOutcome | undefined {
+  if (step === undefined || step === '') return undefined;
+  if (['refreshed', 'empty', 'skipped'].includes(step.status)) return undefined;
+  if (step.status === 'interrupted') return notStarted(job, interrupted);
+  const outcome = newOutcome(job.name);
+  const error: ErrorInfo = step.error ?? {
+    code: 'SLUICE_REFRESH_FAILED',
+    message: step.message ?? step.status,
+    retryable: true,
+  };
+  outcome.status = step.status === 'refused' ? 'refused' : 'failed';
+  outcome.message = `not started: its refresh step '${step.job}' ended ${step.status}, so its records were not refreshed (${error.message})`;
+  outcome.error = { ...error, message: outcome.message };
+  return outcome;
+}
 
 /** A job the run never started (it lost its lock, or was interrupted before). */
 function notStarted(job: JobSpec, why: ErrorInfo): JobOutcome {

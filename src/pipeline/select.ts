@@ -30,7 +30,8 @@ export function unmatchedPatterns(
 
 /**
  * The jobs of `spec` the patterns name (all when there are none). A pattern that names no job
- * is a mistake, unless `lenient` (several pipelines: it need name a job of one of them).
+ * is a mistake, unless `lenient` (several pipelines: it need name a job of one of them). A job
+ * brings its refresh step (`refresh:`) along: its records are refreshed before it downloads them.
  */
 export function selectJobs(
   spec: PipelineSpec,
@@ -46,5 +47,7 @@ export function selectJobs(
     );
   }
   const wanted = jobMatcher(patterns);
-  return spec.jobs.filter((job) => wanted(job.name));
+  return spec.jobs.filter(
+    (job) => wanted(job.name) || (job.refreshes !== undefined && wanted(job.refreshes)),
+  );
 }

@@ -160,6 +160,31 @@ const schemaContract = z
   })
   .describe("what a load may change in a table's columns (default: evolve and widen)");
 
+/**
+ * A targeted update before a job's download (`refresh:`): the service refreshes the records it
+ * matches from their sources, and the job then downloads them fresh. `true` takes the defaults.
+ */
+const refresh = z.preprocess(
+  (v) => (v === true || v === 'true' ? {} : v),
+  z.strictObject({
+    query: z
+      .string()
+      .min(1, 'a query is required, e.g. city:Austin')
+      .optional()
+      .describe("the records to refresh (default: the job's query)"),
+    records: numeric(
+      z.union([z.literal('all'), z.number().int().positive()], {
+        error: "expected a whole number of records (at least 1), or 'all'",
+      }),
+    )
+      .optional()
+      .describe("how many of them (default: the job's records)"),
+    max_credits: numeric(z.number().int().nonnegative())
+      .optional()
+      .describe('refuse the refresh if it would spend more'),
+  }),
+);
+
 const job = z.strictObject({
   type: z.enum(DATA_TYPES).describe('data type: properties, businesses, products or people'),
   query: z.string().min(1, 'a query is required, e.g. city:Austin').optional(),
@@ -202,6 +227,16 @@ const job = z.strictObject({
   incremental: incremental
     .optional()
     .describe('download only what changed since the last run, by a date cursor (merge jobs)'),
+  scrape: flag(z.boolean())
+    .default(false)
+    .describe(
+      "v4: the records come from a real-time scrape (POST /scrape) instead of a download, loaded as a download's are",
+    ),
+  refresh: refresh
+    .optional()
+    .describe(
+      'v4: a targeted update of the records before the download, e.g. { query: ..., records: 500 }',
+    ),
   columns: columnHints.optional(),
   schema: schemaContract.optional(),
   poll: poll.default({
@@ -260,9 +295,20 @@ export interface SchemaContract {
   typeChanges: 'widen' | 'freeze';
 }
 
+/**
+ * What a job buys: a download (the search's bulk download), a scrape (records in the answer of
+ * POST /scrape) or a targeted update (records refreshed on the service: a `refresh:` step).
+ */
+export type JobKind = 'download' | 'scrape' | 'targeted_update';
+
 export interface JobSpec
-  extends Omit<RawJob, 'records' | 'key' | 'table' | 'query' | 'columns' | 'schema'> {
+  extends Omit<RawJob, 'records' | 'key' | 'table' | 'query' | 'columns' | 'schema' | 'refresh'> {
   name: string;
+  kind: JobKind;
+  /** A `refresh:` step: the job whose records it refreshes (which waits for it). */
+  refreshes?: string;
+  /** A job with `refresh:`: the name of its refresh step (`<job>.refresh`), run before it. */
+  refreshedBy?: string;
   /** For an owner lookup job, a stand-in: its queries are built from people keys. */
   query: string;
   /** Undefined: every matching record. */
@@ -372,6 +418,7 @@ export function knownKeys(path: string[]): string[] {
     job: Object.keys(job.shape),
     poll: Object.keys(poll.shape),
     incremental: Object.keys(incremental.shape),
+    refresh: ['query', 'records', 'max_credits'],
     schema: Object.keys(schemaContract.shape),
     budget: [...CREDIT_TYPES],
     view: ['fields'],
@@ -380,6 +427,7 @@ export function knownKeys(path: string[]): string[] {
   if (path[0] === 'jobs' && path.length === 2) return shapes.job!;
   if (path[0] === 'jobs' && path[2] === 'poll') return shapes.poll!;
   if (path[0] === 'jobs' && path[2] === 'incremental') return shapes.incremental!;
+  if (path[0] === 'jobs' && path[2] === 'refresh') return shapes.refresh!;
   if (path[0] === 'jobs' && path[2] === 'schema') return shapes.schema!;
   if (path[0] === 'views' && path.length === 2) return shapes.view!;
   return shapes[path[0]!] ?? [];

@@ -24,6 +24,7 @@ import type {
   SchemaContract,
   TableClaim,
 } from './spec-format.js';
+import { checkRealTime } from './spec-realtime.js';
 
 /**
  * One job of a pipeline file, checked and resolved: each check below throws the job's first
@@ -56,10 +57,65 @@ interface JobView {
   fields: readonly string[] | undefined;
 }
 
-export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext): JobSpec {
+/** A job, and before it the refresh step its `refresh:` declares (`<job>.refresh`). */
+export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext): JobSpec[] {
+  const job = resolveOne(raw, name, j, ctx);
+  if (j.refresh === undefined) return [job];
+  const step = refreshStep(raw, job, j.refresh);
+  return [step, { ...job, refreshedBy: step.name }];
+}
+
+/**
+ * The targeted update a job's `refresh:` declares, as a step of its own: its query and records
+ * (the job's, unless it says), bought under the credit guard and the budgets before the job,
+ * recorded in the state tables as the job's download is, and waited for until the service has
+ * refreshed the records. It writes no table.
+ */
+function refreshStep(
+  raw: RawPipeline,
+  job: JobSpec,
+  refresh: NonNullable<RawJob['refresh']>,
+): JobSpec {
+  const query = refresh.query ?? job.query;
+  const records =
+    refresh.records === undefined
+      ? job.records
+      : refresh.records === 'all'
+        ? undefined
+        : refresh.records;
+  return {
+    ...job,
+    name: `${job.name}.refresh`,
+    kind: 'targeted_update',
+    refreshes: job.name,
+    query,
+    records,
+    view: undefined,
+    format: 'json',
+    auto_trace: false,
+    address_matching: undefined,
+    require_people_data: undefined,
+    scrape: false,
+    max_credits: refresh.max_credits,
+    max_rejects: undefined,
+    incremental: undefined,
+    columns: {},
+    downloadHash: hash({
+      kind: 'targeted_update',
+      api: raw.source.api,
+      type: job.type,
+      query,
+      records: records ?? 'all',
+    }),
+    loadHash: '',
+  };
+}
+
+function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext): JobSpec {
   const { fail } = ctx;
   const at = (...rest: string[]) => ['jobs', name, ...rest];
   if (raw.source.api === 'v3') checkV3Job(raw, name, j, fail, ctx.offline);
+  checkRealTime(raw, name, j, fail);
   const view = checkView(raw, name, j, ctx);
   if (j.type !== 'properties') {
     for (const key of ['auto_trace', 'address_matching', 'require_people_data'] as const) {
@@ -94,6 +150,8 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
     auto_trace: j.auto_trace,
     address_matching: j.address_matching ?? null,
     require_people_data: j.require_people_data ?? null,
+    // Only when set, so that the jobs of a file written before scrapes keep their hash.
+    ...(j.scrape ? { kind: 'scrape' } : {}),
   });
   const loadSettings: LoadSettings = {
     table,
@@ -105,9 +163,11 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
     ...(Object.keys(columns).length > 0 ? { columns: sortedEntries(columns) } : {}),
     ...(raw.naming === 'snake_case' ? { naming: raw.naming } : {}),
   };
+  const { refresh: _refresh, ...rest } = j;
   return {
-    ...j,
+    ...rest,
     name,
+    kind: j.scrape ? 'scrape' : 'download',
     records: j.records === 'all' ? undefined : j.records,
     query,
     table,

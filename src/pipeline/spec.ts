@@ -227,7 +227,7 @@ function resolve(
         strictFields: options.strictFields,
       }),
     );
-    return job === undefined ? [] : [job];
+    return job ?? [];
   });
   for (const claim of tables) {
     const line = lineOf(nodeStart(doc, claim.path));

@@ -30,6 +30,7 @@ export async function startNewDownload(
   const fresh = newAttempt(ctx, job, request, estimate, range, now);
   // Written BEFORE the request that pays: a crash from here on is found by the next run.
   await state.insertAttempt(fresh);
+  await checkpoint(ctx, 'request-recorded', job.name);
   const start = await client
     .startDownload(
       { ...request, ...(job.records === undefined ? {} : { numRecords: job.records }) },

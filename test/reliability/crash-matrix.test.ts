@@ -65,6 +65,37 @@ const JOBS = `jobs:
     poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
 `;
 
+/**
+ * The real-time purchases: a refresh step (a targeted update) before a merge job, and a scrape
+ * loaded by an append, killed before and after each paid request (and while the update is
+ * polled, and mid-load of the scrape's answer).
+ */
+const REAL_TIME_POINTS = [
+  'request-recorded:homes.refresh',
+  'download-started:homes.refresh',
+  'polling:homes.refresh',
+  'request-recorded:listings',
+  'download-started:listings',
+  'file-batch:listings@0',
+];
+
+const REAL_TIME_JOBS = `jobs:
+  homes:
+    type: properties
+    query: 'province:TX'
+    records: 300
+    format: csv
+    write: merge
+    refresh: { records: 200 }
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+  listings:
+    type: businesses
+    query: 'province:TX'
+    records: 100
+    scrape: true
+    write: append
+`;
+
 let harness: EmulatorHarness;
 let dir: string;
 
@@ -217,6 +248,58 @@ for (const kind of destinationKinds()) {
               ['succeeded', false],
             ],
           );
+          figures.trials++;
+          figures.kills++;
+        });
+      }
+    }
+  });
+}
+
+for (const kind of destinationKinds()) {
+  const reason = await skipReason(kind);
+  const target = targetFactory(kind, () => dir);
+
+  describe(`crash matrix of real-time purchases on ${kind}`, { skip: reason }, () => {
+    let reference: Record<string, Omit<TableSnapshot, 'hash'>>;
+    let referenceCredits: Record<string, number>;
+    const file = (t: TestTarget, name: string) =>
+      writePipeline(
+        dir,
+        `${kind}-rt-${name}`,
+        `${pipelineHead('matrix-rt', t.destinationYaml)}${REAL_TIME_JOBS}`,
+      );
+    // A refresh and a scrape date their records by when they ran: rows and keys are compared.
+    const shape = (tables: Record<string, TableSnapshot>) =>
+      Object.fromEntries(Object.entries(tables).map(([n, { rows, keys }]) => [n, { rows, keys }]));
+    const bought = () => ({
+      updates: harness.emulator.context.state.updates.length,
+      downloads: downloadsByType(harness),
+    });
+
+    before(async () => {
+      await harness.reset();
+      const t = await target('rt-reference');
+      await runToEnd(file(t, 'reference'), harness);
+      reference = shape(await snapshot(t));
+      referenceCredits = creditsUsed(harness);
+      assert.deepEqual(bought(), { updates: 1, downloads: { properties: 1 } });
+      assert.deepEqual(Object.keys(reference).includes('listings'), true);
+    });
+
+    for (const point of REAL_TIME_POINTS) {
+      for (const signal of SIGNALS) {
+        test(`${signal} at ${point}, then a run to the end: each purchase made once`, async () => {
+          await harness.reset();
+          const name = `${point}-${signal}`.replace(/\W+/g, '_');
+          const t = await target(`rt-${name}`);
+          const pipeline = file(t, name);
+          await stopAt(pipeline, harness, point, signal);
+          const summary = await runToEnd(pipeline, harness);
+          assert.equal(summary.status, 'succeeded');
+          assert.deepEqual(shape(await snapshot(t)), reference, 'the tables hold the same rows');
+          assert.deepEqual(bought(), { updates: 1, downloads: { properties: 1 } }, 'bought once');
+          assert.deepEqual(creditsUsed(harness), referenceCredits, 'credits of one purchase');
           figures.trials++;
           figures.kills++;
         });

@@ -53,11 +53,14 @@ async function pipelineFieldsCommand(
     ctx,
     { source: 'optional', views: 'offline', usesSource: false },
     async (spec) => {
-      const jobs = selectJobs(spec, args.job).map((job) => ({
-        job: job.name,
-        type: job.type,
-        tables: jobColumns(spec, job),
-      }));
+      // A refresh step writes no table: its job's tables are its job's.
+      const jobs = selectJobs(spec, args.job)
+        .filter((job) => job.kind !== 'targeted_update')
+        .map((job) => ({
+          job: job.name,
+          type: job.type,
+          tables: jobColumns(spec, job),
+        }));
       const { stdout } = ctx.io;
       if (args.json) {
         writeJson(stdout, { pipeline: spec.name, naming: spec.naming, jobs });

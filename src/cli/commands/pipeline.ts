@@ -4,6 +4,7 @@ import {
   type BatchMember,
   checkSharedTables,
   clientFor,
+  describeKind,
   type JobOutcome,
   type PlanReport,
   pipelineJsonSchema,
@@ -38,6 +39,8 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
   return withPipeline(args, ctx, { source: 'optional', views: 'offline' }, async (spec) => {
     const jobs = spec.jobs.map((j) => ({
       job: j.name,
+      kind: j.kind,
+      ...(j.refreshes === undefined ? {} : { refreshes: j.refreshes }),
       type: j.type,
       table: j.table,
       write: j.write,
@@ -59,22 +62,28 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
       return EXIT.ok;
     }
     const views = Object.keys(spec.views).length;
+    const steps = spec.jobs.filter((j) => j.refreshes !== undefined).length;
+    const counted = `${plural(spec.jobs.length - steps, 'job')}${steps > 0 ? `, ${plural(steps, 'refresh step')}` : ''}`;
     writeLine(
       stdout,
-      `${spec.file}: valid pipeline '${spec.name}' (${plural(spec.jobs.length, 'job')}, ${plural(views, 'view')})`,
+      `${spec.file}: valid pipeline '${spec.name}' (${counted}, ${plural(views, 'view')})`,
     );
     writeLine(
       stdout,
       formatTable(
         ['job', 'type', 'records', 'format', 'table', 'write'],
-        jobs.map((j) => [
-          j.job,
-          j.type,
-          j.records,
-          j.format,
-          j.table,
-          `${j.write === 'merge' ? `merge on ${j.key.join(', ')}` : j.write}${j.incremental ? `, incremental on ${j.incremental.cursor}` : ''}`,
-        ]),
+        jobs.map((j) =>
+          j.refreshes !== undefined
+            ? [j.job, j.type, j.records, '-', '-', `targeted update before ${j.refreshes}`]
+            : [
+                j.job,
+                j.type,
+                j.records,
+                j.format,
+                j.table,
+                `${j.write === 'merge' ? `merge on ${j.key.join(', ')}` : j.write}${j.incremental ? `, incremental on ${j.incremental.cursor}` : ''}${j.kind === 'scrape' ? ', scraped' : ''}`,
+              ],
+        ),
       ),
     );
     return EXIT.ok;
@@ -149,10 +158,19 @@ export function planCommand(
         }
       }
       for (const e of plan.jobs) {
+        const job = spec.jobs.find((j) => j.name === e.job);
+        if (job?.kind === 'targeted_update') {
+          writeLine(
+            stdout,
+            `  ${e.job}: a targeted update: the service refreshes these records before ${job.refreshes} downloads them`,
+          );
+        } else if (job?.kind === 'scrape') {
+          writeLine(stdout, `  ${e.job}: a scrape: the records come fresh from their sources`);
+        }
         if (e.reattaches) {
           writeLine(
             stdout,
-            `  ${e.job}: run re-attaches to download ${e.reattaches}, started by an earlier run: nothing more to pay`,
+            `  ${e.job}: run re-attaches to ${describeKind(job ?? { kind: 'download' })} ${e.reattaches}, started by an earlier run: nothing more to pay`,
           );
         }
       }

@@ -59,7 +59,11 @@ async function status(
         summary: summary ? JSON.parse(summary) : null,
       })),
       jobs: recent.jobs.map(({ summary: _summary, ...job }) => job),
-      downloads: recent.downloads,
+      // A scrape's saved answer is records, not status: it stays in the state tables.
+      downloads: recent.downloads.map(({ payload: _payload, ...d }) => ({
+        ...d,
+        kind: d.kind ?? 'download',
+      })),
       files: recent.files,
       rejects: recent.rejects,
       cursors: recent.cursors,
@@ -92,35 +96,41 @@ async function status(
     ),
   );
   writeLine(io.stdout);
-  writeLine(io.stdout, 'Downloads');
+  // Targeted updates and scrapes are bought as downloads are, and listed with them.
+  const kinds = recent.downloads.some((d) => d.kind);
+  writeLine(io.stdout, kinds ? 'Downloads, targeted updates and scrapes' : 'Downloads');
   const rejects = new Map(recent.rejects.map((r) => [r.download_id, Number(r.count)]));
   const filesBy = new Map<string, number>();
   for (const f of recent.files) filesBy.set(f.download_id, (filesBy.get(f.download_id) ?? 0) + 1);
+  const headers = [
+    'job',
+    'download',
+    'status',
+    'found',
+    'records',
+    'files loaded',
+    'rejected',
+    'table',
+    'requested',
+  ];
   writeLine(
     io.stdout,
     formatTable(
-      [
-        'job',
-        'download',
-        'status',
-        'found',
-        'records',
-        'files loaded',
-        'rejected',
-        'table',
-        'requested',
-      ],
-      recent.downloads.map((d) => [
-        d.job,
-        d.download_id ?? '-',
-        d.status,
-        d.num_found ?? '-',
-        d.num_records ?? '-',
-        d.download_id ? (filesBy.get(d.download_id) ?? 0) : 0,
-        d.download_id ? (rejects.get(d.download_id) ?? 0) : 0,
-        d.target_table,
-        d.requested_at,
-      ]),
+      kinds ? ['job', 'kind', ...headers.slice(1)] : headers,
+      recent.downloads.map((d) => {
+        const row = [
+          d.job,
+          d.download_id ?? '-',
+          d.status,
+          d.num_found ?? '-',
+          d.num_records ?? '-',
+          d.download_id ? (filesBy.get(d.download_id) ?? 0) : 0,
+          d.download_id ? (rejects.get(d.download_id) ?? 0) : 0,
+          d.kind === 'targeted_update' ? '-' : d.target_table,
+          d.requested_at,
+        ];
+        return kinds ? [d.job, kindText(d.kind), ...row.slice(1)] : row;
+      }),
     ),
   );
   if (recent.cursors.length > 0) {
@@ -143,6 +153,10 @@ async function status(
     writeLine(io.stdout, budgetsTable(budgets));
   }
   return EXIT.ok;
+}
+
+function kindText(kind: string | null | undefined): string {
+  return kind === 'targeted_update' ? 'targeted update' : (kind ?? 'download');
 }
 
 function budgetsTable(budgets: readonly BudgetStanding[]): string {

@@ -318,9 +318,11 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
           // The same moment as the search above but for a clock tick: count what this one found.
           const count = Math.min(request.body.num_records, matches.numFound, found.count);
           ctx.state.requireCredits(type, false, count);
-          const records = Array.from({ length: count }, (_, p) =>
-            ctx.engine.record(type, found.at(p), false, now),
-          );
+          const indices = Array.from({ length: count }, (_, p) => found.at(p));
+          // Scraped now from their sources: the records are as fresh as this moment, and the
+          // service holds them so from now on (a later search or download finds them updated).
+          if (count > 0) ctx.engine.world.update(type, indices, now);
+          const records = indices.map((index) => ctx.engine.record(type, index, false, now));
           ctx.state.charge(type, false, count);
           return {
             id: `sc_${ctx.state.nextSeq()}`,
