@@ -116,6 +116,7 @@ function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext):
   const at = (...rest: string[]) => ['jobs', name, ...rest];
   if (raw.source.api === 'v3') checkV3Job(raw, name, j, fail, ctx.offline);
   checkRealTime(raw, name, j, fail);
+  if (j.refresh?.query !== undefined) checkJobQuery(name, j, j.refresh.query, ctx, 'refresh.query');
   const view = checkView(raw, name, j, ctx);
   if (j.type !== 'properties') {
     for (const key of ['auto_trace', 'address_matching', 'require_people_data'] as const) {
@@ -185,18 +186,28 @@ function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext):
  * fails the file; a field the catalogue does not list is a warning (the service may know it),
  * or fails the file under strict_fields.
  */
-function checkJobQuery(name: string, j: RawJob, query: string, ctx: JobContext): void {
+function checkJobQuery(
+  name: string,
+  j: RawJob,
+  query: string,
+  ctx: JobContext,
+  key: 'query' | 'refresh.query' = 'query',
+): void {
   try {
     const { unknown } = checkQuery(query, j.type, { strict: ctx.strictFields });
     if (unknown.length > 0) {
       warn(
         ctx,
-        `jobs.${name}.query: ${unknownFieldsWarning(unknown, j.type, `the query is sent as written and the service decides; ${STRICT_HINT}`)}`,
+        `jobs.${name}.${key}: ${unknownFieldsWarning(unknown, j.type, `the query is sent as written and the service decides; ${STRICT_HINT}`)}`,
       );
     }
   } catch (error) {
     if (!(error instanceof QueryError)) throw error;
-    ctx.fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, ['jobs', name, 'query']);
+    ctx.fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, [
+      'jobs',
+      name,
+      ...key.split('.'),
+    ]);
   }
 }
 

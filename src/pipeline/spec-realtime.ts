@@ -1,5 +1,3 @@
-import { QueryError } from '../errors.js';
-import { checkQuery } from '../query/index.js';
 import type { RawJob, RawPipeline } from './spec-format.js';
 
 type Fail = (message: string, path: string[]) => never;
@@ -7,7 +5,7 @@ type Fail = (message: string, path: string[]) => never;
 /**
  * The real-time operations a job may buy besides its download, checked: `scrape: true` (the
  * job's records come in the answer of POST /scrape) and `refresh:` (a targeted update of the
- * records before the job downloads them). Both are v4 operations, and each asks the service
+ * records before the job downloads them; its query is checked as the job's is, in spec-job.ts). Both are v4 operations, and each asks the service
  * for a number of records it charges one credit each, before anything is loaded.
  */
 export function checkRealTime(raw: RawPipeline, name: string, j: RawJob, fail: Fail): void {
@@ -23,14 +21,6 @@ export function checkRealTime(raw: RawPipeline, name: string, j: RawJob, fail: F
       'an owner lookup builds its own queries: refresh the properties job instead',
       at('refresh'),
     );
-  }
-  if (j.refresh.query !== undefined) {
-    try {
-      checkQuery(j.refresh.query, j.type);
-    } catch (error) {
-      if (!(error instanceof QueryError)) throw error;
-      fail(`${error.message}\n${error.excerpt.replace(/^/gm, '    ')}`, at('refresh', 'query'));
-    }
   }
 }
 

@@ -171,14 +171,30 @@ ${scrape}`;
     assert.match(lookup.message, /refresh the properties job instead/);
   });
 
-  test('a refresh query is checked against the data type; an unknown key under refresh is named', () => {
-    const query = specError(`${head()}  homes:
+  test('a refresh query is checked as a job query is; an unknown key under refresh is named', () => {
+    const syntax = specError(`${head()}  homes:
+    type: properties
+    query: 'city:Austin'
+    refresh: { query: 'city:(Austin' }
+`);
+    assert.equal(syntax.path, 'jobs.homes.refresh.query');
+    const unknown = parsePipeline(
+      `${head()}  homes:
+    type: properties
+    query: 'city:Austin'
+    refresh: { query: 'cty:Austin' }
+`,
+      'p.yaml',
+      env,
+    );
+    assert.match(unknown.warnings.join('\n'), /jobs\.homes\.refresh\.query: .*'city'/);
+    const strict = specError(`${head().replace('jobs:\n', 'strict_fields: true\njobs:\n')}  homes:
     type: properties
     query: 'city:Austin'
     refresh: { query: 'cty:Austin' }
 `);
-    assert.equal(query.path, 'jobs.homes.refresh.query');
-    assert.match(query.message, /'city'/);
+    assert.equal(strict.path, 'jobs.homes.refresh.query');
+    assert.match(strict.message, /'city'/);
     const key = specError(`${head()}  homes:
     type: properties
     query: 'city:Austin'
