@@ -16,6 +16,7 @@ export type {
   IncrementalRange,
   JobOutcome,
   JobStatus,
+  OriginalRun,
   RunStatus,
   RunSummary,
   Stage,

@@ -180,13 +180,13 @@ for (const kind of destinationKinds()) {
 }
 
 describe('sluice get: mistakes cost nothing', () => {
-  test('no --records, no --into, a mistyped field or a table name sluice cannot make: exit 2, nothing bought', async () => {
+  test('no --records, no --into, a mistyped field (--strict-fields) or a table name sluice cannot make: exit 2, nothing bought', async () => {
     const target = join(dir, 'never.sqlite');
     const cases: [string[], RegExp][] = [
       [['get', 'properties', 'city:Austin', '--into', target], /give --records N/],
       [['get', 'properties', 'city:Austin', '--records', '5'], /give --into DEST/],
       [
-        ['get', 'properties', 'cty:Austin', '--records', '5', '--into', target],
+        ['get', 'properties', 'cty:Austin', '--records', '5', '--into', target, '--strict-fields'],
         /field 'cty' does not exist in the property schema; did you mean 'city'\?/,
       ],
       [

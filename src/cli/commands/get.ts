@@ -6,11 +6,11 @@ import { UsageError } from '../../errors.js';
 import {
   destinationPassword,
   type OneJob,
+  type OriginalRun,
   oneJobPipeline,
   oneJobRunKey,
   oneJobTable,
   parsePipeline,
-  type RunSummary,
   runPipeline,
 } from '../../pipeline/index.js';
 import { checkQuery } from '../../query/index.js';
@@ -22,7 +22,7 @@ import {
 } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { exitCodeOfRun } from '../exit-codes.js';
-import { dataTypeArg, intArg, plural, queryArg } from '../format.js';
+import { dataTypeArg, intArg, plural, queryArg, strictFieldsFlag } from '../format.js';
 import { writeJson, writeLine } from '../output.js';
 import { printSummary } from './pipeline.js';
 
@@ -40,6 +40,7 @@ export interface GetArgs extends ConnectionArgs, JsonArgs {
   save?: string;
   wait?: boolean;
   progress?: boolean;
+  'strict-fields'?: boolean;
 }
 
 /** The name the pipeline of a `get` is known by in messages when it is not saved. */
@@ -75,10 +76,11 @@ export async function getCommand(args: GetArgs, ctx: CliContext): Promise<number
       ? {}
       : { PGPASSWORD: destinationPassword(job.into) }),
   };
-  const spec = parsePipeline(text, file, given, { source: 'required' });
+  const spec = parsePipeline(text, file, given, {
+    source: 'required',
+    strictFields: args['strict-fields'] === true,
+  });
   for (const warning of spec.warnings) ctx.logger.warn({ pipeline: spec.name }, warning);
-  const clock = ctx.clock ?? { now: () => Date.now() };
-  const before = clock.now();
   const summary = await runPipeline(spec, {
     env,
     fresh: args.fresh === true,
@@ -89,17 +91,10 @@ export async function getCommand(args: GetArgs, ctx: CliContext): Promise<number
     progress: ctx.terminal.progress(args.progress !== false),
     ...(ctx.clock ? { clock: ctx.clock } : {}),
   });
-  // A run key that ended is not run again: runPipeline answers with that run's summary.
-  const replayed =
-    (summary as { replayed?: unknown }).replayed === true ||
-    Date.parse(summary.started_at) < before;
-  if (!replayed) {
-    if (args.json) writeJson(ctx.io.stdout, summary);
-    else printSummary(summary, ctx);
-    return exitCodeOfRun(summary);
-  }
-  if (args.json) writeJson(ctx.io.stdout, replayDocument(summary));
-  else writeLine(ctx.io.stdout, replayText(job, summary));
+  // A run key that ended is not run again: the summary is a replay of that run (`original`).
+  if (args.json) writeJson(ctx.io.stdout, summary);
+  else if (summary.original) writeLine(ctx.io.stdout, replayText(job, summary.original));
+  else printSummary(summary, ctx);
   return exitCodeOfRun(summary);
 }
 
@@ -107,8 +102,9 @@ export async function getCommand(args: GetArgs, ctx: CliContext): Promise<number
 function oneJobOf(args: GetArgs, settings: ConnectionSettings): OneJob {
   const type = dataTypeArg(args.type);
   const query = queryArg(args.query);
-  // A query mistake is told as `count` tells it, before the file is written.
-  checkQuery(query, type);
+  // A query mistake is told as `count` tells it, before the file is written; a field the
+  // catalogue lacks is a warning of the pipeline's (below), or refused with --strict-fields.
+  checkQuery(query, type, { strict: args['strict-fields'] === true });
   if (args.records === undefined) {
     throw new UsageError(
       'give --records N (or --records all): how many records to buy, one credit each',
@@ -157,27 +153,9 @@ function oneJobOf(args: GetArgs, settings: ConnectionSettings): OneJob {
   };
 }
 
-/** When the run that loaded the same command ended: its start and how long it took. */
-function endedAt(summary: RunSummary): string {
-  return new Date(Date.parse(summary.started_at) + summary.seconds * 1000).toISOString();
-}
-
-function replayText(job: OneJob, summary: RunSummary): string {
+function replayText(job: OneJob, original: OriginalRun): string {
   const records = job.records === 'all' ? 'every record' : plural(job.records, 'record');
-  return `${records} of ${job.type} matching ${job.query}: loaded into ${oneJobTable(job)} by run ${summary.run_id} (${summary.status} at ${endedAt(summary)}); nothing bought now. The same command buys nothing again; --fresh buys it again.`;
-}
-
-/**
- * A replay in JSON: the run that did the work as it reported itself, marked, with what this
- * command spent (nothing) where a run's spending is, and the run's own figures beside it.
- */
-function replayDocument(summary: RunSummary) {
-  return {
-    ...summary,
-    replayed: true,
-    credits: {},
-    original: { run_id: summary.run_id, ended_at: endedAt(summary), credits: summary.credits },
-  };
+  return `${records} of ${job.type} matching ${job.query}: loaded into ${oneJobTable(job)} by run ${original.run_id} (${original.status} at ${original.finished_at ?? original.started_at}); nothing bought now. The same command buys nothing again; --fresh buys it again.`;
 }
 
 export function registerGet(y: Argv, ctx: CliContext): Argv {
@@ -231,6 +209,7 @@ export function registerGet(y: Argv, ctx: CliContext): Argv {
           default: true,
           describe: 'Progress bar on a terminal (--no-progress to hide)',
         })
+        .option('strict-fields', strictFieldsFlag)
         .example(
           "$0 get properties 'city:Austin' --records 500 --into duckdb:austin.duckdb",
           'into the table properties; again: buys nothing',
