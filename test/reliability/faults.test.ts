@@ -394,7 +394,10 @@ for (const kind of destinationKinds()) {
       test('the PostgreSQL backend terminated mid-COPY: the run fails cleanly, the rerun is exact', async () => {
         await harness.reset();
         const t = await target('terminated');
-        const pipeline = file(t, 'terminated');
+        // Its own application name: the backends of runs in other test files are left alone.
+        const named = new URL(postgresUrl());
+        named.searchParams.set('application_name', `sluice-${t.schema}`);
+        const pipeline = file(t, 'terminated', `{ url: '${named}', schema: ${t.schema} }`);
         const run = startRun(pipeline, harness, {
           checkpoint: 'file-batch:homes@1',
           env: { SLUICE_CHECKPOINT_WAIT: '1500' },
@@ -402,7 +405,8 @@ for (const kind of destinationKinds()) {
         await run.reached;
         const killed = await pgQuery(
           `select pg_terminate_backend(pid) from pg_stat_activity
-           where application_name = 'sluice' and state = 'idle in transaction'`,
+           where application_name = $1 and state = 'idle in transaction'`,
+          [`sluice-${t.schema}`],
         );
         assert.ok(killed.length > 0, 'a backend in a file transaction was terminated');
         const done = await run.finished;
