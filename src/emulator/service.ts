@@ -37,7 +37,7 @@ export interface SearchRequest {
   view: string | undefined;
   autoTrace: boolean;
   addressMatching: AddressMatching;
-  requirePeopleData: boolean;
+  onlyTraceable: boolean;
 }
 
 export interface SearchResult {
@@ -90,7 +90,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
       {
         autoTrace: req.autoTrace,
         addressMatching: req.addressMatching,
-        requirePeopleData: req.requirePeopleData,
+        onlyTraceable: req.onlyTraceable,
       },
       now,
     );
@@ -147,7 +147,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
     format: req.format,
     autoTrace: req.autoTrace,
     addressMatching: req.addressMatching,
-    requirePeopleData: req.requirePeopleData,
+    onlyTraceable: req.onlyTraceable,
     recordsParam: req.recordsParam,
     target,
     numFound,
@@ -302,7 +302,7 @@ export function createTargetedUpdate(
     view: undefined,
     autoTrace: false,
     addressMatching: 'on',
-    requirePeopleData: false,
+    onlyTraceable: false,
   });
   const count = Math.min(input.num_records, result.numFound);
   ctx.state.requireCredits(type, false, count);
