@@ -126,8 +126,11 @@ export interface SearchRequest {
   autoTrace?: boolean;
   /** Properties only (v4): `address_matching`. */
   addressMatching?: AddressMatching;
-  /** Properties only (v4): `require_people_data`. */
-  requirePeopleData?: boolean;
+  /**
+   * Properties only (v4): only records with people data, `only_traceable` on the wire (the
+   * service's autotrace guide names it so).
+   */
+  onlyTraceable?: boolean;
 }
 
 export interface DownloadRequest extends SearchRequest {

@@ -314,8 +314,7 @@ export class V4Client implements ServiceClient {
     if (request.type === 'properties') {
       if (request.autoTrace !== undefined) body.auto_trace = request.autoTrace;
       if (request.addressMatching !== undefined) body.address_matching = request.addressMatching;
-      if (request.requirePeopleData !== undefined)
-        body.require_people_data = request.requirePeopleData;
+      if (request.onlyTraceable !== undefined) body.only_traceable = request.onlyTraceable;
     } else {
       const used = propertyOptionsUsed(request);
       if (used.length > 0) {

@@ -46,9 +46,7 @@ export function searchRequestOf(job: JobSpec, query = job.query): SearchRequest 
       ? {
           autoTrace: job.auto_trace,
           ...(job.address_matching === undefined ? {} : { addressMatching: job.address_matching }),
-          ...(job.require_people_data === undefined
-            ? {}
-            : { requirePeopleData: job.require_people_data }),
+          ...(job.only_traceable === undefined ? {} : { onlyTraceable: job.only_traceable }),
         }
       : {}),
   };

@@ -174,7 +174,12 @@ const job = z.strictObject({
   format: z.enum(['csv', 'json']).default('json'),
   auto_trace: flag(z.boolean()).default(false).describe('properties only: attach matched owners'),
   address_matching: z.enum(['on', 'off', 'retry']).optional(),
-  require_people_data: flag(z.boolean()).optional(),
+  only_traceable: flag(z.boolean())
+    .optional()
+    .describe('properties on v4: only records with people data (autotrace)'),
+  require_people_data: flag(z.boolean())
+    .optional()
+    .describe('deprecated: the old name of only_traceable'),
   table: identifier.optional().describe('destination table, default the job name'),
   write: z.enum(['append', 'replace', 'merge']).default('merge'),
   key: z
@@ -256,7 +261,10 @@ export interface SchemaContract {
 }
 
 export interface JobSpec
-  extends Omit<RawJob, 'records' | 'key' | 'table' | 'query' | 'columns' | 'schema'> {
+  extends Omit<
+    RawJob,
+    'records' | 'key' | 'table' | 'query' | 'columns' | 'schema' | 'require_people_data'
+  > {
   name: string;
   /** For an owner lookup job, a stand-in: its queries are built from people keys. */
   query: string;

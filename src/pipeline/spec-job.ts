@@ -12,6 +12,7 @@ import { destinations } from '../load/index.js';
 import { checkQuery } from '../query/index.js';
 import { type NamingStyle, snakeCase } from '../schema/naming.js';
 import type { ColumnType } from '../schema/types.js';
+import { autotraceViewMessage, viewCarriesPeopleKeys } from './autotrace-view.js';
 import type { ColumnHint, JobSpec, RawJob, RawPipeline, SchemaContract } from './spec-format.js';
 
 /**
@@ -23,6 +24,8 @@ type Fail = (message: string, path: string[]) => never;
 
 export interface JobContext {
   fail: Fail;
+  /** A warning about a line of the file (`file:line: path: message`). */
+  warnAt: (message: string, path: string[]) => void;
   /** `validate`: nothing can be asked of the service, so a view must be known here. */
   offline: boolean;
   /** Tables written so far, by the job writing each: two jobs never share one. */
@@ -45,8 +48,16 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
   const at = (...rest: string[]) => ['jobs', name, ...rest];
   if (raw.source.api === 'v3') checkV3Job(raw, name, j, fail, ctx.offline);
   const view = checkView(raw, name, j, ctx);
+  if (j.auto_trace && j.view !== undefined && view.fields && !viewCarriesPeopleKeys(view.fields))
+    fail(autotraceViewMessage(j.view, !view.declared), at('view'));
+  const onlyTraceable = onlyTraceableOf(name, j, ctx);
   if (j.type !== 'properties') {
-    for (const key of ['auto_trace', 'address_matching', 'require_people_data'] as const) {
+    for (const key of [
+      'auto_trace',
+      'address_matching',
+      'only_traceable',
+      'require_people_data',
+    ] as const) {
       if (j[key] !== undefined && j[key] !== false)
         fail(`${key} applies to properties only`, at(key));
     }
@@ -82,10 +93,13 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
     format: j.format,
     auto_trace: j.auto_trace,
     address_matching: j.address_matching ?? null,
-    require_people_data: j.require_people_data ?? null,
+    // Under the flag's old name, so that a download started before the rename re-attaches.
+    require_people_data: onlyTraceable ?? null,
   });
+  const { require_people_data: _old, ...rest } = j;
   return {
-    ...j,
+    ...rest,
+    ...(onlyTraceable === undefined ? {} : { only_traceable: onlyTraceable }),
     name,
     records: j.records === 'all' ? undefined : j.records,
     query,
@@ -105,6 +119,27 @@ export function resolveJob(raw: RawPipeline, name: string, j: RawJob, ctx: JobCo
       ...(raw.naming !== 'keep' ? { naming: raw.naming } : {}),
     }),
   };
+}
+
+/**
+ * `only_traceable`, the name the service's autotrace guide gives the flag; `require_people_data`,
+ * the name sluice used before, is still read, with a warning that names its line.
+ */
+function onlyTraceableOf(name: string, j: RawJob, ctx: JobContext): boolean | undefined {
+  const old = j.require_people_data;
+  if (old === undefined) return j.only_traceable;
+  const path = ['jobs', name, 'require_people_data'];
+  if (j.only_traceable !== undefined && j.only_traceable !== old) {
+    ctx.fail(
+      `require_people_data (the old name of only_traceable) says ${old}, only_traceable ${j.only_traceable}: keep only_traceable`,
+      path,
+    );
+  }
+  ctx.warnAt(
+    'require_people_data is deprecated: the service calls it only_traceable; rename it',
+    path,
+  );
+  return j.only_traceable ?? old;
 }
 
 function checkView(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext): JobView {
@@ -370,8 +405,9 @@ function checkV3Job(
       'address_matching needs the v4 API (v3 always matches addresses on)',
       at('address_matching'),
     );
-  if (j.require_people_data)
-    fail('require_people_data needs the v4 API', at('require_people_data'));
+  for (const key of ['only_traceable', 'require_people_data'] as const) {
+    if (j[key]) fail(`${key} needs the v4 API`, at(key));
+  }
   if (!offline || j.view === undefined || Object.hasOwn(raw.views, j.view)) return;
   const ofType = [...V3_PREMADE_VIEWS].filter((n) => premadeView(n)?.type === j.type);
   if (ofType.includes(j.view)) return;
