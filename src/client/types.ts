@@ -58,6 +58,14 @@ export interface ServiceClient {
   listTargetedUpdates(options?: CallOptions): Promise<TargetedUpdateInfo[]>;
   scrape(request: RealTimeRequest, options?: CallOptions): Promise<ScrapeResult>;
 
+  /**
+   * The service's time at `localMs` (default: now) of this client's clock, by the service's own
+   * clock as its last answer gave it (the `Date` header); `localMs` itself until it answered.
+   * What the service says about time (a download's `createdAt`, a file's expiry) is compared
+   * with this, never with this machine's clock.
+   */
+  serviceTime(localMs?: number): number;
+
   /** Releases pooled connections. */
   close(): Promise<void>;
 }

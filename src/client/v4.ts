@@ -208,7 +208,7 @@ export class V4Client implements ServiceClient {
       // caller can tell (verify).
       isOurs: () => true,
       verify,
-      now: () => this.#http.now(),
+      now: () => this.#http.serviceTime(),
       onEvent: this.#emit,
       signal: callOptions.signal,
       start: async () => {
@@ -292,6 +292,10 @@ export class V4Client implements ServiceClient {
       ...optional('totalCost', totalCost(body)),
       records: found,
     };
+  }
+
+  serviceTime(localMs?: number): number {
+    return this.#http.serviceTime(localMs);
   }
 
   async close(): Promise<void> {

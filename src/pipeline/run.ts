@@ -88,8 +88,11 @@ export function openPipelineDestination(
   });
 }
 
-/** The service client of a pipeline's source; what it does (retries, re-logins) is logged. */
-export function clientFor(spec: PipelineSpec, logger?: Logger): ServiceClient {
+/**
+ * The service client of a pipeline's source; what it does (retries, re-logins) is logged. Its
+ * clock is the run's (`clock`), so that this machine's time is one time throughout.
+ */
+export function clientFor(spec: PipelineSpec, logger?: Logger, clock?: Clock): ServiceClient {
   const { api, url, email, password, token } = spec.source;
   if (!url) {
     throw new UsageError(
@@ -99,7 +102,10 @@ export function clientFor(spec: PipelineSpec, logger?: Logger): ServiceClient {
   }
   return createServiceClient(
     { api, url, email, password, token },
-    logger ? { onEvent: logClientEvent(logger) } : {},
+    {
+      ...(logger ? { onEvent: logClientEvent(logger) } : {}),
+      ...(clock ? { now: () => clock.now() } : {}),
+    },
   );
 }
 
@@ -113,7 +119,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
   const clock = options.clock ?? systemClock;
   const selected = selectJobs(spec, options.jobs, options.lenientJobs === true);
   const log = options.logger.child({ pipeline: spec.name });
-  const client = options.client ?? clientFor(spec, log);
+  const client = options.client ?? clientFor(spec, log, clock);
   let destination: Destination | undefined;
   try {
     // Wrong credentials are found before the database is made or a failed run is recorded.
