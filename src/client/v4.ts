@@ -212,13 +212,12 @@ export class V4Client implements ServiceClient {
       onEvent: this.#emit,
       signal: callOptions.signal,
       start: async () => {
-        // Without a count the service downloads every match; v4 wants a number, so a large one.
-        const res = await this.#search(
-          request,
-          request.numRecords ?? 2_147_483_647,
-          true,
-          callOptions,
-        );
+        // The interface requires num_records on a v4 search: a download of every match asks for
+        // the matches counted now (free), never a made-up large number, which a service may
+        // refuse or check its credits against.
+        const numRecords =
+          request.numRecords ?? Math.max(1, (await this.count(request, callOptions)).numFound);
+        const res = await this.#search(request, numRecords, true, callOptions);
         return toDownloadStart(res);
       },
     });

@@ -59,7 +59,7 @@ async function ensureDownloadInTurn(
     reattach(ctx, job, outcome, log, attempt, saved);
     return { attempt, startedNow: false };
   }
-  const range = rangeOf(job, saved, ctx.fullRefresh);
+  const range = rangeOf(job, saved, ctx.fullRefresh, ctx.client.serviceTime());
   outcome.incremental = range;
   if (range) log.info(describeRange(range));
   const { request, estimate } = await passGuard(ctx, job, outcome, log, range);

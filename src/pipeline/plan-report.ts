@@ -158,7 +158,12 @@ export async function planPipeline(
         reattaches: open.download_id!,
       };
     } else {
-      const range = rangeOf(job, options.cursors?.get(job.name), options.fullRefresh === true);
+      const range = rangeOf(
+        job,
+        options.cursors?.get(job.name),
+        options.fullRefresh === true,
+        client.serviceTime(),
+      );
       const count = async (query: string) => {
         const request = searchRequestOf(job, query);
         if (request.view !== undefined && notThere.has(request.view)) delete request.view;
