@@ -24,7 +24,7 @@ import { findResumable, type Resumable, resumableRun } from './resume.js';
 import { loadsAtOnce, runJobs } from './schedule.js';
 import { selectJobs } from './select.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
-import { syncViews } from './views.js';
+import { ViewSync } from './views.js';
 
 export interface RunOptions {
   env?: NodeJS.ProcessEnv;
@@ -176,6 +176,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
           fresh: options.fresh === true,
           fullRefresh: options.fullRefresh === true,
           ...(options.runKey === undefined ? {} : { runKey: options.runKey }),
+          views: new ViewSync(client, spec, log, options.signal),
           guard: new RunGuard(
             client,
             selected.filter((j) => !j.people_keys_from).map((j) => j.name),
@@ -278,15 +279,13 @@ async function runLocked(
     jobs: [],
   };
   let runError: ErrorInfo | undefined;
-  try {
-    summary.views = await syncViews(ctx.client, spec, log, ctx.signal);
-  } catch (error) {
-    runError = errorInfo(error, 'views');
+  // Views are synced by the jobs that need them, each once its guard and contract passed.
+  summary.views = ctx.views.done;
+  summary.jobs = await runJobs(ctx, selected, parallel);
+  for (const outcome of summary.jobs) addCredits(summary.credits, outcome.credits);
+  if (ctx.views.failure !== undefined) {
+    runError = errorInfo(ctx.views.failure, 'views');
     if (!ctx.signal?.aborted) log.error(`views: ${runError.message}`);
-  }
-  if (runError === undefined) {
-    summary.jobs = await runJobs(ctx, selected, parallel);
-    for (const outcome of summary.jobs) addCredits(summary.credits, outcome.credits);
   }
   const aborted = ctx.signal?.aborted === true;
   summary.status = runStatus(summary.jobs, aborted ? undefined : runError, aborted);
