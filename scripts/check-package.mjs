@@ -102,7 +102,7 @@ try {
   // DuckDB is optional (its binary is about 70 MB): a duckdb: destination asks for it by name,
   // with the command that installs it (run below, as printed).
   const duck = await sluice.openDestination('duckdb:out.duckdb').then(() => 'opened', (e) => e.code + ' ' + e.message);
-  const install = /npm install @duckdb/node-api@S+/.exec(duck)?.[0];
+  const install = /npm install @duckdb\\/node-api@\\S+/.exec(duck)?.[0];
   if (!duck.startsWith('SLUICE_USAGE ') || !install) throw new Error('duckdb without @duckdb/node-api: ' + duck);
   writeFileSync('duckdb-install.txt', install);
   // The installed command, as a user runs it, in a process of its own (the emulator answers here).
