@@ -89,6 +89,7 @@ jobs:
   writeFileSync(
     join(app, 'check.mjs'),
     `import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import * as sluice from 'sluice';
 import { startEmulator } from 'sluice/emulator';
 for (const name of ['runPipeline', 'loadPipeline', 'parsePipeline', 'createServiceClient', 'openDestination', 'SluiceError', 'silentLogger', 'noProgress']) {
