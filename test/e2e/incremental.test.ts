@@ -292,8 +292,8 @@ for (const kind of destinationKinds()) {
     test('SIGKILL during the incremental load: the cursor stays, the rerun finishes the same range, tables equal a fresh full download', async () => {
       const t = await target('killed');
       // One job at a time: the run is killed in a subprocess on this machine's clock, three
-      // emulated days behind the emulator's, so a download it asked for and never heard the id
-      // of could not be shown to be its own by time (adopt.ts), and would be bought again.
+      // emulated days behind the emulator's, and the kill is to land in one job's load, never
+      // between another job's start and its id (adopt.ts would then have to find it).
       const file = pipelineFor(t, 'killed', `max_parallel_jobs: 1\n${syncJobs()}`);
       await run(file, harness.clock());
       const cursor1 = (await cursorRow(t, 'homes'))!.value;
