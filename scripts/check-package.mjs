@@ -3,11 +3,13 @@
 //     (esbuild), no fastify and no DuckDB come with it; the emulator asks for fastify by name, a
 //     duckdb: destination for @duckdb/node-api; once fastify is
 //     installed, `import('sluice')` and `import('sluice/emulator')` give the public API and the
-//     installed `sluice` command runs a pipeline against the emulator into SQLite.
+//     installed `sluice` command runs a pipeline against the emulator into SQLite. Then the
+//     DuckDB install command sluice printed is run as printed: it must install (no ETARGET)
+//     without an ERESOLVE peer warning, and the same pipeline then loads into DuckDB.
 //  2. A clone of this repository, `npm ci` then `npm prune --omit=dev`, has a working command.
 // Usage: node scripts/check-package.mjs   (needs the npm registry, as npm ci does)
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,6 +89,7 @@ jobs:
   writeFileSync(
     join(app, 'check.mjs'),
     `import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import * as sluice from 'sluice';
 import { startEmulator } from 'sluice/emulator';
 for (const name of ['runPipeline', 'loadPipeline', 'parsePipeline', 'createServiceClient', 'openDestination', 'SluiceError', 'silentLogger', 'noProgress']) {
@@ -97,9 +100,12 @@ try {
   const env = { ...process.env, SLUICE_API_URL: emulator.v4Url, SLUICE_EMAIL: emulator.options.email, SLUICE_PASSWORD: emulator.options.password };
   const spec = await sluice.loadPipeline('pipeline.yaml', env);
   if (spec.jobs.length !== 1) throw new Error('loadPipeline');
-  // DuckDB is optional (its binary is about 70 MB): a duckdb: destination asks for it by name.
+  // DuckDB is optional (its binary is about 70 MB): a duckdb: destination asks for it by name,
+  // with the command that installs it (run below, as printed).
   const duck = await sluice.openDestination('duckdb:out.duckdb').then(() => 'opened', (e) => e.code + ' ' + e.message);
-  if (!duck.startsWith('SLUICE_USAGE ') || !duck.includes('npm install @duckdb/node-api@1')) throw new Error('duckdb without @duckdb/node-api: ' + duck);
+  const install = /npm install @duckdb\\/node-api@\\S+/.exec(duck)?.[0];
+  if (!duck.startsWith('SLUICE_USAGE ') || !install) throw new Error('duckdb without @duckdb/node-api: ' + duck);
+  writeFileSync('duckdb-install.txt', install);
   // The installed command, as a user runs it, in a process of its own (the emulator answers here).
   const { spawn } = await import('node:child_process');
   const child = spawn('npx', ['sluice', 'run', 'pipeline.yaml', '--json', '--no-progress'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -118,6 +124,8 @@ try {
   process.stdout.write(checked.stdout);
   if (checked.code !== 0) throw new Error(`the installed package failed:\n${checked.stderr}`);
 
+  await checkDuckDbInstall(app);
+
   step('a clone of the repository, npm ci, then npm prune --omit=dev');
   const clone = join(work, 'clone');
   execFileSync('git', ['clone', '--quiet', root, clone]);
@@ -135,4 +143,51 @@ try {
   step(`pruned to its dependencies, a working command (first run ${Date.now() - started} ms)`);
 } finally {
   rmSync(work, { recursive: true, force: true });
+}
+
+/**
+ * The install command sluice printed for DuckDB, run as a user would copy it (npm at its usual
+ * log level, so that a peer warning shows): it must install, with no ERESOLVE warning, and the
+ * installed `sluice` must then load a pipeline into a DuckDB file.
+ */
+async function checkDuckDbInstall(app) {
+  const command = readFileSync(join(app, 'duckdb-install.txt'), 'utf8').trim();
+  step(`the printed DuckDB install command: ${command}`);
+  const [tool, ...args] = command.split(' ');
+  const installed = await run(tool, [...args, '--no-audit', '--no-fund'], {
+    cwd: app,
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  });
+  const said = installed.stdout + installed.stderr;
+  if (installed.code !== 0) throw new Error(`${command} failed:\n${said}`);
+  if (/ERESOLVE|peer dep|ETARGET/i.test(said)) throw new Error(`${command} warned:\n${said}`);
+  writeFileSync(
+    join(app, 'duck.yaml'),
+    readFileSync(join(app, 'pipeline.yaml'), 'utf8').replace(
+      'sqlite:out.sqlite',
+      'duckdb:out.duckdb',
+    ),
+  );
+  writeFileSync(
+    join(app, 'duck.mjs'),
+    `import { spawn } from 'node:child_process';
+import { startEmulator } from 'sluice/emulator';
+const emulator = await startEmulator({ port: 0, queueMs: 50, rate: 100000 });
+try {
+  const env = { ...process.env, SLUICE_API_URL: emulator.v4Url, SLUICE_EMAIL: emulator.options.email, SLUICE_PASSWORD: emulator.options.password };
+  const child = spawn('npx', ['sluice', 'run', 'duck.yaml', '--json', '--no-progress'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const code = await new Promise((r) => child.on('exit', r));
+  const summary = JSON.parse(out);
+  if (code !== 0 || summary.status !== 'succeeded' || summary.jobs[0].loaded !== 120) throw new Error('run into duckdb: ' + out);
+  console.log('check-package: the installed command loaded ' + summary.jobs[0].loaded + ' rows into DuckDB');
+} finally {
+  await emulator.close();
+}
+`,
+  );
+  const loaded = await run(process.execPath, ['duck.mjs'], { cwd: app });
+  process.stdout.write(loaded.stdout);
+  if (loaded.code !== 0) throw new Error(`DuckDB after ${command}:\n${loaded.stderr}`);
 }

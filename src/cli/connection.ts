@@ -70,8 +70,10 @@ export async function withClient<R>(
   ctx: CliContext,
   run: (client: ServiceClient) => Promise<R>,
 ): Promise<R> {
+  const clock = ctx.clock;
   const client = createServiceClient(settingsFrom(args, ctx.env), {
     onEvent: logClientEvent(ctx.logger),
+    ...(clock ? { now: () => clock.now() } : {}),
   });
   try {
     return await run(client);

@@ -41,6 +41,11 @@ export type ClientEvent =
    * client found out what happened: `adopted` the download it had created, or `sent-again`
    * because none had been created.
    */
+  /**
+   * The service's clock (its `Date` header) is `offsetMs` away from this machine's (positive:
+   * the service is ahead); said once per client. sluice judges the service's times by its clock.
+   */
+  | { type: 'clock-skew'; offsetMs: number }
   | {
       type: 'start-recovered';
       what: string;

@@ -103,9 +103,13 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
     }
   };
 
-  /** Whether the service has said the file is gone by now (ResultFileRef.expiresAt). */
+  /**
+   * Whether the file is past the life the service gave it (ResultFileRef.expiresAt), by the
+   * service's clock (the Date header of the answer that refused it): this machine's may be days
+   * off either way, and would say "run again" about a file no run can fetch, or the reverse.
+   */
   const pastItsLife = (ref: ResultFileRef) =>
-    ref.expiresAt !== undefined && Date.parse(ref.expiresAt) <= options.http.now();
+    ref.expiresAt !== undefined && Date.parse(ref.expiresAt) <= options.http.serviceTime();
 
   const first = await get(0, undefined);
   const etag = header(first.headers, 'etag');

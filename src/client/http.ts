@@ -35,7 +35,18 @@ export interface TransportOptions {
   userAgent?: string;
   /** Called before each backoff sleep; the event carries no URL query, header or body. */
   onRetry?: (event: RetryEvent) => void;
+  /**
+   * Called once, when the service's clock (its `Date` header) is found at least
+   * CLOCK_SKEW_WORTH_SAYING_MS away from `now`: `offsetMs` is the service's time less this one's.
+   */
+  onClockSkew?: (offsetMs: number) => void;
 }
+
+/**
+ * A difference between this machine's clock and the service's worth saying: the times sluice
+ * writes (state tables, logs) are this machine's, the times the service sends are its own.
+ */
+export const CLOCK_SKEW_WORTH_SAYING_MS = 60_000;
 
 export interface RetryEvent {
   method: HttpMethod;
@@ -131,8 +142,11 @@ export class HttpTransport {
   readonly #agent: Agent;
   /** Per origin: no request before this time, as the service asked (see `#send`). */
   readonly #pausedUntil = new Map<string, number>();
-  readonly #options: Required<Omit<TransportOptions, 'onRetry'>> &
-    Pick<TransportOptions, 'onRetry'>;
+  readonly #options: Required<Omit<TransportOptions, 'onRetry' | 'onClockSkew'>> &
+    Pick<TransportOptions, 'onRetry' | 'onClockSkew'>;
+  /** The service's clock less `now`, from the `Date` header of its latest answer. */
+  #serviceOffset: number | undefined;
+  #skewSaid = false;
 
   constructor(options: TransportOptions = {}) {
     this.#options = Object.freeze({
@@ -199,6 +213,30 @@ export class HttpTransport {
     return this.#options.now();
   }
 
+  /**
+   * The service's time at `localMs` of this transport's clock: shifted by how far the service's
+   * clock was from this one when it last answered (its `Date` header); unshifted until it has.
+   * Times the service sends (a file's expiry, when a download was made) are compared with this,
+   * never with this machine's clock, which may be days off.
+   */
+  serviceTime(localMs: number = this.#options.now()): number {
+    return localMs + (this.#serviceOffset ?? 0);
+  }
+
+  /** Notes the service's clock from an answer's `Date` header (whole seconds). */
+  #noteServiceClock(date: string | string[] | undefined): void {
+    const text = Array.isArray(date) ? date[0] : date;
+    const ms = text === undefined ? Number.NaN : Date.parse(text);
+    if (Number.isNaN(ms)) return;
+    // The header drops the milliseconds: the middle of its second is the best guess.
+    const offset = ms + 500 - this.#options.now();
+    this.#serviceOffset = offset;
+    if (!this.#skewSaid && Math.abs(offset) >= CLOCK_SKEW_WORTH_SAYING_MS) {
+      this.#skewSaid = true;
+      this.#options.onClockSkew?.(offset);
+    }
+  }
+
   async close(): Promise<void> {
     await this.#agent.close();
   }
@@ -242,11 +280,13 @@ export class HttpTransport {
           signal: req.signal,
           dispatcher: this.#agent,
         });
+        this.#noteServiceClock(res.headers.date);
         const retryable =
           RETRY_STATUSES.has(res.statusCode) &&
           (idempotent || REFUSED_STATUSES.has(res.statusCode));
         if (!retryable) return res;
-        retryAfterMs = parseRetryAfter(res.headers['retry-after'], o.now());
+        // An HTTP date in Retry-After is the service's time: read against its clock.
+        retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.serviceTime());
         if (retryAfterMs !== undefined && REFUSED_STATUSES.has(res.statusCode)) {
           const until = o.now() + retryAfterMs;
           if (until > (this.#pausedUntil.get(origin) ?? 0)) this.#pausedUntil.set(origin, until);

@@ -43,10 +43,14 @@ export function createServiceClient(
     ...(maxFileRefreshes === undefined ? {} : { maxFileRefreshes }),
     onEvent: emit,
   };
-  const { onRetry } = transport;
+  const { onRetry, onClockSkew } = transport;
   transport.onRetry = (event) => {
     onRetry?.(event);
     emit({ type: 'retry', ...event });
+  };
+  transport.onClockSkew = (offsetMs) => {
+    onClockSkew?.(offsetMs);
+    emit({ type: 'clock-skew', offsetMs });
   };
   if (api === 'v3') {
     const token = settings.token || userinfo.user;

@@ -12,14 +12,18 @@ export interface StartSteps {
   isOurs: (download: DownloadInfo) => boolean;
   /** The caller's check, used instead of `isOurs` when given (StartDownloadOptions.verify). */
   verify?: ((download: DownloadInfo) => Promise<boolean>) | undefined;
-  /** The client's clock, to tell downloads created since the start from older ones. */
+  /**
+   * The service's time by its own clock (ServiceClient.serviceTime), to tell downloads created
+   * since the start (by their `createdAt`, the service's time) from older ones.
+   */
   now: () => number;
   onEvent: EventSink;
   signal?: AbortSignal | undefined;
 }
 
 /**
- * How far the service's clock may be behind this machine's: without a listing from before the
+ * Slack around the moment the start was sent, both by the service's clock (`now` converts this
+ * machine's time by the service's Date header, whole seconds): without a listing from before the
  * start, a download whose `createdAt` is at most this much before the start was sent may be the
  * one it created.
  */

@@ -29,12 +29,12 @@ export function checkDownloadSize(numRecords: number | undefined): void {
   }
 }
 
-/** Autotrace, address matching and require-people-data exist only for property searches. */
+/** Autotrace, address matching and only-traceable exist only for property searches. */
 export function propertyOptionsUsed(request: SearchRequest): string[] {
   const used: string[] = [];
   if (request.autoTrace === true) used.push('autoTrace');
   if (request.addressMatching !== undefined && request.addressMatching !== 'on')
     used.push('addressMatching');
-  if (request.requirePeopleData === true) used.push('requirePeopleData');
+  if (request.onlyTraceable === true) used.push('onlyTraceable');
   return used;
 }

@@ -58,6 +58,14 @@ export interface ServiceClient {
   listTargetedUpdates(options?: CallOptions): Promise<TargetedUpdateInfo[]>;
   scrape(request: RealTimeRequest, options?: CallOptions): Promise<ScrapeResult>;
 
+  /**
+   * The service's time at `localMs` (default: now) of this client's clock, by the service's own
+   * clock as its last answer gave it (the `Date` header); `localMs` itself until it answered.
+   * What the service says about time (a download's `createdAt`, a file's expiry) is compared
+   * with this, never with this machine's clock.
+   */
+  serviceTime(localMs?: number): number;
+
   /** Releases pooled connections. */
   close(): Promise<void>;
 }
@@ -126,8 +134,11 @@ export interface SearchRequest {
   autoTrace?: boolean;
   /** Properties only (v4): `address_matching`. */
   addressMatching?: AddressMatching;
-  /** Properties only (v4): `require_people_data`. */
-  requirePeopleData?: boolean;
+  /**
+   * Properties only (v4): only records with people data, `only_traceable` on the wire (the
+   * service's autotrace guide names it so).
+   */
+  onlyTraceable?: boolean;
 }
 
 export interface DownloadRequest extends SearchRequest {

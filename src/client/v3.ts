@@ -166,7 +166,7 @@ export class V3Client implements ServiceClient {
         d.type === request.type &&
         (d.format === undefined || d.format === format),
       verify,
-      now: () => this.#http.now(),
+      now: () => this.#http.serviceTime(),
       onEvent: this.#emit,
       signal: callOptions.signal,
       start: async () =>
@@ -234,6 +234,10 @@ export class V3Client implements ServiceClient {
 
   scrape(): Promise<ScrapeResult> {
     return unsupported('scrape operation', 'use the v4 API');
+  }
+
+  serviceTime(localMs?: number): number {
+    return this.#http.serviceTime(localMs);
   }
 
   async close(): Promise<void> {

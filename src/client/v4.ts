@@ -208,17 +208,16 @@ export class V4Client implements ServiceClient {
       // caller can tell (verify).
       isOurs: () => true,
       verify,
-      now: () => this.#http.now(),
+      now: () => this.#http.serviceTime(),
       onEvent: this.#emit,
       signal: callOptions.signal,
       start: async () => {
-        // Without a count the service downloads every match; v4 wants a number, so a large one.
-        const res = await this.#search(
-          request,
-          request.numRecords ?? 2_147_483_647,
-          true,
-          callOptions,
-        );
+        // The interface requires num_records on a v4 search: a download of every match asks for
+        // the matches counted now (free), never a made-up large number, which a service may
+        // refuse or check its credits against.
+        const numRecords =
+          request.numRecords ?? Math.max(1, (await this.count(request, callOptions)).numFound);
+        const res = await this.#search(request, numRecords, true, callOptions);
         return toDownloadStart(res);
       },
     });
@@ -294,6 +293,10 @@ export class V4Client implements ServiceClient {
     };
   }
 
+  serviceTime(localMs?: number): number {
+    return this.#http.serviceTime(localMs);
+  }
+
   async close(): Promise<void> {
     await this.#http.close();
   }
@@ -314,8 +317,7 @@ export class V4Client implements ServiceClient {
     if (request.type === 'properties') {
       if (request.autoTrace !== undefined) body.auto_trace = request.autoTrace;
       if (request.addressMatching !== undefined) body.address_matching = request.addressMatching;
-      if (request.requirePeopleData !== undefined)
-        body.require_people_data = request.requirePeopleData;
+      if (request.onlyTraceable !== undefined) body.only_traceable = request.onlyTraceable;
     } else {
       const used = propertyOptionsUsed(request);
       if (used.length > 0) {

@@ -135,6 +135,7 @@ export function buildApp(ctx: EmulatorContext, fastify: typeof Fastify): Fastify
       duration_ms: 0,
     };
     request.logEntry = entry;
+    if (/^\/v3\/data\//.test(path)) entry.sent = { ...(request.query as Record<string, unknown>) };
     ctx.state.requests.push(entry);
     ctx.state.settle();
     const fault = ctx.faults.pick(request.method, path, api === 'files');
@@ -156,6 +157,23 @@ export function buildApp(ctx: EmulatorContext, fastify: typeof Fastify): Fastify
           : 'The service is temporarily unavailable';
       return sendProblem(ctx, request, reply, new HttpProblem(fault.status, message, [], headers));
     }
+  });
+
+  // The body of a search as it came, for tests that check what a client sent (parsed, before
+  // the route's schema refuses or coerces anything).
+  app.addHook('preValidation', async (request) => {
+    const entry = request.logEntry;
+    const body = request.body;
+    if (entry && /\/search$/.test(entry.path) && body && typeof body === 'object') {
+      entry.sent = { ...(body as Record<string, unknown>) };
+    }
+  });
+
+  // The service's own time in every answer (the Date header), from the emulator's clock: a
+  // client judges the service's times (a file's expiry) by it, whatever its own clock says.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('date', new Date(ctx.clock.now()).toUTCString());
+    return payload;
   });
 
   app.addHook('onSend', async (request, reply, payload) => {

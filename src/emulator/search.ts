@@ -11,7 +11,7 @@ export type AddressMatching = 'on' | 'off' | 'retry';
 export interface SearchOptions {
   autoTrace: boolean;
   addressMatching: AddressMatching;
-  requirePeopleData: boolean;
+  onlyTraceable: boolean;
 }
 
 /** The records a search found, as indices into the dataset, in dataset order. */
@@ -81,7 +81,7 @@ export class SearchEngine {
 
   /** The records matching a query as of `at` (emulator ms). */
   match(type: DataType, query: string, options: SearchOptions, at: number): MatchSet {
-    const key = `${type}\u0000${options.autoTrace}\u0000${options.addressMatching}\u0000${options.requirePeopleData}\u0000${query}`;
+    const key = `${type}\u0000${options.autoTrace}\u0000${options.addressMatching}\u0000${options.onlyTraceable}\u0000${query}`;
     const generation = this.#world.generation;
     const cached = this.#cache.get(key);
     if (cached) {
@@ -135,7 +135,7 @@ export class SearchEngine {
     const world = this.#world;
     const list = world.indices(type, at);
     horizon.until = Math.min(horizon.until, world.nextArrival(type, at));
-    const filtered = type === 'properties' && (options.autoTrace || options.requirePeopleData);
+    const filtered = type === 'properties' && (options.autoTrace || options.onlyTraceable);
     if (ast.type === 'all' && !filtered) return list;
     const predicate = compileQuery(ast, type, {
       addressMatching: address,

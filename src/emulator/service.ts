@@ -37,7 +37,7 @@ export interface SearchRequest {
   view: string | undefined;
   autoTrace: boolean;
   addressMatching: AddressMatching;
-  requirePeopleData: boolean;
+  onlyTraceable: boolean;
 }
 
 export interface SearchResult {
@@ -90,7 +90,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
       {
         autoTrace: req.autoTrace,
         addressMatching: req.addressMatching,
-        requirePeopleData: req.requirePeopleData,
+        onlyTraceable: req.onlyTraceable,
       },
       now,
     );
@@ -147,7 +147,7 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
     format: req.format,
     autoTrace: req.autoTrace,
     addressMatching: req.addressMatching,
-    requirePeopleData: req.requirePeopleData,
+    onlyTraceable: req.onlyTraceable,
     recordsParam: req.recordsParam,
     target,
     numFound,
@@ -304,7 +304,7 @@ export function createTargetedUpdate(
     view: undefined,
     autoTrace: false,
     addressMatching: 'on',
-    requirePeopleData: false,
+    onlyTraceable: false,
   });
   const count = Math.min(input.num_records, result.numFound);
   ctx.state.requireCredits(type, false, count);
@@ -333,7 +333,7 @@ function refreshRecords(ctx: EmulatorContext, type: DataType, query: string, cou
   const found = ctx.engine.match(
     type,
     query,
-    { autoTrace: false, addressMatching: 'on', requirePeopleData: false },
+    { autoTrace: false, addressMatching: 'on', onlyTraceable: false },
     now,
   );
   const start = now + ctx.options.queueMs;

@@ -51,7 +51,7 @@ export interface Download {
   format: 'csv' | 'json';
   autoTrace: boolean;
   addressMatching: string;
-  requirePeopleData: boolean;
+  onlyTraceable: boolean;
   /** What the caller asked for (v3 `records`), empty when all. */
   recordsParam: string;
   /** Records this download will deliver: min(requested, found). */
@@ -84,6 +84,11 @@ export interface LoggedRequest {
   /** 0 when no answer was sent (the connection was dropped). */
   status: number;
   duration_ms: number;
+  /**
+   * What a search asked for, as received: the JSON body of a v4 search (never a login's or an
+   * account's, which carry a password), the query parameters of a v3 data request.
+   */
+  sent?: Record<string, unknown>;
 }
 
 export interface OutboxMessage {

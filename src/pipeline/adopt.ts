@@ -28,7 +28,10 @@ export interface Verdict {
 /** Records read from a candidate's first file. */
 const SAMPLE = 20;
 
-/** How far the service's clock and this machine's may disagree. */
+/**
+ * Slack around when the job asked, by the service's clock (this machine's time converted by the
+ * service's Date header, in whole seconds; ServiceClient.serviceTime).
+ */
 const CLOCK_SKEW_MS = 5 * 60_000;
 
 export async function verifyDownload(
@@ -49,8 +52,13 @@ export async function verifyDownload(
   }
   if (candidate.createdAt !== undefined) {
     const created = Date.parse(candidate.createdAt);
-    const asked = Date.parse(request.requestedAt);
-    if (created < asked - CLOCK_SKEW_MS || created > asked + CLOCK_SKEW_MS + 60 * 60_000) {
+    // requestedAt is this machine's time, createdAt the service's: each of the moments it may
+    // be on the service's clock (as the clocks differ now, or as if they agreed; the run that
+    // asked may have seen another difference) is a window the download may have been made in.
+    const mine = Date.parse(request.requestedAt);
+    const inWindow = (asked: number) =>
+      created >= asked - CLOCK_SKEW_MS && created <= asked + CLOCK_SKEW_MS + 60 * 60_000;
+    if (!inWindow(ctx.client.serviceTime(mine)) && !inWindow(mine)) {
       return no(
         `it was created at ${candidate.createdAt}, not when the job asked (${request.requestedAt})`,
       );

@@ -9,6 +9,7 @@ import type { JobOutcome } from './outcome.js';
 import type { Progress } from './progress.js';
 import type { LoadedBefore } from './resume.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
+import type { ViewSync } from './views.js';
 
 /** What every stage of a run works with. */
 export interface RunContext {
@@ -33,6 +34,8 @@ export interface RunContext {
   resume?: LoadedBefore;
   /** The credit guard of the run, and the order in which its jobs start downloads. */
   guard: RunGuard;
+  /** The declared views, synced by the first job that downloads with each (views.ts). */
+  views: ViewSync;
   /**
    * Jobs loading at once: each takes a turn here once its download is complete, so a destination
    * with one writer (SQLite) loads them one after another, in the order their downloads end.

@@ -126,8 +126,11 @@ async function findUnrecordedDownload(
   log: Logger,
 ): Promise<DownloadInfo | undefined> {
   const known = await ctx.destination.state.knownDownloadIds();
-  // Tolerate clocks that disagree by a few minutes between this machine and the service.
-  const since = Date.parse(attempt.requested_at) - 5 * 60_000;
+  // requested_at is this machine's time, createdAt the service's: on the service's clock as it
+  // differs now, or as if the two agreed (the run that asked may have seen another difference),
+  // whichever is earlier, with a few minutes' slack; adopt.ts then checks each candidate.
+  const mine = Date.parse(attempt.requested_at);
+  const since = Math.min(mine, ctx.client.serviceTime(mine)) - 5 * 60_000;
   const candidates = (await ctx.client.listDownloads({ signal: ctx.signal }))
     .filter((d) => !known.has(d.id))
     .filter((d) => d.createdAt === undefined || Date.parse(d.createdAt) >= since)

@@ -1,7 +1,7 @@
 import { CREDIT_TYPE_OF, type CreditType } from '../catalog.js';
 import type { SearchRequest, ServiceClient } from '../client/types.js';
 import { type BudgetStanding, budgetText } from './budget.js';
-import type { JobSpec } from './spec.js';
+import type { Budget, JobSpec } from './spec.js';
 
 /**
  * What a job would cost and whether the credit guard lets it start, before anything is spent:
@@ -46,12 +46,34 @@ export function searchRequestOf(job: JobSpec, query = job.query): SearchRequest 
       ? {
           autoTrace: job.auto_trace,
           ...(job.address_matching === undefined ? {} : { addressMatching: job.address_matching }),
-          ...(job.require_people_data === undefined
-            ? {}
-            : { requirePeopleData: job.require_people_data }),
+          ...(job.only_traceable === undefined ? {} : { onlyTraceable: job.only_traceable }),
         }
       : {}),
   };
+}
+
+/**
+ * What caps the job's purchase besides the records its query finds: its `records:`, its
+ * `max_credits`, the pipeline's budgets of the credit types it spends, and the credits the
+ * account has left (where the account says: a per-type plan). Where one does, the download asks
+ * for the number the guard approved (`records` of its estimate) and no more, so that records
+ * that appear between the guard's count and the start cannot take it past the cap. Empty when
+ * nothing caps it (v3, or a legacy plan, with none of the rest).
+ */
+export function capsOf(
+  job: JobSpec,
+  estimate: CreditEstimate,
+  budgets: readonly Pick<Budget, 'type' | 'period'>[],
+): string[] {
+  const caps: string[] = [];
+  if (job.records !== undefined) caps.push(`records: ${job.records}`);
+  if (job.max_credits !== undefined) caps.push(`max_credits: ${job.max_credits}`);
+  for (const budget of budgets) {
+    if (estimate.needed[budget.type] !== undefined)
+      caps.push(`the ${budget.type} budget a ${budget.period}`);
+  }
+  if (estimate.remaining !== undefined) caps.push("the account's credits left");
+  return caps;
 }
 
 /** Credits a download of `records` records of the job costs, per type. */

@@ -59,7 +59,7 @@ async function ensureDownloadInTurn(
     reattach(ctx, job, outcome, log, attempt, saved);
     return { attempt, startedNow: false };
   }
-  const range = rangeOf(job, saved, ctx.fullRefresh);
+  const range = rangeOf(job, saved, ctx.fullRefresh, ctx.client.serviceTime());
   outcome.incremental = range;
   if (range) log.info(describeRange(range));
   const { request, estimate } = await passGuard(ctx, job, outcome, log, range);
@@ -69,6 +69,9 @@ async function ensureDownloadInTurn(
     log.info('no records match the query; nothing to download');
     return undefined;
   }
+  // Its contract and the guard passed: now, and not before, its view may change the account.
+  await inStage('views', () => ctx.views.ready(job.view));
+  outcome.stage = 'extract';
   const fresh = await startNewDownload(ctx, job, outcome, log, request, estimate, range);
   return { attempt: fresh, startedNow: true };
 }
@@ -107,10 +110,14 @@ export async function passGuard(
 ) {
   outcome.stage = 'guard';
   const request = searchRequestOf(job, rangeQuery(job.query, range));
+  // A declared view may not be on the service yet (it is synced after the guard passes): the
+  // count goes without it, as a view decides the fields, never which records match.
+  const counted = { ...request };
+  if (ctx.views.declares(counted.view)) delete counted.view;
   // What the jobs before this one bought is in the state tables already: it counts.
   const state = ctx.destination.state;
   const budgets = await inStage('guard', () => budgetStandings(ctx.spec, state, ctx.clock.now()));
-  const estimate = await inStage('guard', () => ctx.guard.check(job, request, ctx.signal, budgets));
+  const estimate = await inStage('guard', () => ctx.guard.check(job, counted, ctx.signal, budgets));
   outcome.found = estimate.found;
   const refusal = estimate.refusals[0];
   if (refusal) throw new CreditGuardError(refusal.message, refusal);

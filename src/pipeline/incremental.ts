@@ -15,11 +15,19 @@ import type { JobSpec } from './spec.js';
  * row per key).
  */
 
-/** The range of a new download of the job, from its saved cursor. */
+/**
+ * The range of a new download of the job, from its saved cursor. With `serviceNow` (the
+ * service's time as the guard is about to count, ServiceClient.serviceTime), a range with a
+ * lower bound gets an upper one too: the last whole second before it. Records changed after that
+ * are the next run's, so the count and the download see the same records: the download asks for
+ * the number the guard counted (start-download.ts), and a record that changed in between, not
+ * bought, is never passed by the cursor (the largest value loaded, at most the upper bound).
+ */
 export function rangeOf(
   job: Pick<JobSpec, 'incremental'>,
   saved: CursorRow | undefined,
   fullRefresh: boolean,
+  serviceNow?: number,
 ): IncrementalRange | undefined {
   const spec = job.incremental;
   if (spec === undefined) return undefined;
@@ -28,7 +36,11 @@ export function rangeOf(
   if (spec.start !== undefined && (from === null || Date.parse(from) < Date.parse(spec.start))) {
     from = spec.start;
   }
-  return { cursor: spec.cursor, from, last, full_refresh: fullRefresh };
+  const range: IncrementalRange = { cursor: spec.cursor, from, last, full_refresh: fullRefresh };
+  if (from !== null && serviceNow !== undefined) {
+    range.to = isoSeconds(Math.floor(serviceNow / 1000) * 1000 - 1000);
+  }
+  return range;
 }
 
 /** The range of a download an earlier run started: the one it was started with. */
@@ -46,10 +58,10 @@ export function reattachedRange(
   };
 }
 
-/** The job's query narrowed to the range: `(<query>) AND <cursor>:[<from> TO *]`. */
+/** The job's query narrowed to the range: `(<query>) AND <cursor>:[<from> TO <to, or *>]`. */
 export function rangeQuery(query: string, range: IncrementalRange | undefined): string {
   if (range === undefined || range.from === null) return query;
-  const bound = `${range.cursor}:[${range.from} TO *]`;
+  const bound = `${range.cursor}:[${range.from} TO ${range.to ?? '*'}]`;
   const q = query.trim();
   return q === '' || q === '*' || q === '*:*' ? bound : `(${q}) AND ${bound}`;
 }
@@ -62,7 +74,8 @@ export function describeRange(range: IncrementalRange): string {
   if (range.last === null) {
     return `first incremental run: ${range.from === null ? 'every record' : `records with ${range.cursor} since ${range.from} (start)`}`;
   }
-  return `incremental: records with ${range.cursor} since ${range.from} (cursor ${range.last})`;
+  const until = range.to === undefined ? '' : ` until ${range.to}`;
+  return `incremental: records with ${range.cursor} since ${range.from}${until} (cursor ${range.last})`;
 }
 
 /**
@@ -92,7 +105,11 @@ export async function cursorChange(
   if (info.state !== 'completed') return keep(`download ${attempt.download_id} did not complete`);
   const matched = attempt.num_found === null ? undefined : Number(attempt.num_found);
   if (matched !== undefined && info.numRecords < matched) {
-    const why = `the range matched ${matched} records and download ${attempt.download_id} holds ${info.numRecords} (the job's records limit): the cursor stays so that the rest is not skipped; set records: all (or raise it) to let it move`;
+    const cap =
+      job.records !== undefined && info.numRecords >= job.records
+        ? "the job's records limit: set records: all (or raise it) to let it move"
+        : 'what the credit guard approved, or what the service delivered: the next run reads the range again';
+    const why = `the range matched ${matched} records and download ${attempt.download_id} holds ${info.numRecords} (${cap}); the cursor stays so that the rest is not skipped`;
     load.log.warn(why);
     return keep(why);
   }

@@ -85,6 +85,11 @@ export interface IncrementalRange {
   cursor: string;
   /** Lower bound (inclusive) of the field for this download, or null: every record. */
   from: string | null;
+  /**
+   * Upper bound (inclusive), where there is a lower one: the service's time just before the
+   * guard counted (incremental.ts rangeOf). Absent on a re-attached download.
+   */
+  to?: string;
   /** The saved cursor the range started from, or null (first run, or --full-refresh). */
   last: string | null;
   /** `--full-refresh`: the saved cursor is ignored, and reset once this download is loaded. */

@@ -3,6 +3,7 @@ import type { ServiceClient } from '../client/types.js';
 import { PipelineSpecError } from '../errors.js';
 import type { Attempt, CursorRow } from '../load/destination.js';
 import type { ColumnType } from '../schema/types.js';
+import { autotraceViewMessage, viewCarriesPeopleKeys } from './autotrace-view.js';
 import { type BudgetStanding, budgetStandings } from './budget.js';
 import { type ContractBreach, contractBreaches } from './contract.js';
 import {
@@ -37,6 +38,11 @@ export interface PlanReport {
   guard: 'pass' | 'refuse' | 'unknown';
   /** How the account is billed: per-type allotments, a legacy total, or unknown (v3). */
   account: { plan: 'per-type' | 'legacy' | 'none'; total_used?: number };
+  /**
+   * The declared views `run` would create or update: those of the jobs it would buy a download
+   * for (a job refused, or failed by its contract, changes no view); and those the service
+   * already has as declared.
+   */
   views: { create: string[]; update: string[]; unchanged: string[] };
   jobs: PlannedJob[];
   /** Each budget in its current period, and what would be left of it after the planned jobs. */
@@ -109,7 +115,9 @@ export async function planPipeline(
   options: PlanOptions = {},
 ): Promise<PlanReport> {
   const { signal } = options;
-  const views: PlanReport['views'] = { create: [], update: [], unchanged: [] };
+  /** What run would do to each declared view a job downloads with (views.ts). */
+  const viewState = new Map<string, 'create' | 'update'>();
+  const unchanged: string[] = [];
   const declared = Object.entries(spec.views);
   const fromService = serviceViews(spec);
   // v3 cannot list views: its searches are left to say whether a view exists.
@@ -117,12 +125,21 @@ export async function planPipeline(
     const existing = new Map((await client.listViews({ signal })).map((v) => [v.name, v]));
     for (const [name, { fields }] of declared) {
       const current = existing.get(name);
-      if (!current) views.create.push(name);
-      else if (current.fields.join('\u0000') !== fields.join('\u0000')) views.update.push(name);
-      else views.unchanged.push(name);
+      if (!current) viewState.set(name, 'create');
+      else if (current.fields.join('\u0000') !== fields.join('\u0000'))
+        viewState.set(name, 'update');
+      else unchanged.push(name);
     }
     for (const [name, job] of fromService) {
-      if (existing.has(name)) continue;
+      const listed = existing.get(name);
+      const traced = spec.jobs.find((j) => j.view === name && j.auto_trace);
+      if (listed && traced && !viewCarriesPeopleKeys(listed.fields)) {
+        throw new PipelineSpecError(autotraceViewMessage(name, false), {
+          file: spec.file,
+          path: `jobs.${traced.name}.view`,
+        });
+      }
+      if (listed) continue;
       const held = [...existing.keys()].slice(0, 10).join(', ');
       throw new PipelineSpecError(
         `view '${name}' is not declared under views:, not a pre-made view, and not one the service lists (${held ? `it lists: ${held}` : 'it lists none'})`,
@@ -130,7 +147,8 @@ export async function planPipeline(
       );
     }
   }
-  const notThere = new Set([...views.create, ...views.update]);
+  const notThere = new Set(viewState.keys());
+  const views: PlanReport['views'] = { create: [], update: [], unchanged };
   const account = await accountCredits(client, signal);
   const budgets: BudgetLeft[] = (
     options.budgets ?? (await budgetStandings(spec, undefined, Date.now()))
@@ -158,7 +176,12 @@ export async function planPipeline(
         reattaches: open.download_id!,
       };
     } else {
-      const range = rangeOf(job, options.cursors?.get(job.name), options.fullRefresh === true);
+      const range = rangeOf(
+        job,
+        options.cursors?.get(job.name),
+        options.fullRefresh === true,
+        client.serviceTime(),
+      );
       const count = async (query: string) => {
         const request = searchRequestOf(job, query);
         if (request.view !== undefined && notThere.has(request.view)) delete request.view;
@@ -184,9 +207,12 @@ export async function planPipeline(
     const breaches = options.breaches?.get(job.name);
     if (breaches && breaches.length > 0) estimate.schema_breaches = breaches;
     jobs.push(estimate);
-    // A job its contract fails buys nothing.
+    // A job its contract fails buys nothing, and leaves its view as it is.
     if (estimate.refusals.length === 0 && !breaches?.length) {
       spend(estimate.needed, account, budgets);
+      const change = job.view === undefined ? undefined : viewState.get(job.view);
+      const buys = estimate.reattaches === undefined && estimate.records > 0;
+      if (change && buys && !views[change].includes(job.view!)) views[change].push(job.view!);
     }
   }
   const guard = jobs.some((e) => e.verdict === 'refuse')

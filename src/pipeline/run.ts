@@ -26,7 +26,7 @@ import { loadsAtOnce, runJobs } from './schedule.js';
 import { selectJobs } from './select.js';
 import type { JobSpec, PipelineSpec } from './spec.js';
 import { claimJobTables } from './table-claims.js';
-import { syncViews } from './views.js';
+import { ViewSync } from './views.js';
 
 export interface RunOptions {
   env?: NodeJS.ProcessEnv;
@@ -93,8 +93,11 @@ export function openPipelineDestination(
   });
 }
 
-/** The service client of a pipeline's source; what it does (retries, re-logins) is logged. */
-export function clientFor(spec: PipelineSpec, logger?: Logger): ServiceClient {
+/**
+ * The service client of a pipeline's source; what it does (retries, re-logins) is logged. Its
+ * clock is the run's (`clock`), so that this machine's time is one time throughout.
+ */
+export function clientFor(spec: PipelineSpec, logger?: Logger, clock?: Clock): ServiceClient {
   const { api, url, email, password, token } = spec.source;
   if (!url) {
     throw new UsageError(
@@ -104,7 +107,10 @@ export function clientFor(spec: PipelineSpec, logger?: Logger): ServiceClient {
   }
   return createServiceClient(
     { api, url, email, password, token },
-    logger ? { onEvent: logClientEvent(logger) } : {},
+    {
+      ...(logger ? { onEvent: logClientEvent(logger) } : {}),
+      ...(clock ? { now: () => clock.now() } : {}),
+    },
   );
 }
 
@@ -118,7 +124,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
   const clock = options.clock ?? systemClock;
   const selected = selectJobs(spec, options.jobs, options.lenientJobs === true);
   const log = options.logger.child({ pipeline: spec.name });
-  const client = options.client ?? clientFor(spec, log);
+  const client = options.client ?? clientFor(spec, log, clock);
   // With --wait, the runs that end while this one waits are what it finds done (prior-work.ts).
   const invoked = isoAt(clock);
   let waitedSince: string | undefined;
@@ -183,6 +189,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
           fresh: options.fresh === true,
           fullRefresh: options.fullRefresh === true,
           ...(options.runKey === undefined ? {} : { runKey: options.runKey }),
+          views: new ViewSync(client, spec, log, options.signal),
           guard: new RunGuard(
             client,
             // Jobs that wait for another (an owner lookup, a refreshed job) take no turn.
@@ -300,15 +307,15 @@ async function runLocked(
     runError = errorInfo(error, 'tables');
     if (!ctx.signal?.aborted) log.error(`tables: ${runError.message}`);
   }
-  try {
-    if (runError === undefined) summary.views = await syncViews(ctx.client, spec, log, ctx.signal);
-  } catch (error) {
-    runError = errorInfo(error, 'views');
-    if (!ctx.signal?.aborted) log.error(`views: ${runError.message}`);
-  }
   if (runError === undefined) {
+    // Views are synced by the jobs that need them, each once its guard and contract passed.
+    summary.views = ctx.views.done;
     summary.jobs = await runJobs(ctx, selected, parallel);
     for (const outcome of summary.jobs) addCredits(summary.credits, outcome.credits);
+  }
+  if (ctx.views.failure !== undefined) {
+    runError = errorInfo(ctx.views.failure, 'views');
+    if (!ctx.signal?.aborted) log.error(`views: ${runError.message}`);
   }
   const aborted = ctx.signal?.aborted === true;
   summary.status = runStatus(summary.jobs, aborted ? undefined : runError, aborted);

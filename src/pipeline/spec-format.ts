@@ -199,7 +199,12 @@ const job = z.strictObject({
   format: z.enum(['csv', 'json']).default('json'),
   auto_trace: flag(z.boolean()).default(false).describe('properties only: attach matched owners'),
   address_matching: z.enum(['on', 'off', 'retry']).optional(),
-  require_people_data: flag(z.boolean()).optional(),
+  only_traceable: flag(z.boolean())
+    .optional()
+    .describe('properties on v4: only records with people data (autotrace)'),
+  require_people_data: flag(z.boolean())
+    .optional()
+    .describe('deprecated: the old name of only_traceable'),
   table: identifier.optional().describe('destination table, default the job name'),
   write: z.enum(['append', 'replace', 'merge']).default('merge'),
   key: z
@@ -302,7 +307,10 @@ export interface SchemaContract {
 export type JobKind = 'download' | 'scrape' | 'targeted_update';
 
 export interface JobSpec
-  extends Omit<RawJob, 'records' | 'key' | 'table' | 'query' | 'columns' | 'schema' | 'refresh'> {
+  extends Omit<
+    RawJob,
+    'records' | 'key' | 'table' | 'query' | 'columns' | 'schema' | 'refresh' | 'require_people_data'
+  > {
   name: string;
   kind: JobKind;
   /** A `refresh:` step: the job whose records it refreshes (which waits for it). */

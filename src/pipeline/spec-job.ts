@@ -15,6 +15,7 @@ import { destinations } from '../load/index.js';
 import { checkQuery } from '../query/index.js';
 import { type NamingStyle, snakeCase } from '../schema/naming.js';
 import type { ColumnType } from '../schema/types.js';
+import { autotraceViewMessage, viewCarriesPeopleKeys } from './autotrace-view.js';
 import type {
   ColumnHint,
   JobSpec,
@@ -35,6 +36,8 @@ type Fail = (message: string, path: string[]) => never;
 
 export interface JobContext {
   fail: Fail;
+  /** A warning about a line of the file (`file:line: path: message`). */
+  warnAt: (message: string, path: string[]) => void;
   /** `validate`: nothing can be asked of the service, so a view must be known here. */
   offline: boolean;
   /** The tables the jobs write, by role (checked against each other by table-names.ts). */
@@ -94,7 +97,7 @@ function refreshStep(
     format: 'json',
     auto_trace: false,
     address_matching: undefined,
-    require_people_data: undefined,
+    only_traceable: undefined,
     scrape: false,
     max_credits: refresh.max_credits,
     max_rejects: undefined,
@@ -118,8 +121,16 @@ function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext):
   checkRealTime(raw, name, j, fail);
   if (j.refresh?.query !== undefined) checkJobQuery(name, j, j.refresh.query, ctx, 'refresh.query');
   const view = checkView(raw, name, j, ctx);
+  if (j.auto_trace && j.view !== undefined && view.fields && !viewCarriesPeopleKeys(view.fields))
+    fail(autotraceViewMessage(j.view, !view.declared), at('view'));
+  const onlyTraceable = onlyTraceableOf(name, j, ctx);
   if (j.type !== 'properties') {
-    for (const key of ['auto_trace', 'address_matching', 'require_people_data'] as const) {
+    for (const key of [
+      'auto_trace',
+      'address_matching',
+      'only_traceable',
+      'require_people_data',
+    ] as const) {
       if (j[key] !== undefined && j[key] !== false)
         fail(`${key} applies to properties only`, at(key));
     }
@@ -150,7 +161,8 @@ function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext):
     format: j.format,
     auto_trace: j.auto_trace,
     address_matching: j.address_matching ?? null,
-    require_people_data: j.require_people_data ?? null,
+    // Under the flag's old name, so that a download started before the rename re-attaches.
+    require_people_data: onlyTraceable ?? null,
     // Only when set, so that the jobs of a file written before scrapes keep their hash.
     ...(j.scrape ? { kind: 'scrape' } : {}),
   });
@@ -164,9 +176,10 @@ function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext):
     ...(Object.keys(columns).length > 0 ? { columns: sortedEntries(columns) } : {}),
     ...(raw.naming === 'snake_case' ? { naming: raw.naming } : {}),
   };
-  const { refresh: _refresh, ...rest } = j;
+  const { refresh: _refresh, require_people_data: _old, ...rest } = j;
   return {
     ...rest,
+    ...(onlyTraceable === undefined ? {} : { only_traceable: onlyTraceable }),
     name,
     kind: j.scrape ? 'scrape' : 'download',
     records: j.records === 'all' ? undefined : j.records,
@@ -214,6 +227,27 @@ function checkJobQuery(
 /** A warning, once: a view two jobs use is checked for each. */
 function warn(ctx: JobContext, warning: string): void {
   if (!ctx.warnings.includes(warning)) ctx.warnings.push(warning);
+}
+
+/**
+ * `only_traceable`, the name the service's autotrace guide gives the flag; `require_people_data`,
+ * the name sluice used before, is still read, with a warning that names its line.
+ */
+function onlyTraceableOf(name: string, j: RawJob, ctx: JobContext): boolean | undefined {
+  const old = j.require_people_data;
+  if (old === undefined) return j.only_traceable;
+  const path = ['jobs', name, 'require_people_data'];
+  if (j.only_traceable !== undefined && j.only_traceable !== old) {
+    ctx.fail(
+      `require_people_data (the old name of only_traceable) says ${old}, only_traceable ${j.only_traceable}: keep only_traceable`,
+      path,
+    );
+  }
+  ctx.warnAt(
+    'require_people_data is deprecated: the service calls it only_traceable; rename it',
+    path,
+  );
+  return j.only_traceable ?? old;
 }
 
 function checkView(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext): JobView {
@@ -535,8 +569,9 @@ function checkV3Job(
       'address_matching needs the v4 API (v3 always matches addresses on)',
       at('address_matching'),
     );
-  if (j.require_people_data)
-    fail('require_people_data needs the v4 API', at('require_people_data'));
+  for (const key of ['only_traceable', 'require_people_data'] as const) {
+    if (j[key]) fail(`${key} needs the v4 API`, at(key));
+  }
   if (!offline || j.view === undefined || Object.hasOwn(raw.views, j.view)) return;
   const ofType = [...V3_PREMADE_VIEWS].filter((n) => premadeView(n)?.type === j.type);
   if (ofType.includes(j.view)) return;

@@ -42,7 +42,12 @@ function checkScrape(name: string, j: RawJob, fail: Fail): void {
   if (j.view !== undefined) {
     fail('a scrape takes no view: its records carry every field they have', at('view'));
   }
-  for (const key of ['auto_trace', 'address_matching', 'require_people_data'] as const) {
+  for (const key of [
+    'auto_trace',
+    'address_matching',
+    'only_traceable',
+    'require_people_data',
+  ] as const) {
     if (j[key] !== undefined && j[key] !== false) fail(`a scrape takes no ${key}`, at(key));
   }
   if (j.people_keys_from !== undefined) {

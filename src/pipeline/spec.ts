@@ -220,6 +220,10 @@ function resolve(
     const job = check(() =>
       resolveJob(raw, name, j, {
         fail,
+        warnAt: (message, path) =>
+          options.warnings.push(
+            `${file}:${lineOf(nodeStart(doc, path)) ?? '?'}: ${path.join('.')}: ${message}`,
+          ),
         offline: options.views === 'offline',
         tables,
         warnings: options.warnings,

@@ -7,7 +7,7 @@ import { verifyDownload } from './adopt.js';
 import { checkpoint } from './checkpoints.js';
 import { isoAt } from './clock.js';
 import type { RunContext } from './context.js';
-import type { CreditEstimate } from './estimate.js';
+import { type CreditEstimate, capsOf } from './estimate.js';
 import type { IncrementalRange, JobOutcome } from './outcome.js';
 import type { JobSpec } from './spec.js';
 
@@ -28,12 +28,17 @@ export async function startNewDownload(
   const state = destination.state;
   const now = isoAt(ctx.clock);
   const fresh = newAttempt(ctx, job, request, estimate, range, now);
+  // Where anything caps the purchase, the start asks for what the guard approved, never more:
+  // records that appear after its count are not bought past the cap. Where nothing does, no
+  // number (every match; the v4 client, whose service wants one, asks for the count then).
+  const caps = capsOf(job, estimate, ctx.spec.budgets);
+  const numRecords = caps.length > 0 ? estimate.records : undefined;
   // Written BEFORE the request that pays: a crash from here on is found by the next run.
   await state.insertAttempt(fresh);
   await checkpoint(ctx, 'request-recorded', job.name);
   const start = await client
     .startDownload(
-      { ...request, ...(job.records === undefined ? {} : { numRecords: job.records }) },
+      { ...request, ...(numRecords === undefined ? {} : { numRecords }) },
       {
         ...(signal ? { signal } : {}),
         // After an ambiguous failure, a download that appeared is adopted only if it is ours.
@@ -42,7 +47,11 @@ export async function startNewDownload(
             await verifyDownload(
               ctx,
               job,
-              { query: request.query, requestedAt: now, records: estimate.records },
+              {
+                query: request.query,
+                requestedAt: now,
+                ...(numRecords === undefined ? {} : { records: numRecords }),
+              },
               candidate,
             )
           ).ours,
@@ -73,12 +82,33 @@ export async function startNewDownload(
     num_found: fresh.num_found,
   });
   outcome.download_id = start.id;
-  log.info(
-    { download_id: start.id },
-    `started download ${start.id} for ${estimate.records} records`,
-  );
+  logStart(log, start, estimate, numRecords, caps);
   await checkpoint(ctx, 'download-started', job.name);
   return fresh;
+}
+
+/**
+ * Says what was asked for; and when the query matched more at the start than the guard counted
+ * (records that appeared meanwhile), that the download holds only what the guard approved.
+ */
+function logStart(
+  log: Logger,
+  start: { id: string; numFound?: number },
+  estimate: CreditEstimate,
+  numRecords: number | undefined,
+  caps: string[],
+): void {
+  log.info(
+    { download_id: start.id },
+    numRecords === undefined
+      ? `started download ${start.id} for every matching record (${estimate.found} when counted)`
+      : `started download ${start.id} for ${numRecords} records`,
+  );
+  if (numRecords !== undefined && start.numFound !== undefined && start.numFound > estimate.found) {
+    log.warn(
+      `the query matched ${start.numFound} records when download ${start.id} started, ${start.numFound - estimate.found} more than the credit guard counted: it asks for the ${numRecords} the guard approved (capped by ${caps.join(', ')}); the rest are not bought`,
+    );
+  }
 }
 
 /** The attempt row of a download about to be asked for (`now`: when). */

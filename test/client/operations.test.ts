@@ -123,7 +123,7 @@ for (const wire of WIRES) {
           numRecords: 2,
           autoTrace: true,
           addressMatching: 'retry',
-          requirePeopleData: true,
+          onlyTraceable: true,
         });
         assert.equal(
           traced.totalCost,

@@ -1,7 +1,7 @@
 /**
  * Searches of all four data types (4.2, 4.3 and the products and people paths): previews,
  * counts, validation, query errors, views, CSV previews, autotrace, address matching,
- * require_people_data; then targeted updates and scrape (4.1).
+ * only_traceable; then targeted updates and scrape (4.1).
  */
 import { strict as assert } from 'node:assert';
 import { after, before, describe, test } from 'node:test';
@@ -223,7 +223,7 @@ for (const wire of WIRES) {
           for (const option of [
             { auto_trace: true },
             { address_matching: 'on' },
-            { require_people_data: true },
+            { only_traceable: true },
           ]) {
             const r = await api.search(type, { query: '*', num_records: 1, ...option });
             assertV4Error(wire, r, 400, new RegExp(Object.keys(option)[0]!));
@@ -246,7 +246,7 @@ for (const wire of WIRES) {
           [{ query: '*', num_records: 1, view: 7 }, 'view'],
           [{ query: '*', num_records: 1, auto_trace: 'true' }, 'auto_trace'],
           [{ query: '*', num_records: 1, address_matching: 'maybe' }, 'address_matching'],
-          [{ query: '*', num_records: 1, require_people_data: 1 }, 'require_people_data'],
+          [{ query: '*', num_records: 1, only_traceable: 1 }, 'only_traceable'],
         ];
         for (const [body, field] of bad) {
           const res = await api.search('properties', body);
@@ -543,26 +543,41 @@ for (const wire of WIRES) {
       });
     });
 
-    describe('require_people_data', () => {
+    describe('only_traceable', () => {
       test('returns only records with people data', async () => {
         await fresh();
         const plain = await api.preview('properties', { query: '*', num_records: 0 });
         const off = await api.preview('properties', {
           query: '*',
           num_records: 0,
-          require_people_data: false,
+          only_traceable: false,
         });
         assert.equal(off.num_found, plain.num_found);
         const on = await api.preview('properties', {
           query: '*',
           num_records: 10,
-          require_people_data: true,
+          only_traceable: true,
         });
         assert.ok(on.num_found > 0 && on.num_found < plain.num_found);
         assert.equal(on.records.length, 10);
         for (const r of on.records) {
           assert.ok(Array.isArray(r.people) && r.people.length > 0, `${r.id} has people`);
         }
+      });
+
+      test('require_people_data, a name the service does not know, is not the flag', async () => {
+        await fresh();
+        const plain = await api.preview('properties', { query: '*', num_records: 0 });
+        const old = await api.search('properties', {
+          query: '*',
+          num_records: 0,
+          require_people_data: true,
+        });
+        if (forms.lenientBodies) {
+          // Live: an unknown field is ignored, as the service ignores it: every record matches.
+          assert.equal(old.status, 200, old.text);
+          assert.equal(old.json.num_found, plain.num_found);
+        } else assertV4Error(wire, old, 400, /require_people_data/);
       });
     });
 

@@ -23,6 +23,8 @@ export interface LoggedRequest {
   status: number;
   time: string;
   duration_ms: number;
+  /** What a search sent: a v4 search's JSON body, a v3 data request's query parameters. */
+  sent?: Record<string, unknown>;
 }
 
 /**

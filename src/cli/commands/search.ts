@@ -29,6 +29,8 @@ export interface SearchArgs extends JsonArgs {
   format?: 'csv' | 'json';
   'auto-trace'?: boolean;
   'address-matching'?: AddressMatching;
+  'only-traceable'?: boolean;
+  /** The old name of `--only-traceable`, still read (with a warning). */
   'require-people-data'?: boolean;
   'strict-fields'?: boolean;
 }
@@ -54,9 +56,12 @@ function searchRequestOf(type: DataType, query: string, args: SearchArgs): Searc
     request.addressMatching = args['address-matching'];
     propertyFlags.push('--address-matching');
   }
-  if (args['require-people-data'] === true) {
-    request.requirePeopleData = true;
-    propertyFlags.push('--require-people-data');
+  const onlyTraceable = args['only-traceable'] ?? args['require-people-data'];
+  if (onlyTraceable === true) {
+    request.onlyTraceable = true;
+    propertyFlags.push(
+      args['only-traceable'] === true ? '--only-traceable' : '--require-people-data',
+    );
   }
   if (propertyFlags.length > 0 && type !== 'properties') {
     throw new UsageError(
@@ -181,11 +186,25 @@ function searchOptions<T>(y: Argv<T>): Argv<T & { 'strict-fields'?: boolean }> {
       describe:
         'Properties: on (the service normalizes the address, the default), off (as written), retry (off, then on when nothing matches)',
     })
+    .option('only-traceable', {
+      type: 'boolean',
+      describe: 'Properties: only records with people data (autotrace)',
+    })
     .option('require-people-data', {
       type: 'boolean',
-      describe: 'Properties: only records with people data',
+      hidden: true,
+      describe: 'Deprecated: the old name of --only-traceable',
     })
     .option('strict-fields', strictFieldsFlag) as Argv<T & { 'strict-fields'?: boolean }>;
+}
+
+/** A deprecated flag still works, and says what it is called now. */
+function warnDeprecated(args: SearchArgs, ctx: CliContext): void {
+  if (args['require-people-data'] !== undefined) {
+    ctx.logger.warn(
+      '--require-people-data is deprecated: the service calls it only_traceable; use --only-traceable',
+    );
+  }
 }
 
 export function registerSearch(y: Argv, ctx: CliContext): Argv {
@@ -195,6 +214,7 @@ export function registerSearch(y: Argv, ctx: CliContext): Argv {
       'Count the records matching a query (costs nothing)',
       (c) => searchOptions(typeAndQuery(connectionOptions(c))),
       async (args) => {
+        warnDeprecated(args, ctx);
         await withClient(args, ctx, (client) =>
           countCommand(client, args, ctx.io, ctx.signal, fieldCheck(args, ctx.logger)),
         );
@@ -218,6 +238,7 @@ export function registerSearch(y: Argv, ctx: CliContext): Argv {
               'Columns of the table, e.g. id,address,city (dotted paths reach nested fields)',
           }),
       async (args) => {
+        warnDeprecated(args, ctx);
         await withClient(args, ctx, (client) =>
           previewCommand(client, args, ctx.io, ctx.signal, fieldCheck(args, ctx.logger)),
         );

@@ -78,7 +78,7 @@ export function registerV3(app: FastifyInstance, ctx: EmulatorContext): void {
             view: q.view,
             autoTrace: false,
             addressMatching: 'on',
-            requirePeopleData: false,
+            onlyTraceable: false,
           });
           if (result.download) {
             // A client following the guides polls the page a 303 lands on; one that stays on

@@ -54,7 +54,8 @@ const searchBody = (forms: WireForms, withPropertyOptions: boolean) =>
       ? {
           auto_trace: { type: 'boolean' },
           address_matching: { type: 'string', enum: ['on', 'off', 'retry'] },
-          require_people_data: { type: 'boolean' },
+          // The name the service's autotrace guide gives it; an older name is an unknown field.
+          only_traceable: { type: 'boolean' },
         }
       : {}),
   });
@@ -67,7 +68,7 @@ interface SearchBody {
   view?: string;
   auto_trace?: boolean;
   address_matching?: 'on' | 'off' | 'retry';
-  require_people_data?: boolean;
+  only_traceable?: boolean;
 }
 
 export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
@@ -222,7 +223,7 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
               view: body.view,
               autoTrace: body.auto_trace === true,
               addressMatching: body.address_matching ?? 'on',
-              requirePeopleData: body.require_people_data === true,
+              onlyTraceable: body.only_traceable === true,
             });
             const perType = result.autoTrace ? 2 : 1;
             const cost: Record<string, unknown> = { total_cost: result.delivered * perType };
@@ -306,13 +307,13 @@ export function registerV4(app: FastifyInstance, ctx: EmulatorContext): void {
             view: undefined,
             autoTrace: false,
             addressMatching: 'on',
-            requirePeopleData: false,
+            onlyTraceable: false,
           });
           const now = ctx.clock.now();
           const found = ctx.engine.match(
             type,
             request.body.query,
-            { autoTrace: false, addressMatching: 'on', requirePeopleData: false },
+            { autoTrace: false, addressMatching: 'on', onlyTraceable: false },
             now,
           );
           // The same moment as the search above but for a clock tick: count what this one found.

@@ -22,6 +22,7 @@ import { lockBesideFile } from '../lock-file.js';
 import type { StateDatabase } from '../state-tables.js';
 import { translateDuckDbError } from './errors.js';
 import { readOnlyInstance } from './left-log.js';
+import { DUCKDB_INSTALL } from './package.js';
 import { removeDeadScratch, ScratchFolder } from './scratch.js';
 
 type DuckDbApi = typeof import('@duckdb/node-api');
@@ -37,7 +38,7 @@ async function loadDuckDb(): Promise<DuckDbApi> {
     const code = (error as { code?: unknown }).code;
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
     throw new SluiceError(
-      'a duckdb: destination needs the @duckdb/node-api package (DuckDB itself, about 70 MB), which is not installed here: npm install @duckdb/node-api@1.5',
+      `a duckdb: destination needs the @duckdb/node-api package (DuckDB itself, about 70 MB), which is not installed here: ${DUCKDB_INSTALL}`,
       { code: 'SLUICE_USAGE', cause: error },
     );
   }
