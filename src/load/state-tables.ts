@@ -13,7 +13,7 @@ import type { Kysely } from 'kysely';
  * keys (`run --run-key`). Version 4 adds `_sluice_tables`: the pipeline, job and role that own each
  * table (see `Destination.claimTables`); a download's load settings, as they are compared; what
  * each run was asked to do: its selected jobs, and the command (batch) of several pipeline files
- * it belonged to (see `pipeline/batch.ts`); and the service's other paid requests beside
+ * it belonged to (see `pipeline/run/batch.ts`); and the service's other paid requests beside
  * downloads: an attempt's `kind` (a targeted update, a scrape), a scrape's records as the service
  * answered them (`payload`, kept until they are loaded), and the account's credits used when it
  * was asked for (`used_before`).

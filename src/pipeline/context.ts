@@ -4,12 +4,12 @@ import type { Destination, JobRow } from '../load/destination.js';
 import type { Logger } from '../log.js';
 import type { ShapePlan } from '../records/tables.js';
 import { type Clock, isoAt } from './clock.js';
-import type { RunGuard } from './guard.js';
+import type { ViewSync } from './extract/views.js';
+import type { RunGuard } from './guard/guard.js';
 import type { JobOutcome } from './outcome.js';
 import type { Progress } from './progress.js';
-import type { LoadedBefore } from './resume.js';
-import type { JobSpec, PipelineSpec } from './spec.js';
-import type { ViewSync } from './views.js';
+import type { LoadedBefore } from './run/resume.js';
+import type { JobSpec, PipelineSpec } from './spec/spec.js';
 
 /** What every stage of a run works with. */
 export interface RunContext {

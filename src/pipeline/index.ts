@@ -1,15 +1,8 @@
-export { type BatchMember, runPipelines } from './batch.js';
-export type { BudgetStanding } from './budget.js';
 export type { Clock } from './clock.js';
-export { type CreditEstimate, estimateJob } from './estimate.js';
-export { jobColumns } from './job-columns.js';
-export {
-  destinationPassword,
-  type OneJob,
-  oneJobPipeline,
-  oneJobRunKey,
-  oneJobTable,
-} from './one-job.js';
+export { describeKind } from './extract/real-time.js';
+export type { BudgetStanding } from './guard/budget.js';
+export { type CreditEstimate, estimateJob } from './guard/estimate.js';
+export { jobColumns } from './load/job-columns.js';
 export type {
   Credits,
   ErrorInfo,
@@ -21,12 +14,19 @@ export type {
   RunSummary,
   Stage,
 } from './outcome.js';
-export { type PlanReport, planPipeline, savedState } from './plan-report.js';
 export { noProgress, type Progress } from './progress.js';
-export { describeKind } from './real-time.js';
-export { replayText } from './replay.js';
-export { clientFor, type RunOptions, runPipeline } from './run.js';
-export { selectJobs, unmatchedPatterns } from './select.js';
+export { type PlanReport, planPipeline, savedState } from './report/plan-report.js';
+export { type BatchMember, runPipelines } from './run/batch.js';
+export { replayText } from './run/replay.js';
+export { clientFor, type RunOptions, runPipeline } from './run/run.js';
+export {
+  destinationPassword,
+  type OneJob,
+  oneJobPipeline,
+  oneJobRunKey,
+  oneJobTable,
+} from './spec/one-job.js';
+export { selectJobs, unmatchedPatterns } from './spec/select.js';
 export {
   type JobSpec,
   type LoadOptions,
@@ -34,5 +34,5 @@ export {
   type PipelineSpec,
   parsePipeline,
   pipelineJsonSchema,
-} from './spec.js';
-export { checkSharedTables } from './table-names.js';
+} from './spec/spec.js';
+export { checkSharedTables } from './spec/table-names.js';

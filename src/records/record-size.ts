@@ -3,7 +3,7 @@ import type { RejectedLine } from './types.js';
 
 /**
  * The size beyond which a record (an NDJSON line, a CSV record) is rejected instead of loaded:
- * 4 MiB, unless `SLUICE_MAX_RECORD_BYTES` says otherwise (pipeline/normalize.ts).
+ * 4 MiB, unless `SLUICE_MAX_RECORD_BYTES` says otherwise (pipeline/load/normalize.ts).
  *
  * The service's largest records are a few tens of kB (a property with every nested array: its
  * people, prices, transactions, taxes), so this is a hundred times that. It is also what a

@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { parse } from 'csv-parse';
 import { startEmulator } from '../../src/emulator/index.js';
 import { shapePlanOf } from '../../src/pipeline/context.js';
-import { parsePipeline } from '../../src/pipeline/spec.js';
+import { parsePipeline } from '../../src/pipeline/spec/spec.js';
 import { recordBatches } from '../../src/records/index.js';
 import { JobTables } from '../../src/records/tables.js';
 

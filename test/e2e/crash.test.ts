@@ -203,7 +203,7 @@ for (const kind of destinationKinds()) {
       const setup = await runCli(['validate', file], emulatorEnv(harness));
       assert.equal(setup.code, 0, setup.stderr);
       const { openDestination } = await import('../../src/load/index.js');
-      const { loadPipeline } = await import('../../src/pipeline/spec.js');
+      const { loadPipeline } = await import('../../src/pipeline/spec/spec.js');
       const spec = await loadPipeline(file, emulatorEnv(harness));
       const destination = await openDestination(t.url, t.schema ? { schema: t.schema } : {});
       await destination.ensureState();

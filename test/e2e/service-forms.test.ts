@@ -7,7 +7,7 @@ import { openDestination } from '../../src/load/index.js';
 import { createLogger } from '../../src/log.js';
 import { loadPipeline } from '../../src/pipeline/index.js';
 import type { Phase, Progress } from '../../src/pipeline/progress.js';
-import { runPipeline } from '../../src/pipeline/run.js';
+import { runPipeline } from '../../src/pipeline/run/run.js';
 import { pageLists } from '../client/paging.js';
 import { RewritingProxy } from '../client/proxy.js';
 import { EmulatorHarness } from '../helpers/emulator.js';

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Clock } from '../../src/pipeline/clock.js';
 import { shapePlanOf } from '../../src/pipeline/context.js';
-import { parsePipeline } from '../../src/pipeline/spec.js';
+import { parsePipeline } from '../../src/pipeline/spec/spec.js';
 import type { ShapePlan } from '../../src/records/tables.js';
 import type { EmulatorHarness } from './emulator.js';
 

@@ -242,7 +242,7 @@ export interface RunArgs {
 
 /**
  * `sluice run FILE...`: with one file, its summary is the JSON document; with several (run one
- * after another as one command: see pipeline/batch.ts), one document holds them all. The exit
+ * after another as one command: see pipeline/run/batch.ts), one document holds them all. The exit
  * code is the worst of theirs.
  */
 export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {

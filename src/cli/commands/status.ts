@@ -1,5 +1,5 @@
 import type { BudgetStanding, PipelineSpec } from '../../pipeline/index.js';
-import { statusReport } from '../../pipeline/status-report.js';
+import { statusReport } from '../../pipeline/report/status-report.js';
 import type { CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { creditsText } from '../format.js';

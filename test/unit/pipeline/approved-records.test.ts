@@ -5,9 +5,9 @@ import {
   capsOf,
   checkCredits,
   creditsFor,
-} from '../../../src/pipeline/estimate.js';
-import { rangeOf, rangeQuery } from '../../../src/pipeline/incremental.js';
-import { parsePipeline } from '../../../src/pipeline/spec.js';
+} from '../../../src/pipeline/guard/estimate.js';
+import { rangeOf, rangeQuery } from '../../../src/pipeline/load/incremental.js';
+import { parsePipeline } from '../../../src/pipeline/spec/spec.js';
 
 /**
  * The guard's arithmetic for what a download asks for: whatever caps a job (its records:, its

@@ -2,9 +2,13 @@ import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { PipelineSpecError } from '../../../src/errors.js';
 import type { Attempt } from '../../../src/load/destination.js';
-import { attemptCredits, budgetStandings, periodBounds } from '../../../src/pipeline/budget.js';
-import { checkCredits, creditsFor } from '../../../src/pipeline/estimate.js';
-import { parsePipeline, pipelineJsonSchema } from '../../../src/pipeline/spec.js';
+import {
+  attemptCredits,
+  budgetStandings,
+  periodBounds,
+} from '../../../src/pipeline/guard/budget.js';
+import { checkCredits, creditsFor } from '../../../src/pipeline/guard/estimate.js';
+import { parsePipeline, pipelineJsonSchema } from '../../../src/pipeline/spec/spec.js';
 
 const env = {
   SLUICE_API_URL: 'http://127.0.0.1:8787/v4',

@@ -7,7 +7,7 @@ import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import type { ResultFileRef } from '../../../src/client/types.js';
 import { SluiceError } from '../../../src/errors.js';
-import { DownloadRecords } from '../../../src/pipeline/download-records.js';
+import { DownloadRecords } from '../../../src/pipeline/load/download-records.js';
 
 const file = (index: number): ResultFileRef => ({
   index,

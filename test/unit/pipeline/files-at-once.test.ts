@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
-import { FilesInFlight } from '../../../src/pipeline/files-in-flight.js';
-import { filesAtOnce } from '../../../src/pipeline/load.js';
+import { FilesInFlight } from '../../../src/pipeline/load/files-in-flight.js';
+import { filesAtOnce } from '../../../src/pipeline/load/load.js';
 import { JobTables } from '../../../src/records/tables.js';
 import { propertiesPlan } from '../../helpers/pipeline.js';
 

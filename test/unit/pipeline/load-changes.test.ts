@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import type { Attempt } from '../../../src/load/destination.js';
-import { loadChanges } from '../../../src/pipeline/load-changes.js';
-import { parsePipeline } from '../../../src/pipeline/spec.js';
+import { loadChanges } from '../../../src/pipeline/spec/load-changes.js';
+import { parsePipeline } from '../../../src/pipeline/spec/spec.js';
 
 /**
  * SLUICE_JOB_CHANGED said "changed how it loads (now merge into texasHomes, was merge into

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { maxRecordBytes } from '../../../src/pipeline/normalize.js';
+import { maxRecordBytes } from '../../../src/pipeline/load/normalize.js';
 
 test('SLUICE_MAX_RECORD_BYTES sets the record size limit; 4 MiB unset; anything else but bytes is a usage error', () => {
   assert.equal(maxRecordBytes({}), 4 << 20);

@@ -6,9 +6,9 @@ import {
   type OneJob,
   oneJobPipeline,
   oneJobRunKey,
-} from '../../../src/pipeline/one-job.js';
-import { selectJobs } from '../../../src/pipeline/select.js';
-import { parsePipeline } from '../../../src/pipeline/spec.js';
+} from '../../../src/pipeline/spec/one-job.js';
+import { selectJobs } from '../../../src/pipeline/spec/select.js';
+import { parsePipeline } from '../../../src/pipeline/spec/spec.js';
 
 const env = {
   SLUICE_API_URL: 'http://127.0.0.1:8787/v4',

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { PipelineSpecError, SluiceError } from '../../../src/errors.js';
 import type { TableOwnerRow } from '../../../src/load/destination.js';
-import { loadPipeline, parsePipeline } from '../../../src/pipeline/spec.js';
-import { settleClaims } from '../../../src/pipeline/table-claims.js';
-import { checkSharedTables } from '../../../src/pipeline/table-names.js';
+import { settleClaims } from '../../../src/pipeline/load/table-claims.js';
+import { loadPipeline, parsePipeline } from '../../../src/pipeline/spec/spec.js';
+import { checkSharedTables } from '../../../src/pipeline/spec/table-names.js';
 
 /**
  * The table-name rule: a job's table landed on the shared people table, or inside another job's

@@ -5,14 +5,14 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { PREMADE_VIEWS } from '../../../src/catalog.js';
 import { PipelineSpecError } from '../../../src/errors.js';
-import { rangeOf, rangeQuery } from '../../../src/pipeline/incremental.js';
+import { rangeOf, rangeQuery } from '../../../src/pipeline/load/incremental.js';
 import {
   type LoadOptions,
   loadPipeline,
   parseDuration,
   parsePipeline,
   pipelineJsonSchema,
-} from '../../../src/pipeline/spec.js';
+} from '../../../src/pipeline/spec/spec.js';
 
 const env = {
   SLUICE_API_URL: 'http://127.0.0.1:8787/v4',

@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { PipelineSpecError } from '../../../src/errors.js';
-import { searchRequestOf } from '../../../src/pipeline/estimate.js';
-import { parsePipeline } from '../../../src/pipeline/spec.js';
+import { searchRequestOf } from '../../../src/pipeline/guard/estimate.js';
+import { parsePipeline } from '../../../src/pipeline/spec/spec.js';
 
 /**
  * Pipeline keys as the service names them: `only_traceable` (the autotrace guide's name; the

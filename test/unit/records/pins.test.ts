@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { PipelineSpecError } from '../../../src/errors.js';
-import { parsePipeline } from '../../../src/pipeline/spec.js';
+import { parsePipeline } from '../../../src/pipeline/spec/spec.js';
 import { DecodeError } from '../../../src/records/decode.js';
 import { pinValue } from '../../../src/records/pins.js';
 import { JobTables } from '../../../src/records/tables.js';

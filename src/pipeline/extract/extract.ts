@@ -1,0 +1,130 @@
+import { CreditGuardError } from '../../errors.js';
+import type { Attempt, CursorRow } from '../../load/destination.js';
+import type { Logger } from '../../log.js';
+import type { RunContext } from '../context.js';
+import { budgetStandings } from '../guard/budget.js';
+import { searchRequestOf } from '../guard/estimate.js';
+import { describeRange, rangeOf, rangeQuery, reattachedRange } from '../load/incremental.js';
+import { type IncrementalRange, inStage, type JobOutcome } from '../outcome.js';
+import type { JobSpec } from '../spec/spec.js';
+import { earlierAttempt } from './earlier-attempt.js';
+import { startNewDownload } from './start-download.js';
+
+/**
+ * The extract stage: the credit guard, then a download to load: re-attached (an earlier run
+ * started it), adopted (an earlier run asked for it and died before hearing its id), or started
+ * (and paid for) now (start-download.ts); then polling it until it is done (poll-download.ts).
+ * What earlier runs left is sorted out in earlier-attempt.ts.
+ */
+
+export interface DownloadToLoad {
+  attempt: Attempt;
+  /** False when an earlier run started it: its tables may hold some of its files already. */
+  startedNow: boolean;
+}
+
+/**
+ * The download the job loads, or undefined when its query matches nothing (nothing is
+ * started, nothing spent).
+ */
+export async function ensureDownload(
+  ctx: RunContext,
+  job: JobSpec,
+  outcome: JobOutcome,
+  log: Logger,
+  /** Runs once the guard has passed, before a new download is asked for (or none is needed). */
+  beforeNew: () => Promise<void>,
+): Promise<DownloadToLoad | undefined> {
+  // The jobs of a run start their downloads in the file's order, one after another (RunGuard).
+  await ctx.guard.turn(job.name);
+  try {
+    return await ensureDownloadInTurn(ctx, job, outcome, log, beforeNew);
+  } finally {
+    ctx.guard.end(job.name);
+  }
+}
+
+async function ensureDownloadInTurn(
+  ctx: RunContext,
+  job: JobSpec,
+  outcome: JobOutcome,
+  log: Logger,
+  beforeNew: () => Promise<void>,
+): Promise<DownloadToLoad | undefined> {
+  const attempt = await earlierAttempt(ctx, job, log);
+  const saved = job.incremental
+    ? await ctx.destination.state.cursor(ctx.spec.name, job.name)
+    : undefined;
+  if (attempt) {
+    reattach(ctx, job, outcome, log, attempt, saved);
+    return { attempt, startedNow: false };
+  }
+  const range = rangeOf(job, saved, ctx.fullRefresh, ctx.client.serviceTime());
+  outcome.incremental = range;
+  if (range) log.info(describeRange(range));
+  const { request, estimate } = await passGuard(ctx, job, outcome, log, range);
+  outcome.stage = 'extract';
+  await beforeNew();
+  if (estimate.found === 0) {
+    log.info('no records match the query; nothing to download');
+    return undefined;
+  }
+  // Its contract and the guard passed: now, and not before, its view may change the account.
+  await inStage('views', () => ctx.views.ready(job.view));
+  outcome.stage = 'extract';
+  const fresh = await startNewDownload(ctx, job, outcome, log, request, estimate, range);
+  return { attempt: fresh, startedNow: true };
+}
+
+/** The job goes on with the download an earlier run started (`saved`: the job's cursor). */
+function reattach(
+  ctx: RunContext,
+  job: JobSpec,
+  outcome: JobOutcome,
+  log: Logger,
+  attempt: Attempt,
+  saved: CursorRow | undefined,
+): void {
+  outcome.reattached = true;
+  outcome.found = attempt.num_found;
+  outcome.download_id = attempt.download_id;
+  outcome.incremental = reattachedRange(job, attempt, saved);
+  log.info(`re-attaching to download ${attempt.download_id} started at ${attempt.started_at}`);
+  if (ctx.fullRefresh && attempt.cursor_from !== null) {
+    log.warn(
+      `--full-refresh: download ${attempt.download_id} (records since ${attempt.cursor_from}) is paid for and is loaded first; the full refresh is the next new download (run with --fresh as well to leave this one)`,
+    );
+  }
+}
+
+/**
+ * The credit guard's check of a new purchase (a download; a scrape or a targeted update, which
+ * cost as many credits as their records): throws its refusal, else its estimate.
+ */
+export async function passGuard(
+  ctx: RunContext,
+  job: JobSpec,
+  outcome: JobOutcome,
+  log: Logger,
+  range: IncrementalRange | undefined,
+) {
+  outcome.stage = 'guard';
+  const request = searchRequestOf(job, rangeQuery(job.query, range));
+  // A declared view may not be on the service yet (it is synced after the guard passes): the
+  // count goes without it, as a view decides the fields, never which records match.
+  const counted = { ...request };
+  if (ctx.views.declares(counted.view)) delete counted.view;
+  // What the jobs before this one bought is in the state tables already: it counts.
+  const state = ctx.destination.state;
+  const budgets = await inStage('guard', () => budgetStandings(ctx.spec, state, ctx.clock.now()));
+  const estimate = await inStage('guard', () => ctx.guard.check(job, counted, ctx.signal, budgets));
+  outcome.found = estimate.found;
+  const refusal = estimate.refusals[0];
+  if (refusal) throw new CreditGuardError(refusal.message, refusal);
+  if (estimate.legacy) {
+    log.info(
+      `the account is on a legacy plan (${estimate.legacy.total_used} credits used in all): the service does not say what is left, so the guard checked max_credits${ctx.spec.budgets.length > 0 ? ' and the budgets' : ''} only; the service refuses (402) a download the account cannot pay for`,
+    );
+  }
+  return { request, estimate };
+}

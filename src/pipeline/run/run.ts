@@ -1,0 +1,335 @@
+import { randomUUID } from 'node:crypto';
+import pLimit from 'p-limit';
+import { createServiceClient } from '../../client/index.js';
+import type { ServiceClient } from '../../client/types.js';
+import { SluiceError, UsageError } from '../../errors.js';
+import type { Destination, Lock } from '../../load/destination.js';
+import { openDestination } from '../../load/index.js';
+import type { Logger } from '../../log.js';
+import { type Clock, isoAt, systemClock } from '../clock.js';
+import type { RunContext } from '../context.js';
+import { ViewSync } from '../extract/views.js';
+import { RunGuard } from '../guard/guard.js';
+import { claimJobTables } from '../load/table-claims.js';
+import {
+  addCredits,
+  type ErrorInfo,
+  errorInfo,
+  inStage,
+  markStage,
+  type RunSummary,
+  runStatus,
+} from '../outcome.js';
+import type { Progress } from '../progress.js';
+import { selectJobs } from '../spec/select.js';
+import type { JobSpec, PipelineSpec } from '../spec/spec.js';
+import { logClientEvent } from './client-log.js';
+import { priorWork, priorWorkText } from './prior-work.js';
+import { replaySummary, replayText, unitOf } from './replay.js';
+import { loadsAtOnce, runJobs } from './schedule.js';
+
+export interface RunOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Run only the jobs these names or globs name (all when empty). */
+  jobs?: string[];
+  /** A pattern of `jobs` may name no job of this pipeline (several pipelines run together). */
+  lenientJobs?: boolean;
+  /** Start new downloads even where an unfinished one could be re-attached. */
+  fresh?: boolean;
+  /** Incremental jobs download everything (or since their start) and reset their cursors. */
+  fullRefresh?: boolean;
+  /** Wait for another run of the same pipeline to finish instead of exiting. */
+  wait?: boolean;
+  /** Jobs in flight at once, in place of the file's `max_parallel_jobs`. */
+  parallel?: number;
+  /**
+   * The orchestrator's key for this run (a logical date, a partition): it names one unit of work,
+   * the selected jobs. A run of the key asked for the same jobs that ended is replayed; else the
+   * jobs the key's runs loaded are skipped and the others run (see prior-work.ts).
+   */
+  runKey?: string;
+  /** The command of several pipeline files this run belongs to (see batch.ts). */
+  batch?: { id: string; members: string };
+  signal?: AbortSignal;
+  logger: Logger;
+  progress: Progress;
+  /** Time as the run sees it; tests pass one they move themselves. */
+  clock?: Clock;
+  /** Injected by tests and tools; by default built from the pipeline's source. */
+  client?: ServiceClient;
+  destination?: Destination;
+}
+
+/** Where a pipeline's data goes: `SLUICE_DESTINATION` overrides the file. */
+export function destinationOf(spec: PipelineSpec, env: NodeJS.ProcessEnv) {
+  const override = env.SLUICE_DESTINATION;
+  return override ? { url: override, schema: spec.destination.schema } : spec.destination;
+}
+
+/** Opens the pipeline's destination (relative `sqlite:` paths start at the pipeline file). */
+export function openPipelineDestination(
+  spec: PipelineSpec,
+  env: NodeJS.ProcessEnv,
+  options: {
+    readOnly?: boolean;
+    signal?: AbortSignal;
+    logger?: Logger;
+    wait?: boolean;
+    onWait?: (where: string) => void;
+  } = {},
+): Promise<Destination> {
+  const where = destinationOf(spec, env);
+  const busy = Number(env.SLUICE_SQLITE_BUSY_TIMEOUT_MS || Number.NaN);
+  return openDestination(where.url, {
+    ...(where.schema === undefined ? {} : { schema: where.schema }),
+    ...(Number.isInteger(busy) && busy >= 0 ? { busyTimeoutMs: busy } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
+    ...(options.wait === undefined ? {} : { wait: options.wait }),
+    ...(options.onWait ? { onWait: options.onWait } : {}),
+    baseDir: spec.baseDir,
+    naming: spec.naming,
+  });
+}
+
+/**
+ * The service client of a pipeline's source; what it does (retries, re-logins) is logged. Its
+ * clock is the run's (`clock`), so that this machine's time is one time throughout.
+ */
+export function clientFor(spec: PipelineSpec, logger?: Logger, clock?: Clock): ServiceClient {
+  const { api, url, email, password, token } = spec.source;
+  if (!url) {
+    throw new UsageError(
+      `${spec.file}: source.url is not set: set the variable it names (e.g. SLUICE_API_URL)`,
+      'SLUICE_CREDENTIALS',
+    );
+  }
+  return createServiceClient(
+    { api, url, email, password, token },
+    {
+      ...(logger ? { onEvent: logClientEvent(logger) } : {}),
+      ...(clock ? { now: () => clock.now() } : {}),
+    },
+  );
+}
+
+/**
+ * Runs a pipeline: takes its lock, keeps its views in step, then runs each job (guard, start
+ * or re-attach, poll, load every result file exactly once). The run's status comes from the
+ * jobs' outcomes and from any failure outside them, and is recorded in `_sluice_runs`.
+ */
+export async function runPipeline(spec: PipelineSpec, options: RunOptions): Promise<RunSummary> {
+  const env = options.env ?? process.env;
+  const clock = options.clock ?? systemClock;
+  const selected = selectJobs(spec, options.jobs, options.lenientJobs === true);
+  const log = options.logger.child({ pipeline: spec.name });
+  const client = options.client ?? clientFor(spec, log, clock);
+  // With --wait, the runs that end while this one waits are what it finds done (prior-work.ts).
+  const invoked = isoAt(clock);
+  let waitedSince: string | undefined;
+  const waiting = (message: string) => {
+    waitedSince = invoked;
+    log.info(message);
+  };
+  let destination: Destination | undefined;
+  try {
+    // Wrong credentials are found before the database is made or a failed run is recorded.
+    await inStage('login', () => checkLogin(client, options.signal));
+    destination =
+      options.destination ??
+      (await inStage('destination', () =>
+        openPipelineDestination(spec, env, {
+          ...(options.signal ? { signal: options.signal } : {}),
+          logger: log,
+          wait: options.wait === true,
+          onWait: (where) =>
+            waiting(
+              `another process has ${where} open; waiting for it to end (DuckDB lets one process at a time write to a file)`,
+            ),
+        }),
+      ));
+    await inStage('destination', () => destination!.ensureState());
+    const runId = randomUUID();
+    const lock: Lock = await destination
+      .lock(`pipeline:${spec.name}`, {
+        wait: options.wait === true,
+        holder: runId,
+        ...(options.signal ? { signal: options.signal } : {}),
+        onWait: (where) =>
+          waiting(
+            `another run of pipeline '${spec.name}' is in progress (it holds ${where}); waiting for it to end`,
+          ),
+      })
+      .catch((error: unknown) => {
+        if ((error as { code?: unknown }).code !== 'SLUICE_LOCKED') throw markStage(error, 'lock');
+        throw new SluiceError(
+          `another run of pipeline '${spec.name}' is in progress on ${destination!.description} (${(error as Error).message}); wait for it, or run with --wait`,
+          { code: 'SLUICE_LOCKED' },
+        );
+      })
+      .catch((error: unknown) => {
+        throw markStage(error, 'lock');
+      });
+    try {
+      const parallel = options.parallel ?? spec.maxParallelJobs;
+      return await runLocked(
+        spec,
+        selected,
+        { waitedSince, ...(options.batch ? { batch: options.batch } : {}) },
+        {
+          spec,
+          runId,
+          client,
+          destination,
+          clock,
+          logger: log.child({ run_id: runId }),
+          progress: options.progress,
+          env,
+          fresh: options.fresh === true,
+          fullRefresh: options.fullRefresh === true,
+          ...(options.runKey === undefined ? {} : { runKey: options.runKey }),
+          views: new ViewSync(client, spec, log, options.signal),
+          guard: new RunGuard(
+            client,
+            // Jobs that wait for another (an owner lookup, a refreshed job) take no turn.
+            selected.filter((j) => !j.people_keys_from && !j.refreshedBy).map((j) => j.name),
+          ),
+          loads: pLimit(loadsAtOnce(env, destination.capabilities.concurrentWriters)),
+          ...(options.signal ? { signal: options.signal } : {}),
+        },
+        parallel,
+      );
+    } finally {
+      await lock.release();
+    }
+  } finally {
+    if (!options.destination) await destination?.close();
+    if (!options.client) await client.close();
+  }
+}
+
+/**
+ * The cheapest call that needs the credentials: v4's account (a login first, with an email and
+ * a password), v3's list of requests (its health check, which takes the token).
+ */
+async function checkLogin(client: ServiceClient, signal?: AbortSignal): Promise<void> {
+  const options = signal ? { signal } : {};
+  if (client.api === 'v3') await client.health(options);
+  else await client.account(options);
+}
+
+/** This run holds the lock: any other run still marked running died without finishing. */
+async function markDeadRuns(ctx: RunContext): Promise<void> {
+  const state = ctx.destination.state;
+  for (const dead of await state.runsLeftRunning(ctx.spec.name)) {
+    await state.finishRun(dead.run_id, {
+      finished_at: null,
+      status: 'interrupted',
+      stage: dead.stage,
+      error_code: 'SLUICE_INTERRUPTED',
+      error_message: `the run ended without finishing (killed, or its machine stopped); found by run ${ctx.runId}`,
+      summary: dead.summary,
+      credits: dead.credits,
+    });
+    ctx.logger.info(
+      `run ${dead.run_id} of ${dead.started_at} ended without finishing; marked interrupted`,
+    );
+  }
+}
+
+/** What a run was asked for beyond its jobs, and what happened before it took the lock. */
+interface RunRequest {
+  /** It waited for the pipeline (its lock, its database) since this time. */
+  waitedSince: string | undefined;
+  batch?: { id: string; members: string };
+}
+
+async function runLocked(
+  spec: PipelineSpec,
+  selected: JobSpec[],
+  request: RunRequest,
+  ctx: RunContext,
+  parallel: number,
+): Promise<RunSummary> {
+  const { destination, clock, logger: log } = ctx;
+  const state = destination.state;
+  const started = clock.now();
+  const startedAt = isoAt(clock);
+  await markDeadRuns(ctx);
+  const prior = await priorWork(state, spec, selected, {
+    runKey: ctx.runKey,
+    fresh: ctx.fresh,
+    waitedSince: request.waitedSince,
+    now: clock.now(),
+  });
+  if (prior.replay) {
+    const { run, reason } = prior.replay;
+    const summary = replaySummary(run, reason, {
+      destination: destination.description,
+      startedAt,
+      seconds: Math.round((clock.now() - started) / 10) / 100,
+    });
+    log.info(replayText(summary));
+    return summary;
+  }
+  const resume = prior.resumes;
+  if (prior.loaded) ctx.resume = prior.loaded;
+  const continued = priorWorkText(prior, ctx.runKey);
+  if (continued) log.info(continued);
+  await state.startRun({
+    runId: ctx.runId,
+    pipeline: spec.name,
+    startedAt,
+    resumes: resume?.root ?? null,
+    runKey: ctx.runKey ?? null,
+    selectedJobs: unitOf(selected),
+    batch: request.batch ?? null,
+  });
+  const summary: RunSummary = {
+    pipeline: spec.name,
+    run_id: ctx.runId,
+    resumed_from: resume?.run.run_id ?? null,
+    status: 'succeeded',
+    replayed: false,
+    destination: destination.description,
+    started_at: startedAt,
+    seconds: 0,
+    credits: {},
+    views: { created: [], updated: [], unchanged: [] },
+    jobs: [],
+  };
+  let runError: ErrorInfo | undefined;
+  try {
+    // Before anything is bought: a table of another pipeline, or role, refuses the run.
+    await claimJobTables(ctx, selected);
+  } catch (error) {
+    runError = errorInfo(error, 'tables');
+    if (!ctx.signal?.aborted) log.error(`tables: ${runError.message}`);
+  }
+  if (runError === undefined) {
+    // Views are synced by the jobs that need them, each once its guard and contract passed.
+    summary.views = ctx.views.done;
+    summary.jobs = await runJobs(ctx, selected, parallel);
+    for (const outcome of summary.jobs) addCredits(summary.credits, outcome.credits);
+  }
+  if (ctx.views.failure !== undefined) {
+    runError = errorInfo(ctx.views.failure, 'views');
+    if (!ctx.signal?.aborted) log.error(`views: ${runError.message}`);
+  }
+  const aborted = ctx.signal?.aborted === true;
+  summary.status = runStatus(summary.jobs, aborted ? undefined : runError, aborted);
+  if (runError && !aborted) summary.error = runError;
+  summary.seconds = Math.round((clock.now() - started) / 10) / 100;
+  const failure = summary.error ?? summary.jobs.find((j) => j.error)?.error;
+  await state.finishRun(ctx.runId, {
+    finished_at: isoAt(clock),
+    status: summary.status,
+    stage: failure?.stage ?? null,
+    error_code: failure?.code ?? null,
+    error_message: failure?.message ?? null,
+    summary: JSON.stringify(summary),
+    credits: JSON.stringify(summary.credits),
+  });
+  return summary;
+}

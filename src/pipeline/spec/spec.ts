@@ -1,0 +1,393 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve as resolvePath } from 'node:path';
+import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { CREDIT_TYPES, closest } from '../../catalog.js';
+import { PipelineSpecError } from '../../errors.js';
+import { destinationEntryOf, destinationExamples } from '../../load/index.js';
+import {
+  BUDGET_AMOUNT,
+  type Budget,
+  type BudgetPeriod,
+  knownKeys,
+  type PipelineSpec,
+  pipelineSchema,
+  type RawPipeline,
+  type TableClaim,
+} from './spec-format.js';
+import { resolveJob } from './spec-job.js';
+import { tableNameProblems } from './table-names.js';
+
+export type { Budget, BudgetPeriod, JobSpec, PipelineSpec } from './spec-format.js';
+export { parseDuration, pipelineJsonSchema } from './spec-format.js';
+
+/**
+ * Pipeline files: YAML -> a validated, resolved spec. Every error names the file, the line and
+ * the field (`pipelines/x.yaml:12: jobs.homes.recods: unknown key; did you mean 'records'?`).
+ */
+
+export interface LoadOptions {
+  /**
+   * `optional` for commands that never talk to the service (validate, status): an unset
+   * `${VAR}` under `source:` is a warning in `spec.warnings`, not an error.
+   */
+  source?: 'required' | 'optional';
+  /**
+   * Which view names a job may use besides those declared under `views:`: `offline` (validate)
+   * only the service's pre-made ones; `service` (the default) any other name too, as one the
+   * service may hold (made in its portal, say): plan checks it against GET /views, and a run's
+   * searches would be refused before they cost anything.
+   */
+  views?: 'offline' | 'service';
+  /** `--strict-fields`: refuse fields the catalogue does not list, whatever the file says. */
+  strictFields?: boolean;
+}
+
+export async function loadPipeline(
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: LoadOptions = {},
+): Promise<PipelineSpec> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new PipelineSpecError(
+      code === 'ENOENT' ? 'no such file' : `cannot read: ${(error as Error).message}`,
+      {
+        file,
+        path: '',
+      },
+    );
+  }
+  return parsePipeline(text, file, env, options);
+}
+
+/** The most YAML aliases a pipeline file may expand: enough for any real file, not for a bomb. */
+const MAX_ALIASES = 100;
+/** Pipeline files are a few kB; past this, something is wrong with the file. */
+const MAX_FILE_CHARS = 1_000_000;
+
+export function parsePipeline(
+  text: string,
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: LoadOptions = {},
+): PipelineSpec {
+  if (text.length > MAX_FILE_CHARS) {
+    throw new PipelineSpecError(
+      `the file is ${Math.round(text.length / 1e6)} MB; a pipeline file is at most 1 MB`,
+      { file, path: '' },
+    );
+  }
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const lineOf = (offset: number | undefined) =>
+    offset === undefined ? undefined : lines.linePos(offset).line;
+  if (doc.errors.length > 0) {
+    const error = doc.errors[0]!;
+    throw new PipelineSpecError(`invalid YAML: ${error.message.split('\n')[0]}`, {
+      file,
+      line: lineOf(error.pos[0]),
+      path: '',
+    });
+  }
+  const warnings: string[] = [];
+  const lenient = options.source === 'optional';
+  const views = options.views ?? 'service';
+  interpolate(doc, doc.contents, [], { env, file, lineOf, lenient, warnings });
+  let plain: unknown;
+  try {
+    plain = doc.toJS({ maxAliasCount: MAX_ALIASES });
+  } catch (error) {
+    throw new PipelineSpecError(`invalid YAML: ${(error as Error).message}`, { file, path: '' });
+  }
+  const parsed = pipelineSchema.safeParse(plain);
+  if (!parsed.success) {
+    // Every mistake of the file at once, one for each field.
+    const seen = new Set<string>();
+    const errors: PipelineSpecError[] = [];
+    for (const issue of parsed.error.issues) {
+      for (const error of issueErrors(issue, doc, file, lineOf)) {
+        if (seen.has(error.path)) continue;
+        seen.add(error.path);
+        errors.push(error);
+      }
+    }
+    throw PipelineSpecError.all(errors);
+  }
+  const strictFields = options.strictFields === true || parsed.data.strict_fields;
+  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views, strictFields });
+}
+
+/** The mistakes zod found, as the file's lines and fields and what to do. */
+function issueErrors(
+  issue: z.core.$ZodIssue,
+  doc: Document,
+  file: string,
+  lineOf: (offset: number | undefined) => number | undefined,
+): PipelineSpecError[] {
+  const path = issue.path.map(String);
+  const at = (where: string[], message: string) =>
+    new PipelineSpecError(message, {
+      file,
+      line: lineOf(nodeStart(doc, where)),
+      path: where.join('.'),
+    });
+  if (issue.code === 'unrecognized_keys') {
+    const known = knownKeys(path);
+    return issue.keys.map((key) => {
+      const guess = closest(key, known);
+      return at(
+        [...path, key],
+        `unknown key '${key}'${guess ? `; did you mean '${guess}'?` : known.length ? `; expected one of: ${known.join(', ')}` : ''}`,
+      );
+    });
+  }
+  let message = issue.message;
+  if (valueAt(doc, path) === undefined) {
+    const choices =
+      'values' in issue ? ` (one of ${issue.values.map((v) => `'${String(v)}'`).join(', ')})` : '';
+    message = `is required${choices}`;
+  } else if (issue.code === 'invalid_value' && 'values' in issue) {
+    const given = valueAt(doc, path);
+    const guess = typeof given === 'string' ? closest(given, issue.values.map(String)) : undefined;
+    message = `expected one of ${issue.values.map((v) => `'${String(v)}'`).join(', ')}${given === undefined ? '' : `, got '${String(given)}'`}${guess ? `; did you mean '${guess}'?` : ''}`;
+  }
+  return [at(path, message)];
+}
+
+function resolve(
+  raw: RawPipeline,
+  file: string,
+  doc: Document,
+  lineOf: (offset: number | undefined) => number | undefined,
+  options: {
+    lenient: boolean;
+    warnings: string[];
+    views: 'offline' | 'service';
+    strictFields: boolean;
+  },
+): PipelineSpec {
+  const fail = (message: string, path: string[]): never => {
+    throw new PipelineSpecError(message, {
+      file,
+      line: lineOf(nodeStart(doc, path)),
+      path: path.join('.'),
+    });
+  };
+  // Every mistake of the file at once: each check (a job's all together) throws its first, which
+  // is kept, and the next check goes on.
+  const problems: PipelineSpecError[] = [];
+  const check = <T>(work: () => T): T | undefined => {
+    try {
+      return work();
+    } catch (error) {
+      if (!(error instanceof PipelineSpecError)) throw error;
+      problems.push(error);
+      return undefined;
+    }
+  };
+  // Commands that never talk to the service only note what `run` would need.
+  const need = (message: string, path: string[]) => {
+    if (!options.lenient) check(() => fail(message, path));
+    // An unset variable was already noted where it is used.
+    else if (!options.warnings.some((w) => /: source\.[^:]*: environment variable/.test(w))) {
+      options.warnings.push(`${path.join('.')}: ${message}`);
+    }
+  };
+  if (!raw.source.url) need('is required (the URL of the v4 or v3 root)', ['source', 'url']);
+  // v4 takes either: the API token as the bearer token, or a login that sluice renews.
+  const login = Boolean(raw.source.email && raw.source.password);
+  if (raw.source.api === 'v4' && !login && !raw.source.token) {
+    need(
+      'the v4 API needs email and password (e.g. ${SLUICE_EMAIL} and ${SLUICE_PASSWORD}), or token (e.g. ${SLUICE_API_TOKEN})',
+      ['source'],
+    );
+  }
+  if (raw.source.api === 'v3' && !raw.source.token) {
+    need('the v3 API needs token (e.g. ${SLUICE_API_TOKEN})', ['source']);
+  }
+  const destination =
+    typeof raw.destination === 'string' ? { url: raw.destination } : raw.destination;
+  if (destinationEntryOf(destination.url) === undefined) {
+    check(() => fail(`expected ${destinationExamples()}`, ['destination']));
+  }
+  const tables: TableClaim[] = [];
+  const contract = raw.schema;
+  const jobs = Object.entries(raw.jobs).flatMap(([name, j]) => {
+    const job = check(() =>
+      resolveJob(raw, name, j, {
+        fail,
+        warnAt: (message, path) =>
+          options.warnings.push(
+            `${file}:${lineOf(nodeStart(doc, path)) ?? '?'}: ${path.join('.')}: ${message}`,
+          ),
+        offline: options.views === 'offline',
+        tables,
+        warnings: options.warnings,
+        contract,
+        strictFields: options.strictFields,
+      }),
+    );
+    return job ?? [];
+  });
+  for (const claim of tables) {
+    const line = lineOf(nodeStart(doc, claim.path));
+    if (line !== undefined) claim.line = line;
+  }
+  problems.push(...tableNameProblems(tables, file, raw.name, raw.naming));
+  const budgets = check(() => budgetsOf(raw, fail)) ?? [];
+  if (problems.length > 0) throw PipelineSpecError.all(problems);
+  return {
+    file,
+    baseDir: dirname(resolvePath(file)),
+    name: raw.name,
+    source: { ...raw.source, url: raw.source.url ?? '' },
+    destination,
+    views: raw.views,
+    jobs,
+    resumeWindow: raw.resume_window,
+    maxParallelJobs: raw.max_parallel_jobs,
+    warnings: options.warnings,
+    budgets,
+    naming: raw.naming,
+    tables,
+    strictFields: options.strictFields,
+  };
+}
+
+/**
+ * The `budget:` key as a list, one entry per credit type and period. Two budgets of one type
+ * and period would each be checked and one of them never matter: the file says one thing twice.
+ */
+function budgetsOf(raw: RawPipeline, fail: (message: string, path: string[]) => never): Budget[] {
+  const budgets: Budget[] = [];
+  for (const type of CREDIT_TYPES) {
+    const value = raw.budget?.[type];
+    if (value === undefined) continue;
+    const amounts = typeof value === 'string' ? [value] : value;
+    amounts.forEach((amount, i) => {
+      const path = typeof value === 'string' ? ['budget', type] : ['budget', type, String(i)];
+      // The schema checked the form: credits, a slash, a period.
+      const [, limit, period] = BUDGET_AMOUNT.exec(amount)!;
+      const same = budgets.find((b) => b.type === type && b.period === period);
+      if (same) {
+        fail(`two ${type} budgets per ${period} (${same.limit} and ${limit}): keep one`, path);
+      }
+      budgets.push({ type, limit: Number(limit), period: period as BudgetPeriod });
+    });
+  }
+  return budgets;
+}
+
+/**
+ * Replaces `${VAR}` and `${VAR:-default}` in string scalars with the environment's values.
+ * Done on the YAML tree, before validation, so an unset variable is reported at its own line.
+ */
+function interpolate(
+  doc: Document,
+  node: unknown,
+  path: string[],
+  context: {
+    env: NodeJS.ProcessEnv;
+    file: string;
+    lineOf: (offset: number | undefined) => number | undefined;
+    lenient: boolean;
+    warnings: string[];
+  },
+): void {
+  if (isMap(node)) {
+    for (const pair of [...node.items]) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+      interpolate(doc, pair.value, [...path, key], context);
+      // A `source:` value left unset where it is not needed is as if it were not written.
+      if (isScalar(pair.value) && pair.value.value === UNSET) node.delete(pair.key);
+    }
+  } else if (isSeq(node)) {
+    node.items.forEach((item, i) => {
+      interpolate(doc, item, [...path, String(i)], context);
+    });
+  } else if (isScalar(node) && typeof node.value === 'string' && !node.value.includes('${')) {
+    const secret = literalSecret(path, node.value);
+    if (secret !== undefined) {
+      context.warnings.push(
+        `${context.file}:${context.lineOf(node.range?.[0]) ?? '?'}: ${path.join('.')}: ${secret}`,
+      );
+    }
+  } else if (isScalar(node) && typeof node.value === 'string') {
+    let unset = false;
+    const value = node.value.replace(
+      /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+      (_, name: string, fallback?: string) => {
+        const value = context.env[name];
+        if (value !== undefined && value !== '') return value;
+        if (fallback !== undefined) return fallback;
+        const where = `${context.file}:${context.lineOf(node.range?.[0]) ?? '?'}`;
+        if (context.lenient && path[0] === 'source') {
+          context.warnings.push(
+            `${where}: ${path.join('.')}: environment variable ${name} is not set (run needs it; this command does not)`,
+          );
+          unset = true;
+          return '';
+        }
+        throw new PipelineSpecError(
+          `environment variable ${name} is not set${path[0] === 'source' ? '' : ' (set it, or give a default: ${' + name + ':-value})'}`,
+          { file: context.file, line: context.lineOf(node.range?.[0]), path: path.join('.') },
+        );
+      },
+    );
+    node.value = unset ? UNSET : value;
+  }
+}
+
+/**
+ * What to say of a secret written into the file itself (which is copied, committed and shown
+ * around) rather than taken from the environment: the service's password or token, or a
+ * password in the destination's URL. Never the secret.
+ */
+function literalSecret(path: string[], value: string): string | undefined {
+  const where = path.join('.');
+  if ((where === 'source.password' || where === 'source.token') && value !== '') {
+    const variable = where === 'source.token' ? 'SLUICE_API_TOKEN' : 'SLUICE_PASSWORD';
+    return `the ${path[1]} is written in the file, where whoever reads it (or its history) can spend your credits; use \${${variable}} and set it in the environment`;
+  }
+  if (where === 'destination' || where === 'destination.url') {
+    try {
+      const url = new URL(value);
+      if (url.password !== '') {
+        return 'the database password is written in the file; take it from the environment (postgres://user:${PGPASSWORD}@host/db), or set the whole URL in SLUICE_DESTINATION';
+      }
+    } catch {
+      // Not a URL (sqlite:PATH): no password in it.
+    }
+  }
+  return undefined;
+}
+
+/** The value of a `source:` field whose variable is unset, for a lenient load. */
+const UNSET = Symbol('unset');
+
+/** Offset of the YAML node at a path, or of its nearest existing parent (for missing keys). */
+function nodeStart(doc: Document, path: string[]): number | undefined {
+  for (let depth = path.length; depth >= 0; depth--) {
+    const parentPath = path.slice(0, depth - 1);
+    const parent = depth === 0 ? undefined : doc.getIn(parentPath, true);
+    if (depth > 0 && isMap(parent)) {
+      const pair = parent.items.find(
+        (p) => isScalar(p.key) && String(p.key.value) === path[depth - 1],
+      );
+      if (pair && isScalar(pair.key)) return pair.key.range?.[0];
+    }
+    const node =
+      depth === 0 ? doc.contents : (doc.getIn(path.slice(0, depth), true) as Node | undefined);
+    if (node && typeof node === 'object' && 'range' in node && node.range) return node.range[0];
+  }
+  return undefined;
+}
+
+function valueAt(doc: Document, path: string[]): unknown {
+  const node = doc.getIn(path, true);
+  return isScalar(node) ? node.value : node === undefined ? undefined : node;
+}
