@@ -8,6 +8,7 @@ import { type EmulatorArgs, emulatorOptions, runEmulator } from './commands/emul
 import { registerFields } from './commands/fields.js';
 import { registerGet } from './commands/get.js';
 import { registerHealth } from './commands/health.js';
+import { registerInit } from './commands/init.js';
 import { registerPipeline } from './commands/pipeline.js';
 import { registerRealTime } from './commands/realtime.js';
 import { registerSearch } from './commands/search.js';
@@ -75,6 +76,7 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
     registerFields,
     registerPipeline,
     registerGet,
+    registerInit,
   ]) {
     cli = register(cli, ctx);
   }
