@@ -72,7 +72,7 @@ const CODES = {
   SLUICE_UNKNOWN_JOB: fix('--job names no job of the pipeline'),
   SLUICE_CREDENTIALS: fix('credentials or the service URL are missing'),
   SLUICE_SECRET_FILE: fix(
-    'a secret file (a *_FILE variable, ${file:PATH}) or an env file (.env, --env-file) is missing or cannot be read',
+    'a secret file (NAME_FILE, ${file:PATH}) or an env file (.env, --env-file) is missing or cannot be read',
   ),
   SLUICE_UNSUPPORTED: fix('the API version has no such operation'),
   SLUICE_QUERY: fix('a query that cannot be used'),

@@ -36,11 +36,10 @@ export function writeCredentials(io: Io, sources: readonly CredentialDocument[])
   const rows = new Map<string, string[]>();
   for (const s of sources) rows.set(s.credential, [...(rows.get(s.credential) ?? []), said(s)]);
   writeLine(io.stdout);
-  writeLine(io.stdout, 'Credentials (where each comes from; values are never shown)');
   writeLine(
     io.stdout,
     formatTable(
-      ['credential', 'from'],
+      ['credential', 'from (values are never shown)'],
       [...rows].map(([credential, from]) => [credential, from.join('; ')]),
     ),
   );

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { EmulatorHarness } from '../helpers/emulator.js';
@@ -193,6 +193,25 @@ describe('sluice init --yes', () => {
     const forced = await runCli([...args, '--records', '7', '--force'], BARE);
     assert.equal(forced.code, 0, forced.stderr);
     assert.match(readFileSync(join(folder, 'again.yaml'), 'utf8'), /^ {4}records: 7 /m);
+  });
+
+  test('counts with the credentials of the .env in the folder it writes into', async () => {
+    const folder = join(dir, 'counted');
+    mkdirSync(folder);
+    writeFileSync(
+      join(folder, '.env'),
+      `SLUICE_API_URL=${harness.v4Url}\nSLUICE_EMAIL=${harness.credentials.email}\nSLUICE_PASSWORD=${PASSWORD}\n`,
+    );
+    const init = await runCli(['init', '--yes', '--query', 'city:Austin', '--dir', folder], BARE);
+    assert.equal(init.code, 0, init.stderr);
+    assert.match(init.stdout, /^[\d,]+ properties match city:Austin \(counted for free\)\n/);
+    assert.match(
+      readFileSync(join(folder, 'counted.yaml'), 'utf8'),
+      /^ {2}email: \$\{SLUICE_EMAIL\}$/m,
+    );
+    assert.ok(!(init.stdout + init.stderr).includes(PASSWORD));
+    // The .env is the user's: init writes its .env.example beside it and leaves it as it was.
+    assert.match(readFileSync(join(folder, '.env'), 'utf8'), new RegExp(PASSWORD));
   });
 
   test('asks nothing: a missing --query or a wrong flag is exit 2, and nothing is written', async () => {

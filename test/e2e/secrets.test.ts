@@ -119,7 +119,7 @@ for (const kind of destinationKinds()) {
       ]);
       const status = await cli(['status', file]);
       assert.equal(status.code, 0, status.stderr);
-      const said = status.stdout.slice(status.stdout.indexOf('Credentials'));
+      const said = status.stdout.slice(status.stdout.indexOf('credential '));
       assert.match(said, new RegExp(`source\\.url +SLUICE_API_URL in ${join(pipes, '.env')}\\n`));
       assert.match(
         said,

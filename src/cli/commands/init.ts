@@ -281,13 +281,11 @@ function report(
   }
   writeLine(
     stdout,
-    `next: copy ${shownPath('.env.example', args)} to .env beside it, fill it in, then`,
+    `next: copy .env.example to .env there and fill it in; then npx sluice plan ${file} (free), and run it`,
   );
-  for (const command of ['validate', 'plan', 'run'])
-    writeLine(stdout, `  npx sluice ${command} ${file}`);
   writeLine(
     stdout,
-    `on a schedule: ${answers.name}.cron (crontab), sluice-${answers.name}.service and .timer (systemd): see docs/scheduling.md`,
+    `schedule it with ${answers.name}.cron (crontab) or sluice-${answers.name}.service and .timer (systemd): docs/scheduling.md`,
   );
 }
 
