@@ -1,6 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
-import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import {
+  type Document,
+  isMap,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  parseDocument,
+  type Scalar,
+} from 'yaml';
 import type { z } from 'zod';
 import { CREDIT_TYPES, closest } from '../../catalog.js';
 import { PipelineSpecError, SluiceError } from '../../errors.js';
@@ -365,68 +374,76 @@ function interpolate(
       });
     }
   } else if (isScalar(node) && typeof node.value === 'string') {
-    const origins: SettingOrigin[] = [];
-    let unset = false;
-    const where = () => `${context.file}:${context.lineOf(node.range?.[0]) ?? '?'}`;
-    // Under `source:`, a command that never talks to the service only notes what is missing.
-    const missing = (problem: string, fix: string) => {
-      if (context.lenient && path[0] === 'source') {
-        context.warnings.push(
-          `${where()}: ${path.join('.')}: ${problem} (run needs it; this command does not)`,
-        );
-        unset = true;
-        return '';
-      }
-      throw new PipelineSpecError(`${problem}${fix}`, {
-        file: context.file,
-        line: context.lineOf(node.range?.[0]),
-        path: path.join('.'),
-      });
-    };
-    const value = node.value.replace(
-      REFERENCE,
-      (_, secretPath: string | undefined, name: string, fallback?: string) => {
-        if (secretPath !== undefined) {
-          const file = resolvePath(dirname(resolvePath(context.file)), secretPath.trim());
-          try {
-            const secret = readSecretFile(file);
-            origins.push({ from: 'secret_file', file });
-            return secret;
-          } catch (error) {
-            if (!(error instanceof SluiceError)) throw error;
-            origins.push({ from: 'unreadable', file });
-            return missing(error.message, '');
-          }
-        }
-        let found: ReturnType<EnvLookup>;
+    substitute(node as Scalar<string>, path, context);
+  }
+}
+
+/**
+ * A scalar's `${...}` references replaced by their values, and where each came from noted for a
+ * credential. A reference nothing gives fails at the scalar's line; under `source:`, for a command
+ * that never talks to the service, it is noted and the field left out instead.
+ */
+function substitute(node: Scalar<string>, path: string[], context: InterpolationContext): void {
+  const origins: SettingOrigin[] = [];
+  let unset = false;
+  const where = () => `${context.file}:${context.lineOf(node.range?.[0]) ?? '?'}`;
+  const missing = (problem: string, fix: string) => {
+    if (context.lenient && path[0] === 'source') {
+      context.warnings.push(
+        `${where()}: ${path.join('.')}: ${problem} (run needs it; this command does not)`,
+      );
+      unset = true;
+      return '';
+    }
+    throw new PipelineSpecError(`${problem}${fix}`, {
+      file: context.file,
+      line: context.lineOf(node.range?.[0]),
+      path: path.join('.'),
+    });
+  };
+  const value = node.value.replace(
+    REFERENCE,
+    (_, secretPath: string | undefined, name: string, fallback?: string) => {
+      if (secretPath !== undefined) {
+        const file = resolvePath(dirname(resolvePath(context.file)), secretPath.trim());
         try {
-          found = context.lookup(name);
+          const secret = readSecretFile(file);
+          origins.push({ from: 'secret_file', file });
+          return secret;
         } catch (error) {
-          // A `VAR_FILE` naming a file that cannot be read: said at the line that needs it.
-          if (!(error instanceof SluiceError && error.code === 'SLUICE_SECRET_FILE')) throw error;
-          origins.push({ from: 'unset', variable: name });
+          if (!(error instanceof SluiceError)) throw error;
+          origins.push({ from: 'unreadable', file });
           return missing(error.message, '');
         }
-        if (found !== undefined) {
-          origins.push(found.origin);
-          return found.value;
-        }
-        if (fallback !== undefined) {
-          origins.push({ from: 'pipeline_file', variable: name });
-          return fallback;
-        }
+      }
+      let found: ReturnType<EnvLookup>;
+      try {
+        found = context.lookup(name);
+      } catch (error) {
+        // A `VAR_FILE` naming a file that cannot be read: said at the line that needs it.
+        if (!(error instanceof SluiceError && error.code === 'SLUICE_SECRET_FILE')) throw error;
         origins.push({ from: 'unset', variable: name });
-        return missing(
-          `environment variable ${name} is not set`,
-          path[0] === 'source' ? '' : ` (set it, or give a default: \${${name}:-value})`,
-        );
-      },
-    );
-    if (CREDENTIALS.has(path.join('.'))) {
-      context.credentials.push({ credential: path.join('.'), origins });
-    }
-    node.value = unset ? UNSET : value;
+        return missing(error.message, '');
+      }
+      if (found !== undefined) {
+        origins.push(found.origin);
+        return found.value;
+      }
+      if (fallback !== undefined) {
+        origins.push({ from: 'pipeline_file', variable: name });
+        return fallback;
+      }
+      origins.push({ from: 'unset', variable: name });
+      return missing(
+        `environment variable ${name} is not set`,
+        path[0] === 'source' ? '' : ` (set it, or give a default: \${${name}:-value})`,
+      );
+    },
+  );
+  if (CREDENTIALS.has(path.join('.'))) {
+    context.credentials.push({ credential: path.join('.'), origins });
   }
+  (node as Scalar<unknown>).value = unset ? UNSET : value;
 }
 
 /**
