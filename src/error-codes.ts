@@ -71,6 +71,9 @@ const CODES = {
   SLUICE_USAGE_ARGUMENTS: fix('a command line the CLI does not understand'),
   SLUICE_UNKNOWN_JOB: fix('--job names no job of the pipeline'),
   SLUICE_CREDENTIALS: fix('credentials or the service URL are missing'),
+  SLUICE_SECRET_FILE: fix(
+    'a secret file (NAME_FILE, ${file:PATH}) or an env file (.env, --env-file) is missing or cannot be read',
+  ),
   SLUICE_UNSUPPORTED: fix('the API version has no such operation'),
   SLUICE_QUERY: fix('a query that cannot be used'),
   SLUICE_QUERY_SYNTAX: fix('a query that does not parse'),

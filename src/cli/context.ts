@@ -1,5 +1,6 @@
 import type { LogFormat, Logger } from '../log.js';
 import type { Clock } from '../pipeline/clock.js';
+import type { CommandEnv } from './command-env.js';
 import type { Io } from './output.js';
 import type { Terminal } from './terminal.js';
 
@@ -9,6 +10,11 @@ export interface CliContext {
   /** Aborted on SIGINT/SIGTERM: long-running commands stop cleanly when it fires. */
   signal: AbortSignal;
   env: NodeJS.ProcessEnv;
+  /**
+   * The env files the command reads (`--env-file`, `.env`), set before its handler runs, which
+   * also makes `env` theirs and the environment's together; unset when a test calls a handler.
+   */
+  settings?: CommandEnv;
   /** Logs on stderr, in the format and at the level the global flags chose. */
   logger: Logger;
   /** With `json`, stderr holds only JSON lines: commands write no text there themselves. */

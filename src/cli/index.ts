@@ -8,11 +8,13 @@ import { type EmulatorArgs, emulatorOptions, runEmulator } from './commands/emul
 import { registerFields } from './commands/fields.js';
 import { registerGet } from './commands/get.js';
 import { registerHealth } from './commands/health.js';
+import { registerInit } from './commands/init.js';
 import { registerPipeline } from './commands/pipeline.js';
 import { registerRealTime } from './commands/realtime.js';
 import { registerSearch } from './commands/search.js';
 import { registerViews } from './commands/views.js';
 import type { CliContext } from './context.js';
+import { useEnvFiles } from './env-files.js';
 import { ARGUMENTS_CODE, describeError, EXIT, errorDocument, exitCodeFor } from './exit-codes.js';
 import { processIo, writeJson, writeLine, wroteJson } from './output.js';
 import { Terminal } from './terminal.js';
@@ -47,7 +49,17 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
       global: true,
       describe: 'More log lines: -v debug, -vv trace',
     })
-    .group(['json', 'log-format', 'log-level', 'verbose', 'help', 'version'], 'Global options:')
+    .option('env-file', {
+      type: 'string',
+      global: true,
+      describe:
+        'Read variables from this file (KEY=value lines) before the .env beside the pipeline file; the environment wins over both',
+    })
+    .middleware((argv) => useEnvFiles(argv, ctx))
+    .group(
+      ['json', 'log-format', 'log-level', 'verbose', 'env-file', 'help', 'version'],
+      'Global options:',
+    )
     .example('$0 count properties "city:Austin AND province:TX"', 'count matches, free')
     .example('$0 run pipelines/demo.yaml --json', 'run a pipeline, one JSON document out')
     .epilogue(
@@ -64,6 +76,7 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
     registerFields,
     registerPipeline,
     registerGet,
+    registerInit,
   ]) {
     cli = register(cli, ctx);
   }

@@ -25,6 +25,7 @@ export {
   oneJobPipeline,
   oneJobRunKey,
   oneJobTable,
+  withoutPassword,
 } from './spec/one-job.js';
 export { selectJobs, unmatchedPatterns } from './spec/select.js';
 export {

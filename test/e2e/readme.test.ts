@@ -145,8 +145,8 @@ describe('README', () => {
         .split(/\s+/)
         .slice(5)
         .join(' ')
+        .replaceAll('--env-file sluice.env', `--env-file ${envFile}`)
         .replaceAll('/srv/sluice', ROOT)
-        .replaceAll('./sluice.env', envFile)
         .replaceAll('/var/log/sluice', join(dir, 'log'));
       mkdirSync(join(dir, 'log'));
       const result = await run('/bin/sh', ['-c', command], {

@@ -6,13 +6,16 @@
  * differ; `npm run readme` writes the outputs anew, and the exit-code tables.
  *
  * In a block, a line `$ npx sluice ...` is a command (its stdout, then its stderr, follow it);
- * `$ export A=B C=D` sets variables for the commands after it, in that page. The emulator's
+ * `$ export A=B C=D` sets variables for the commands after it, in that page; any other line is
+ * run by /bin/sh in the repository's folder, with the page's variables (a file the reader writes
+ * before a command, `printf 'A=b\n' > .env`), and its output is compared the same way. The emulator's
  * address in the docs is http://127.0.0.1:8787 and stands for the test emulator's, and the
  * folder /tmp/sluice-readme for a new temporary folder of each page's run (made with mkdtemp,
  * so two test runs on one machine never share one). Ids, run ids, times and durations are
  * compared as placeholders, and runs of spaces as one; an output that differs only in those is
  * kept as the page shows it, so `npm run readme` does not rewrite it.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -145,11 +148,11 @@ async function runPageExamples(page: string): Promise<ExampleResult> {
           }
           continue;
         }
-        if (words[0] !== 'npx' || words[1] !== 'sluice') {
-          throw new Error(`${name} example: only 'npx sluice' and 'export' lines run: ${line}`);
-        }
         // The emulator's time moves with the run's waits: polling takes no real time.
-        const result = await runCli(words.slice(2), env, undefined, harness.clock());
+        const result =
+          words[0] === 'npx' && words[1] === 'sluice'
+            ? await runCli(words.slice(2), env, undefined, harness.clock())
+            : shell(local(line.slice(2)), env);
         const actual = shown(`${result.stdout}${result.stderr}`).replace(/\n+$/, '');
         const want = expected.join('\n').replace(/\n+$/, '');
         if (normalise(want) !== normalise(actual)) {
@@ -169,6 +172,13 @@ async function runPageExamples(page: string): Promise<ExampleResult> {
     await harness.close();
     rmSync(folder, { recursive: true, force: true });
   }
+}
+
+/** A line of an example that is not sluice's: what the reader types in their shell. */
+function shell(line: string, env: NodeJS.ProcessEnv): { stdout: string; stderr: string } {
+  const result = spawnSync('/bin/sh', ['-c', line], { cwd: ROOT, env, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`example line failed: ${line}\n${result.stderr}`);
+  return result;
 }
 
 /** Runs the example sessions of README.md and of every page of docs/ that has some. */

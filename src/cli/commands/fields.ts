@@ -88,7 +88,7 @@ async function pipelineFieldsCommand(
 }
 
 /** Whether the argument of `fields` names a pipeline file rather than a data type. */
-function isPipelineFile(arg: string): boolean {
+export function isPipelineFile(arg: string): boolean {
   return /\.ya?ml$/i.test(arg) || (existsSync(arg) && statSync(arg).isFile());
 }
 

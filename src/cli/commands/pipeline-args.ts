@@ -43,7 +43,13 @@ export async function withPipeline<T>(
 ): Promise<T> {
   const { usesSource = true, ...options } = load;
   const strict = args['strict-fields'] === true ? { strictFields: true } : {};
-  const spec = await loadPipeline(args.file, ctx.env, { ...options, ...strict });
+  // Its `${VAR}`s from the `.env` beside it, whichever folder the command's other files are in.
+  const own = ctx.settings?.forFile(args.file);
+  const spec = await loadPipeline(args.file, own?.env ?? ctx.env, {
+    ...options,
+    ...strict,
+    ...(own ? { lookup: own.lookup } : {}),
+  });
   for (const warning of spec.warnings) {
     if (usesSource || !/^([^ ]*: )?source[.:]/.test(warning)) {
       ctx.logger.warn({ pipeline: spec.name }, warning);

@@ -17,6 +17,7 @@ import {
   unmatchedPatterns,
 } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
+import { credentialSources, writeCredentials } from '../credential-report.js';
 import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '../exit-codes.js';
 import { creditsText, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
@@ -50,6 +51,7 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
       incremental: j.incremental ?? null,
     }));
     const { stdout } = ctx.io;
+    const credentials = credentialSources(spec, ctx);
     if (args.json) {
       writeJson(stdout, {
         file: spec.file,
@@ -58,6 +60,7 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
         views: Object.keys(spec.views),
         jobs,
         warnings: spec.warnings,
+        credentials,
       });
       return EXIT.ok;
     }
@@ -86,6 +89,7 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
         ),
       ),
     );
+    writeCredentials(ctx.io, credentials);
     return EXIT.ok;
   });
 }

@@ -1,6 +1,11 @@
 import type { BudgetStanding, PipelineSpec } from '../../pipeline/index.js';
 import { statusReport } from '../../pipeline/report/status-report.js';
 import type { CliContext } from '../context.js';
+import {
+  type CredentialDocument,
+  credentialSources,
+  writeCredentials,
+} from '../credential-report.js';
 import { EXIT } from '../exit-codes.js';
 import { creditsText } from '../format.js';
 import { formatTable, type Io, writeJson, writeLine } from '../output.js';
@@ -15,9 +20,13 @@ export function statusCommand(
   args: PipelineArgs & { limit?: number; job?: string[] },
   ctx: CliContext,
 ): Promise<number> {
-  return withPipeline(args, ctx, { source: 'optional', usesSource: false }, (spec) =>
-    status(spec, args, ctx.io, ctx.env, ctx.clock?.now() ?? Date.now()),
-  );
+  return withPipeline(args, ctx, { source: 'optional', usesSource: false }, async (spec) => {
+    const credentials = credentialSources(spec, ctx);
+    const now = ctx.clock?.now() ?? Date.now();
+    const code = await status(spec, args, ctx.io, ctx.env, now, credentials);
+    if (!args.json) writeCredentials(ctx.io, credentials);
+    return code;
+  });
 }
 
 async function status(
@@ -26,6 +35,7 @@ async function status(
   io: Io,
   env: NodeJS.ProcessEnv,
   now: number,
+  credentials: CredentialDocument[],
 ): Promise<number> {
   const report = await statusReport(spec, env, now, { limit: args.limit ?? 10, jobs: args.job });
   if (report.state === 'none') {
@@ -37,6 +47,7 @@ async function status(
         state: 'none',
         runs: [],
         budgets: report.budgets,
+        credentials,
       });
     } else {
       writeLine(
@@ -68,6 +79,7 @@ async function status(
       rejects: recent.rejects,
       cursors: recent.cursors,
       budgets,
+      credentials,
     });
     return EXIT.ok;
   }

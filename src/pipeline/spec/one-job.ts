@@ -121,7 +121,7 @@ function rebase(url: string, from: string, to: string): string {
 }
 
 /** A URL's password (a PostgreSQL URL's) as `${PGPASSWORD}`: a saved file never holds it. */
-function withoutPassword(url: string): string {
+export function withoutPassword(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password === '') return url;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CREDIT_TYPES, type CreditType, DATA_TYPES } from '../../catalog.js';
 import type { ColumnType } from '../../schema/types.js';
+import type { CredentialSource } from '../../util/env-layers.js';
 
 /**
  * The pipeline file format: its zod schema (validation, defaults and the JSON Schema for
@@ -390,6 +391,8 @@ export interface PipelineSpec {
    * a warning.
    */
   strictFields: boolean;
+  /** Where the service's and the database's credentials came from (never their values). */
+  credentials: CredentialSource[];
 }
 
 /** `table`: a job's own table; `people`: a people table autotrace and owner lookups share. */

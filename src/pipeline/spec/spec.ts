@@ -1,10 +1,26 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
-import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import {
+  type Document,
+  isMap,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  parseDocument,
+  type Scalar,
+} from 'yaml';
 import type { z } from 'zod';
 import { CREDIT_TYPES, closest } from '../../catalog.js';
-import { PipelineSpecError } from '../../errors.js';
+import { PipelineSpecError, SluiceError } from '../../errors.js';
 import { destinationEntryOf, destinationExamples } from '../../load/index.js';
+import {
+  type CredentialSource,
+  type EnvLookup,
+  envLookup,
+  type SettingOrigin,
+} from '../../util/env-layers.js';
+import { readSecretFile } from '../../util/secret-file.js';
 import {
   BUDGET_AMOUNT,
   type Budget,
@@ -41,6 +57,12 @@ export interface LoadOptions {
   views?: 'offline' | 'service';
   /** `--strict-fields`: refuse fields the catalogue does not list, whatever the file says. */
   strictFields?: boolean;
+  /**
+   * Where `${VAR}` is looked up, with where each value came from (the CLI's: the environment,
+   * `--env-file`, the `.env` beside the file). By default `env`, where `VAR_FILE` names a file
+   * holding `VAR`.
+   */
+  lookup?: EnvLookup;
 }
 
 export async function loadPipeline(
@@ -96,7 +118,15 @@ export function parsePipeline(
   const warnings: string[] = [];
   const lenient = options.source === 'optional';
   const views = options.views ?? 'service';
-  interpolate(doc, doc.contents, [], { env, file, lineOf, lenient, warnings });
+  const credentials: CredentialSource[] = [];
+  interpolate(doc, doc.contents, [], {
+    lookup: options.lookup ?? envLookup([{ vars: env }]),
+    file,
+    lineOf,
+    lenient,
+    warnings,
+    credentials,
+  });
   let plain: unknown;
   try {
     plain = doc.toJS({ maxAliasCount: MAX_ALIASES });
@@ -118,7 +148,8 @@ export function parsePipeline(
     throw PipelineSpecError.all(errors);
   }
   const strictFields = options.strictFields === true || parsed.data.strict_fields;
-  return resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views, strictFields });
+  const spec = resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views, strictFields });
+  return { ...spec, credentials };
 }
 
 /** The mistakes zod found, as the file's lines and fields and what to do. */
@@ -169,7 +200,7 @@ function resolve(
     views: 'offline' | 'service';
     strictFields: boolean;
   },
-): PipelineSpec {
+): Omit<PipelineSpec, 'credentials'> {
   const fail = (message: string, path: string[]): never => {
     throw new PipelineSpecError(message, {
       file,
@@ -193,7 +224,9 @@ function resolve(
   const need = (message: string, path: string[]) => {
     if (!options.lenient) check(() => fail(message, path));
     // An unset variable was already noted where it is used.
-    else if (!options.warnings.some((w) => /: source\.[^:]*: environment variable/.test(w))) {
+    else if (
+      !options.warnings.some((w) => /: source\.[^:]*: (environment variable|secret file)/.test(w))
+    ) {
       options.warnings.push(`${path.join('.')}: ${message}`);
     }
   };
@@ -282,21 +315,39 @@ function budgetsOf(raw: RawPipeline, fail: (message: string, path: string[]) => 
   return budgets;
 }
 
+/** The fields whose source `validate` and `status` tell: the service's and the database's. */
+const CREDENTIALS = new Set([
+  'source.url',
+  'source.email',
+  'source.password',
+  'source.token',
+  'destination',
+  'destination.url',
+]);
+
+/** `${file:PATH}`, `${VAR}` and `${VAR:-default}`. */
+const REFERENCE = /\$\{(?:file:([^}]+)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}/g;
+
+interface InterpolationContext {
+  lookup: EnvLookup;
+  file: string;
+  lineOf: (offset: number | undefined) => number | undefined;
+  lenient: boolean;
+  warnings: string[];
+  /** Where each credential's value came from, as it is resolved. */
+  credentials: CredentialSource[];
+}
+
 /**
- * Replaces `${VAR}` and `${VAR:-default}` in string scalars with the environment's values.
- * Done on the YAML tree, before validation, so an unset variable is reported at its own line.
+ * Replaces `${VAR}` and `${VAR:-default}` in string scalars with the environment's values, and
+ * `${file:PATH}` with a mounted secret's (PATH from the pipeline file's folder). Done on the YAML
+ * tree, before validation, so an unset variable is reported at its own line.
  */
 function interpolate(
   doc: Document,
   node: unknown,
   path: string[],
-  context: {
-    env: NodeJS.ProcessEnv;
-    file: string;
-    lineOf: (offset: number | undefined) => number | undefined;
-    lenient: boolean;
-    warnings: string[];
-  },
+  context: InterpolationContext,
 ): void {
   if (isMap(node)) {
     for (const pair of [...node.items]) {
@@ -316,30 +367,83 @@ function interpolate(
         `${context.file}:${context.lineOf(node.range?.[0]) ?? '?'}: ${path.join('.')}: ${secret}`,
       );
     }
+    if (CREDENTIALS.has(path.join('.')) && node.value !== '') {
+      context.credentials.push({
+        credential: path.join('.'),
+        origins: [{ from: 'pipeline_file' }],
+      });
+    }
   } else if (isScalar(node) && typeof node.value === 'string') {
-    let unset = false;
-    const value = node.value.replace(
-      /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
-      (_, name: string, fallback?: string) => {
-        const value = context.env[name];
-        if (value !== undefined && value !== '') return value;
-        if (fallback !== undefined) return fallback;
-        const where = `${context.file}:${context.lineOf(node.range?.[0]) ?? '?'}`;
-        if (context.lenient && path[0] === 'source') {
-          context.warnings.push(
-            `${where}: ${path.join('.')}: environment variable ${name} is not set (run needs it; this command does not)`,
-          );
-          unset = true;
-          return '';
-        }
-        throw new PipelineSpecError(
-          `environment variable ${name} is not set${path[0] === 'source' ? '' : ' (set it, or give a default: ${' + name + ':-value})'}`,
-          { file: context.file, line: context.lineOf(node.range?.[0]), path: path.join('.') },
-        );
-      },
-    );
-    node.value = unset ? UNSET : value;
+    substitute(node as Scalar<string>, path, context);
   }
+}
+
+/**
+ * A scalar's `${...}` references replaced by their values, and where each came from noted for a
+ * credential. A reference nothing gives fails at the scalar's line; under `source:`, for a command
+ * that never talks to the service, it is noted and the field left out instead.
+ */
+function substitute(node: Scalar<string>, path: string[], context: InterpolationContext): void {
+  const origins: SettingOrigin[] = [];
+  let unset = false;
+  const where = () => `${context.file}:${context.lineOf(node.range?.[0]) ?? '?'}`;
+  const missing = (problem: string, fix: string) => {
+    if (context.lenient && path[0] === 'source') {
+      context.warnings.push(
+        `${where()}: ${path.join('.')}: ${problem} (run needs it; this command does not)`,
+      );
+      unset = true;
+      return '';
+    }
+    throw new PipelineSpecError(`${problem}${fix}`, {
+      file: context.file,
+      line: context.lineOf(node.range?.[0]),
+      path: path.join('.'),
+    });
+  };
+  const value = node.value.replace(
+    REFERENCE,
+    (_, secretPath: string | undefined, name: string, fallback?: string) => {
+      if (secretPath !== undefined) {
+        const file = resolvePath(dirname(resolvePath(context.file)), secretPath.trim());
+        try {
+          const secret = readSecretFile(file);
+          origins.push({ from: 'secret_file', file });
+          return secret;
+        } catch (error) {
+          if (!(error instanceof SluiceError)) throw error;
+          origins.push({ from: 'unreadable', file });
+          return missing(error.message, '');
+        }
+      }
+      let found: ReturnType<EnvLookup>;
+      try {
+        found = context.lookup(name);
+      } catch (error) {
+        // A `VAR_FILE` naming a file that cannot be read: said at the line that needs it.
+        if (!(error instanceof SluiceError && error.code === 'SLUICE_SECRET_FILE')) throw error;
+        origins.push({ from: 'unset', variable: name });
+        return missing(error.message, '');
+      }
+      if (found !== undefined) {
+        origins.push(found.origin);
+        return found.value;
+      }
+      if (fallback !== undefined) {
+        origins.push({ from: 'pipeline_file', variable: name });
+        return fallback;
+      }
+      origins.push({ from: 'unset', variable: name });
+      return missing(
+        `environment variable ${name} is not set`,
+        path[0] === 'source' ? '' : ` (set it, or give a default: \${${name}:-value})`,
+      );
+    },
+  );
+  if (CREDENTIALS.has(path.join('.'))) {
+    context.credentials.push({ credential: path.join('.'), origins });
+  }
+  (node as Scalar<unknown>).value = unset ? UNSET : value;
 }
 
 /**
