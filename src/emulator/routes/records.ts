@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { DATA_TYPES, type DataType, FIELDS, type FieldDef } from '../../catalog.js';
-import { isoMs } from '../churn.js';
 import type { EmulatorContext } from '../service.js';
 import { HttpProblem } from '../state.js';
+import { isoMs } from '../world/churn.js';
 
 const MAX_IDS = 1000;
 const MAX_ADD = 10_000;
