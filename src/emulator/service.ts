@@ -57,7 +57,7 @@ export function viewFields(ctx: EmulatorContext, name: string | undefined): stri
   const premade = premadeView(name);
   if (premade) return [...premade.fields];
   throw new HttpProblem(400, `view does not exist: ${name}`, [
-    { field: 'view', message: `no view named '${name}'` },
+    { field: 'view', message: `view '${name}' does not exist` },
   ]);
 }
 
@@ -78,14 +78,25 @@ function checkAutoTrace(ctx: EmulatorContext, req: SearchRequest, fields: string
     throw new HttpProblem(
       403,
       'auto_trace requires both a people data plan and a property data plan',
-      [{ field: 'auto_trace', message: 'the account lacks a people or property data plan' }],
+      [
+        {
+          field: 'auto_trace',
+          message: 'requires both a people data plan and a property data plan',
+        },
+      ],
     );
   }
   if (fields && !viewHasPeopleKeys(fields)) {
     throw new HttpProblem(
       400,
       `view '${req.view}' cannot be used with auto_trace: include people.people_keys:* in the view or leave it blank`,
-      [{ field: 'view', message: 'must include people.people_keys:* when auto_trace is true' }],
+      [
+        {
+          field: 'view',
+          message:
+            'cannot be used with auto_trace: include people.people_keys:* in the view or leave it blank',
+        },
+      ],
     );
   }
 }
@@ -128,7 +139,12 @@ function preview(
     throw new HttpProblem(
       400,
       `num_records must be at most ${PREVIEW_MAX} for a search that is not a download`,
-      [{ field: 'num_records', message: `must be <= ${PREVIEW_MAX} unless download is true` }],
+      [
+        {
+          field: 'num_records',
+          message: `must be at most ${PREVIEW_MAX} for a search that is not a download`,
+        },
+      ],
     );
   }
   const delivered = Math.min(wanted, numFound);
@@ -158,7 +174,7 @@ function startDownload(
   const numFound = matches.count;
   if (req.numRecords !== undefined && req.numRecords < 1) {
     throw new HttpProblem(400, 'num_records must be at least 1 for a download', [
-      { field: 'num_records', message: 'must be >= 1 when download is true' },
+      { field: 'num_records', message: 'must be at least 1 for a download' },
     ]);
   }
   const target = Math.min(req.numRecords ?? numFound, numFound);
@@ -299,7 +315,7 @@ function checkViewName(name: string): void {
 function checkViewFields(ctx: EmulatorContext, fields: string[]): void {
   if (fields.length === 0) {
     throw new HttpProblem(400, 'a view needs at least one field', [
-      { field: 'fields', message: 'must not be empty' },
+      { field: 'fields', message: 'needs at least one field' },
     ]);
   }
   const unknown = unknownViewFields(fields, ctx.engine.world.extras);
@@ -307,10 +323,7 @@ function checkViewFields(ctx: EmulatorContext, fields: string[]): void {
     throw new HttpProblem(
       400,
       `unknown field${unknown.length > 1 ? 's' : ''} in view: ${unknown.join(', ')}`,
-      unknown.map((field) => ({
-        field: 'fields',
-        message: `'${field}' is not a field of any data type`,
-      })),
+      unknown.map((field) => ({ field: 'fields', message: `unknown field '${field}'` })),
     );
   }
 }

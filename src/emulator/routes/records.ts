@@ -47,7 +47,9 @@ export function registerRecordControl(control: FastifyInstance, ctx: EmulatorCon
         throw new HttpProblem(
           404,
           `no ${type} record with id ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`,
-          missing.slice(0, 20).map((id) => ({ field: 'ids', message: `no such record: ${id}` })),
+          missing
+            .slice(0, 20)
+            .map((id) => ({ field: 'ids', message: `no ${type} record with id ${id}` })),
         );
       }
       world.update(type, [...new Set(found.values())], now);
