@@ -20,12 +20,13 @@ const NUMBER_TEXT = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 
 /**
  * A number cell's value, exactly as written (see numbers.ts). Text of fewer than 16 characters
- * holds at most 15 digits, which a double holds, unless its exponent takes it past a double's
- * range (Infinity) or to zero: only those, and longer text, are looked at closely.
+ * with no exponent holds at most 15 digits, which a double holds: only longer text, and text
+ * with an exponent (which may take it past a double's range, to zero, or to an integer past
+ * 2^53: `9.1e16`), are looked at closely.
  */
 function numberOf(text: string): number | bigint {
   const value = Number(text);
-  if (text.length < 16 && value !== 0 && Number.isFinite(value)) return value;
+  if (text.length < 16 && value !== 0 && !/[eE]/.test(text)) return value;
   try {
     return exactNumber(text);
   } catch (error) {

@@ -625,6 +625,84 @@ for (const kind of destinationKinds()) {
     }
 
     for (const [parsing, workers] of PARSINGS) {
+      test(`integers written with an exponent (9.007199254740993e15) were rounded as doubles, with no reject: now each is kept exactly or refused, as its plain spelling is${parsing}`, async () => {
+        const files = {
+          json: [
+            '{"id":"e1","yearBuilt":9.007199254740993e15}',
+            '{"id":"e2","yearBuilt":9.1e16,"numBedroom":2.022e3}',
+            '{"id":"e3","numBedroom":1e20}',
+            '{"id":"e4","floorSizeValue":2.5e-1}',
+            '{"id":"e5","prices":[{"amountMin":1.5,"listingId":-9.223372036854775808E18}]}',
+          ],
+          csv: [
+            'id,yearBuilt,numBedroom,floorSizeValue,prices',
+            'e1,9.007199254740993e15,,,',
+            'e2,9.1e16,2.022e3,,',
+            'e3,,1e20,,',
+            'e4,,,2.5e-1,',
+            'e5,,,,"[{""amountMin"":1.5,""listingId"":-9.223372036854775808E18}]"',
+          ],
+        };
+        for (const [format, lines] of Object.entries(files)) {
+          if (format === 'csv') hostile.serve(lines.slice(1), { header: lines[0]! });
+          else hostile.serve(lines);
+          const name = `exponents-${format}-${workers}`;
+          const t = await target(name);
+          const file = pipeline(
+            t,
+            name,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          assert.equal(run.summary.jobs[0].loaded, 4, format);
+          assert.equal(run.summary.jobs[0].rejected, 1, format);
+          assert.deepEqual(
+            (await t.columns('homes')).find((c) => c.name === 'yearBuilt')?.type,
+            t.integerType,
+            `${format}: yearBuilt stays an integer column`,
+          );
+          // Read back as text: a driver would read an integer past 2^53 as a rounded number.
+          const homes = await t.all<{
+            id: string;
+            y: string | null;
+            b: string | null;
+            f: number | null;
+          }>(
+            'select id, cast("yearBuilt" as text) as y, cast("numBedroom" as text) as b, "floorSizeValue" as f from homes order by id',
+          );
+          assert.deepEqual(
+            homes.map((h) => [h.id, h.y, h.b, h.f === null ? null : Number(h.f)]),
+            [
+              ['e1', '9007199254740993', null, null],
+              ['e2', '91000000000000000', '2022', null],
+              ['e4', null, null, 0.25],
+              ['e5', null, null, null],
+            ],
+            format,
+          );
+          const child = await t.one<{ listing: string }>(
+            `select cast("listingId" as text) as listing from homes__prices where _parent_id = 'e5'`,
+          );
+          assert.equal(child.listing, '-9223372036854775808', `${format}: in a child table`);
+          const rejects = await t.all<{ line: number; reason: string }>(
+            'select line, reason from _sluice_rejects order by line',
+          );
+          assert.deepEqual(
+            rejects.map((r) => [Number(r.line), r.reason]),
+            [
+              [
+                format === 'csv' ? 4 : 3,
+                'numBedroom: the number 1e20 cannot be stored exactly: an integer beyond 64 bits',
+              ],
+            ],
+            format,
+          );
+        }
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
       test(`a single record of 100 MB is one reject with its size, found in bounded memory; the rest loads, exit 0${parsing}`, async () => {
         for (const format of ['json', 'csv'] as const) {
           const huge = hugeRecordFile(format, 100);
