@@ -702,6 +702,56 @@ for (const kind of destinationKinds()) {
       });
     }
 
+    test('times of a column widened to text read .000000Z on PostgreSQL and DuckDB, as sent on SQLite: now as the service sent them on every destination', async () => {
+      const sent = [
+        '2020-04-12T03:46:45Z',
+        '2024-01-01T00:00:00.5Z',
+        '2023-06-30T23:59:59.123456Z',
+      ];
+      const t = await target('widened-times');
+      const file = pipeline(
+        t,
+        'widened-times',
+        `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+      );
+      hostile.serve(
+        sent.map((time, i) =>
+          JSON.stringify({ id: `w${i}`, dateAdded: time, prices: [{ amountMin: i, date: time }] }),
+        ),
+      );
+      const first = await runJson(file, hostileEnv());
+      assert.equal(first.code, 0, first.stdout + first.stderr);
+      const typeOf = async (table: string, column: string) =>
+        (await t.columns(table)).find((c) => c.name === column)?.type;
+      assert.notEqual(await typeOf('homes', 'dateAdded'), 'text', 'a time column first');
+      // A later record holds text in both: each column widens to text, its times cast.
+      hostile.serve([
+        JSON.stringify({
+          id: 'later',
+          dateAdded: 'soon',
+          prices: [{ amountMin: 9, date: 'unknown' }],
+        }),
+      ]);
+      const second = await runJson(file, hostileEnv());
+      assert.equal(second.code, 0, second.stdout + second.stderr);
+      assert.match(String(await typeOf('homes', 'dateAdded')), /text|varchar/);
+      const homes = await t.all<{ id: string; added: string }>(
+        'select id, "dateAdded" as added from homes order by id',
+      );
+      assert.deepEqual(
+        homes.map((h) => [h.id, h.added]),
+        [['later', 'soon'], ...sent.map((time, i) => [`w${i}`, time])],
+      );
+      const prices = await t.all<{ date: string }>(
+        'select "date" as date from homes__prices order by "amountMin"',
+      );
+      assert.deepEqual(
+        prices.map((p) => p.date),
+        [...sent, 'unknown'],
+        'in a child table too',
+      );
+    });
+
     for (const [parsing, workers] of PARSINGS) {
       test(`a single record of 100 MB is one reject with its size, found in bounded memory; the rest loads, exit 0${parsing}`, async () => {
         for (const format of ['json', 'csv'] as const) {
