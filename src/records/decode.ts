@@ -171,11 +171,18 @@ export function decoderFor(def: FieldDef): Decoder {
 /** Fields not in the catalogue keep their value; empty text still means null. */
 const decodeUnknown: Decoder = (v) => (v === '' || v === undefined ? null : v);
 
-/** One decoder per column, looked up once per file rather than once per cell. */
-export function decodersFor(type: DataType, columns: readonly string[]): Decoder[] {
+/**
+ * One decoder per column, looked up once per file rather than once per cell; the fields of
+ * `asSent` are kept as the file sends them (see RecordShape).
+ */
+export function decodersFor(
+  type: DataType,
+  columns: readonly string[],
+  asSent?: ReadonlySet<string>,
+): Decoder[] {
   const fields = FIELDS[type];
   return columns.map((name) => {
-    const def = fieldDef(fields, name);
+    const def = asSent?.has(name) ? undefined : fieldDef(fields, name);
     return def === undefined ? decodeUnknown : decoderFor(def);
   });
 }

@@ -131,10 +131,15 @@ const MAY_NOT_FIT = /\d(?:\d{15}|[eE][+-]?\d+(?![\w"]))/;
  * are found outside strings, each put in the text as a string that names it, and read from its
  * own text once the rest is parsed. Throws JSON.parse's SyntaxError for text that is not JSON,
  * and InexactNumber for a number that cannot be held, naming its field (`prices.amountMin`).
+ *
+ * `asText`: fields of the object the text is whose numbers are kept as the text writes them
+ * (a field pinned `text`: `{"yearBuilt":2022.0}` gives `'2022.0'`, `1e400` its text too).
  */
-export function parseExact(text: string): unknown {
-  if (!MAY_NOT_FIT.test(text)) return JSON.parse(text);
-  const tokens = numberTokens(text).filter((t) => MAY_NOT_FIT.test(text.slice(t.start, t.end)));
+export function parseExact(text: string, asText?: ReadonlySet<string>): unknown {
+  const spelled = asText !== undefined && asText.size > 0;
+  if (!spelled && !MAY_NOT_FIT.test(text)) return JSON.parse(text);
+  const all = numberTokens(text);
+  const tokens = spelled ? all : all.filter((t) => MAY_NOT_FIT.test(text.slice(t.start, t.end)));
   if (tokens.length === 0) return JSON.parse(text);
   // The strings that name the numbers begin with a character the text does not hold, raw or
   // escaped: no string of the text can be taken for one.
@@ -155,6 +160,15 @@ export function parseExact(text: string): unknown {
     throw error;
   }
   const numbers = tokens.map((t) => text.slice(t.start, t.end));
+  if (spelled && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const object = value as Record<string, unknown>;
+    for (const key of asText) {
+      const held = Object.hasOwn(object, key) ? object[key] : undefined;
+      if (typeof held === 'string' && held.length > 1 && held[0] === mark) {
+        define(object, key, numbers[Number(held.slice(1))]!);
+      }
+    }
+  }
   return restore(value, mark, numbers, '');
 }
 

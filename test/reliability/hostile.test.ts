@@ -753,6 +753,49 @@ for (const kind of destinationKinds()) {
     });
 
     for (const [parsing, workers] of PARSINGS) {
+      test(`a text pin stored the parsed number's spelling (2022.0 as 2022): now the text as the service sent it${parsing}`, async () => {
+        const PINNED =
+          '    columns: { yearBuilt: text, floorSizeValue: text, numBathroom: text, lotSizeValue: text }\n';
+        const files = {
+          json: [
+            '{"id":"s1","yearBuilt":2022.0,"floorSizeValue":"1500.50","numBathroom":1e400}',
+            '{"id":"s2","yearBuilt":"2022.0","floorSizeValue":9.007199254740993e15,"lotSizeValue":0.50}',
+          ],
+          csv: [
+            'id,yearBuilt,floorSizeValue,numBathroom,lotSizeValue',
+            's1,2022.0,1500.50,1e400,',
+            's2,2022.0,9.007199254740993e15,,0.50',
+          ],
+        };
+        for (const [format, lines] of Object.entries(files)) {
+          if (format === 'csv') hostile.serve(lines.slice(1), { header: lines[0]! });
+          else hostile.serve(lines);
+          const name = `text-pins-${format}-${workers}`;
+          const t = await target(name);
+          const file = pipeline(
+            t,
+            name,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n${PINNED}    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          assert.equal(run.summary.jobs[0].rejected, 0, format);
+          const homes = await t.all<Record<string, string | null>>(
+            'select id, "yearBuilt" as y, "floorSizeValue" as f, "numBathroom" as b, "lotSizeValue" as s from homes order by id',
+          );
+          assert.deepEqual(
+            homes.map((h) => ({ ...h })),
+            [
+              { id: 's1', y: '2022.0', f: '1500.50', b: '1e400', s: null },
+              { id: 's2', y: '2022.0', f: '9.007199254740993e15', b: null, s: '0.50' },
+            ],
+            format,
+          );
+        }
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
       test(`a single record of 100 MB is one reject with its size, found in bounded memory; the rest loads, exit 0${parsing}`, async () => {
         for (const format of ['json', 'csv'] as const) {
           const huge = hugeRecordFile(format, 100);
