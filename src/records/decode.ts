@@ -1,6 +1,6 @@
 import { type DataType, FIELDS, type FieldDef, type ScalarKind } from '../catalog.js';
 import { isCorruptDate, type RowValue } from '../schema/types.js';
-import { exactNumber, InexactNumber, jsonText, parseExact } from './numbers.js';
+import { exactNumber, InexactNumber, jsonText, parseExact, stringEnd } from './numbers.js';
 
 /**
  * Turns a record as it arrived (CSV cells, all text; or a parsed NDJSON object) into plain
@@ -87,14 +87,71 @@ function mapSame(items: unknown[], f: (item: unknown) => unknown): unknown[] {
   return out ?? items;
 }
 
-/** JSON text of a cell (a list, nested objects), its numbers exact (see numbers.ts). */
+/**
+ * JSON text of a cell (a list, nested objects), its numbers exact (see numbers.ts), and no key
+ * twice in one object (see `checkKeysOnce`).
+ */
 function parseJson(text: string): unknown {
+  let value: unknown;
   try {
-    return parseExact(text);
+    value = parseExact(text);
   } catch (error) {
     if (error instanceof InexactNumber) throw new DecodeError(error.message);
     throw new DecodeError(`not valid JSON: ${text.length > 60 ? `${text.slice(0, 60)}...` : text}`);
   }
+  checkKeysOnce(text);
+  return value;
+}
+
+/**
+ * Refuses JSON text (already known to parse) that names a key twice in one object: no reading
+ * of it keeps both values (JSON.parse and PostgreSQL's jsonb keep the last, SQLite and DuckDB
+ * store the text with both), so the record is kept aside rather than one value lost silently.
+ * Keys are compared as JSON reads them (`"a"` and `"\u0061"` are one key).
+ */
+export function checkKeysOnce(text: string): void {
+  /** The keys of each object open at this point; null for an array. */
+  const open: (Set<string> | null)[] = [];
+  const marks = /[{}[\]"]/g;
+  for (let m = marks.exec(text); m !== null; m = marks.exec(text)) {
+    const i = m.index;
+    const c = text.charCodeAt(i);
+    if (c === OPEN_BRACE) open.push(new Set());
+    else if (c === OPEN_BRACKET) open.push(null);
+    else if (c !== QUOTE_MARK) open.pop();
+    else {
+      const end = stringEnd(text, i);
+      marks.lastIndex = end;
+      const keys = open.at(-1);
+      if (keys && text.charCodeAt(afterSpace(text, end)) === COLON) {
+        const raw = text.slice(i + 1, end - 1);
+        const key = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
+        if (keys.has(key)) {
+          const shown = key.length > 60 ? `${key.slice(0, 60)}...` : key;
+          throw new DecodeError(
+            `its JSON names the key '${shown}' twice in one object, so one of its values would be lost`,
+          );
+        }
+        keys.add(key);
+      }
+    }
+  }
+}
+
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const QUOTE_MARK = 0x22;
+const COLON = 0x3a;
+
+/** Where the first character that is not JSON's white space is, from `at`. */
+function afterSpace(text: string, at: number): number {
+  let i = at;
+  while (
+    i < text.length &&
+    (text[i] === ' ' || text[i] === '\n' || text[i] === '\t' || text[i] === '\r')
+  )
+    i++;
+  return i;
 }
 
 function decodeObjects(fields: Record<string, FieldDef>, value: unknown): unknown {

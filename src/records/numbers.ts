@@ -204,7 +204,7 @@ function isNumberPart(c: number): boolean {
 }
 
 /** Just past the quote that closes the string opened at `open` (or the text's end). */
-function stringEnd(text: string, open: number): number {
+export function stringEnd(text: string, open: number): number {
   for (let close = text.indexOf('"', open + 1); close >= 0; close = text.indexOf('"', close + 1)) {
     let backslashes = 0;
     while (text.charCodeAt(close - 1 - backslashes) === BACKSLASH) backslashes++;

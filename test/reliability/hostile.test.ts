@@ -796,6 +796,67 @@ for (const kind of destinationKinds()) {
     }
 
     for (const [parsing, workers] of PARSINGS) {
+      test(`a JSON cell naming a key twice kept both values on SQLite and DuckDB, the last on PostgreSQL: now a reject naming the key on every destination${parsing}`, async () => {
+        const PINNED = '    nested: json\n    columns: { extra: json }\n';
+        const twice = (key: string) =>
+          `its JSON names the key '${key}' twice in one object, so one of its values would be lost`;
+        const files = {
+          json: [
+            JSON.stringify({ id: 'k1', extra: '{"a":1,"a":2}' }),
+            JSON.stringify({ id: 'k2', extra: '{"a":{"x":1},"b":{"x":2}}' }),
+            JSON.stringify({ id: 'k3', extra: '[{"a":1},{"a":2}]' }),
+            JSON.stringify({ id: 'k4', extra: '{"a":1,"\\u0061":2}' }),
+          ],
+          csv: [
+            'id,extra,prices',
+            'k1,"{""a"":1,""a"":2}",',
+            'k2,"{""a"":{""x"":1},""b"":{""x"":2}}",',
+            'k3,"[{""a"":1},{""a"":2}]","[{""amountMin"":1},{""amountMin"":2}]"',
+            'k4,"{""a"":1,""\\u0061"":2}",',
+            'k5,,"[{""amountMin"":1,""amountMin"":2}]"',
+          ],
+        };
+        for (const [format, lines] of Object.entries(files)) {
+          if (format === 'csv') hostile.serve(lines.slice(1), { header: lines[0]! });
+          else hostile.serve(lines);
+          const name = `twice-${format}-${workers}`;
+          const t = await target(name);
+          const file = pipeline(
+            t,
+            name,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n${PINNED}    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          const homes = await t.all<{ id: string; extra: string }>(
+            'select id, cast(extra as text) as extra from homes order by id',
+          );
+          assert.deepEqual(
+            homes.map((h) => [h.id, JSON.parse(h.extra)]),
+            [
+              ['k2', { a: { x: 1 }, b: { x: 2 } }],
+              ['k3', [{ a: 1 }, { a: 2 }]],
+            ],
+            format,
+          );
+          const rejects = await t.all<{ line: number; reason: string }>(
+            'select line, reason from _sluice_rejects order by line',
+          );
+          const at = format === 'csv' ? 2 : 1;
+          assert.deepEqual(
+            rejects.map((r) => [Number(r.line), r.reason]),
+            [
+              [at, `extra: ${twice('a')}`],
+              [at + 3, `extra: ${twice('a')}`],
+              ...(format === 'csv' ? [[at + 4, `prices: ${twice('amountMin')}`]] : []),
+            ],
+            format,
+          );
+        }
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
       test(`a single record of 100 MB is one reject with its size, found in bounded memory; the rest loads, exit 0${parsing}`, async () => {
         for (const format of ['json', 'csv'] as const) {
           const huge = hugeRecordFile(format, 100);
