@@ -376,13 +376,18 @@ export function isAmbiguousFailure(error: unknown): boolean {
 /**
  * The messages in an error body, from every shape the service uses: v4 `{error, message, code,
  * details[{field, message}]}`, the real-world `{"errors": ["..."]}`, v3 `{error}`, and the XML of
- * storage services (`<Message>`).
+ * storage services (`<Message>`). Each said once: a detail that only repeats the message (or an
+ * earlier detail) is left out, one that adds to it is kept (see `repeats`).
  */
 export function errorMessages(body: unknown, text: string): string[] {
   const out: string[] = [];
   const add = (value: unknown) => {
     const message = typeof value === 'string' ? value.trim() : '';
-    if (message && !out.some((m) => m.includes(message))) out.push(clip(message));
+    if (!message || out.some((m) => repeats(message, m))) return;
+    // A message that says all an earlier one did, and more, takes its place.
+    const covered = out.findIndex((m) => repeats(m, message));
+    if (covered < 0) out.push(clip(message));
+    else out.splice(covered, 1, clip(message));
   };
   if (body && typeof body === 'object' && !Array.isArray(body)) {
     const b = body as Record<string, unknown>;
@@ -413,6 +418,29 @@ function detailText(d: Record<string, unknown>): string {
   // "view: no such view", but not "num_records: required property 'num_records' is missing".
   const named = message.startsWith(field) || message.includes(`'${field}'`);
   return field && !named ? `${field}: ${message}` : message;
+}
+
+/**
+ * Whether `text` says nothing that `said` does not: each of its words is one of said's, case,
+ * quotes, punctuation and a plural's `s` aside, a word of four letters or more also as the start
+ * of one (`name` in `named`). Numbers (`-1`, `2.5`) and signs (`<=`) are words too, so a detail
+ * with another limit or operator is kept: "view 'x' does not exist" repeats "view does not exist: x";
+ * "num_records: must be <= 10" does not repeat "Invalid request".
+ */
+function repeats(text: string, said: string): boolean {
+  const have = words(said);
+  return [...words(text)].every(
+    (w) =>
+      have.has(w) ||
+      (w.length >= 4 && /^\p{L}+$/u.test(w) && [...have].some((h) => h.startsWith(w))),
+  );
+}
+
+function words(text: string): Set<string> {
+  const found =
+    text.toLowerCase().match(/-?\p{N}+(?:\.\p{N}+)*|[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_'"`.,;:()]+/gu) ??
+    [];
+  return new Set(found.map((w) => (w.length > 3 && w.endsWith('s') ? w.slice(0, -1) : w)));
 }
 
 function clip(text: string): string {

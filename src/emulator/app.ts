@@ -8,6 +8,7 @@ import type {
 } from 'fastify';
 import { SluiceError } from '../errors.js';
 import { acceptFormBodies } from './bodies.js';
+import type { FaultAction } from './faults.js';
 import { registerControl } from './routes/control.js';
 import { registerFiles } from './routes/files.js';
 import { registerV3 } from './routes/v3.js';
@@ -121,7 +122,22 @@ export function buildApp(ctx: EmulatorContext, fastify: typeof Fastify): Fastify
       done(new HttpProblem(400, 'Invalid request: the body is not valid JSON'), undefined);
     }
   });
+  logRequests(app, ctx);
+  answerInTime(app, ctx);
+  answerProblems(app, ctx);
+  if (ctx.forms.lenientBodies) acceptFormBodies(app);
+  registerV4(app, ctx);
+  registerV3(app, ctx);
+  registerFiles(app, ctx);
+  registerControl(app, ctx);
+  return app;
+}
 
+/**
+ * Each request of the service's API in the request log (`/_emulator/requests`), with its status
+ * and duration once answered, and the faults injected into it before anything is done.
+ */
+function logRequests(app: FastifyInstance, ctx: EmulatorContext): void {
   app.addHook('onRequest', async (request, reply) => {
     request.startedAt = performance.now();
     const path = request.url.split('?')[0] ?? '';
@@ -139,24 +155,7 @@ export function buildApp(ctx: EmulatorContext, fastify: typeof Fastify): Fastify
     ctx.state.requests.push(entry);
     ctx.state.settle();
     const fault = ctx.faults.pick(request.method, path, api === 'files');
-    if (!fault) return;
-    if (fault.kind === 'slow') await sleep(fault.delayMs);
-    else if (fault.kind === 'reset') {
-      // Drop the connection and stop here: nothing is done, nothing is charged.
-      request.raw.socket.destroy();
-      return reply.hijack();
-    } else if (fault.kind === 'reset-after') request.dropAfter = true;
-    else if (fault.kind === 'cut')
-      (request as { cutFault?: number }).cutFault = fault.afterBytes ?? -1;
-    else if (fault.kind === 'status') {
-      const headers: Record<string, string> =
-        fault.retryAfter === undefined ? {} : { 'retry-after': String(fault.retryAfter) };
-      const message =
-        fault.status === 429
-          ? 'Too many requests, slow down'
-          : 'The service is temporarily unavailable';
-      return sendProblem(ctx, request, reply, new HttpProblem(fault.status, message, [], headers));
-    }
+    if (fault) return injectFault(ctx, request, reply, fault);
   });
 
   // The body of a search as it came, for tests that check what a client sent (parsed, before
@@ -167,21 +166,6 @@ export function buildApp(ctx: EmulatorContext, fastify: typeof Fastify): Fastify
     if (entry && /\/search$/.test(entry.path) && body && typeof body === 'object') {
       entry.sent = { ...(body as Record<string, unknown>) };
     }
-  });
-
-  // The service's own time in every answer (the Date header), from the emulator's clock: a
-  // client judges the service's times (a file's expiry) by it, whatever its own clock says.
-  app.addHook('onSend', async (_request, reply, payload) => {
-    reply.header('date', new Date(ctx.clock.now()).toUTCString());
-    return payload;
-  });
-
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (request.dropAfter) {
-      // The work is done (a download may have started) but the caller never hears of it.
-      reply.raw.socket?.destroy();
-    }
-    return payload;
   });
 
   const finish = (request: FastifyRequest, status: number) => {
@@ -205,7 +189,57 @@ export function buildApp(ctx: EmulatorContext, fastify: typeof Fastify): Fastify
     );
   });
   app.addHook('onRequestAbort', async (request) => finish(request, 0));
+}
 
+/** A fault picked for a request (faults.ts), done to it before its route runs. */
+async function injectFault(
+  ctx: EmulatorContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  fault: FaultAction,
+): Promise<FastifyReply | undefined> {
+  if (fault.kind === 'slow') await sleep(fault.delayMs);
+  else if (fault.kind === 'reset') {
+    // Drop the connection and stop here: nothing is done, nothing is charged.
+    request.raw.socket.destroy();
+    return reply.hijack();
+  } else if (fault.kind === 'reset-after') request.dropAfter = true;
+  else if (fault.kind === 'cut')
+    (request as { cutFault?: number }).cutFault = fault.afterBytes ?? -1;
+  else if (fault.kind === 'status') {
+    const headers: Record<string, string> =
+      fault.retryAfter === undefined ? {} : { 'retry-after': String(fault.retryAfter) };
+    const message =
+      fault.status === 429
+        ? 'Too many requests, slow down'
+        : 'The service is temporarily unavailable';
+    return sendProblem(ctx, request, reply, new HttpProblem(fault.status, message, [], headers));
+  }
+  return undefined;
+}
+
+/**
+ * The service's own time in every answer (the Date header), from the emulator's clock: a client
+ * judges the service's times (a file's expiry) by it, whatever its own clock says. And the
+ * connection dropped after the answer when a fault says so.
+ */
+function answerInTime(app: FastifyInstance, ctx: EmulatorContext): void {
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('date', new Date(ctx.clock.now()).toUTCString());
+    return payload;
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.dropAfter) {
+      // The work is done (a download may have started) but the caller never hears of it.
+      reply.raw.socket?.destroy();
+    }
+    return payload;
+  });
+}
+
+/** Errors and unknown operations in the service's error shape (wire.ts). */
+function answerProblems(app: FastifyInstance, ctx: EmulatorContext): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = toProblem(error);
     if (problem.status === 500)
@@ -220,13 +254,6 @@ export function buildApp(ctx: EmulatorContext, fastify: typeof Fastify): Fastify
       new HttpProblem(404, `no such operation: ${request.method} ${request.url.split('?')[0]}`),
     ),
   );
-
-  if (ctx.forms.lenientBodies) acceptFormBodies(app);
-  registerV4(app, ctx);
-  registerV3(app, ctx);
-  registerFiles(app, ctx);
-  registerControl(app, ctx);
-  return app;
 }
 
 /**

@@ -6,16 +6,16 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, loadFastify } from './app.js';
 import { Dataset } from './data/dataset.js';
 import { EmulatorClock } from './emulator-clock.js';
-import { ExtraFields } from './extra-fields.js';
 import { FaultInjector } from './faults.js';
 import { type EmulatorOptions, resolveOptions } from './options.js';
 import { FileSpool } from './render.js';
-import { SearchEngine } from './search.js';
 import type { EmulatorContext } from './service.js';
 import { UrlSigner } from './signing.js';
 import { EmulatorState } from './state.js';
 import { WIRE_FORMS } from './wire.js';
-import { World } from './world.js';
+import { ExtraFields } from './world/extra-fields.js';
+import { SearchEngine } from './world/search.js';
+import { World } from './world/world.js';
 
 export {
   type AccountPlan,

@@ -48,7 +48,7 @@ export interface EmulatorOptions {
   rate: number;
   /**
    * How fast the data changes, as a fraction per day of emulator time: each record is updated
-   * at this rate, and new records appear at this rate times the base size (see world.ts).
+   * at this rate, and new records appear at this rate times the base size (see world/world.ts).
    */
   churn: number;
   /** Credits allotted per data type when the emulator starts or is reset. */
@@ -60,7 +60,7 @@ export interface EmulatorOptions {
   /** Serve result files gzip-encoded to clients that accept it (the live service does not). */
   gzipFiles: boolean;
   /**
-   * Fields served beyond the core ones, `TYPE.FIELD[:KIND][=VALUE|VALUE...]` (extra-fields.ts):
+   * Fields served beyond the core ones, `TYPE.FIELD[:KIND][=VALUE|VALUE...]` (world/extra-fields.ts):
    * documented fields the emulator does not make up, or fields no catalogue lists. A bad one
    * is a RangeError when the emulator is made.
    */

@@ -5,9 +5,9 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import type { SearchEngine } from './search.js';
 import type { Download } from './state.js';
 import { projection } from './views.js';
+import type { SearchEngine } from './world/search.js';
 
 /**
  * One CSV cell as the service writes it: arrays of objects as JSON text, arrays of strings

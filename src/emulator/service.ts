@@ -5,11 +5,11 @@ import type { FaultInjector } from './faults.js';
 import type { EmulatorOptions } from './options.js';
 import type { FileSpool } from './render.js';
 import { csvCell, fileName } from './render.js';
-import type { AddressMatching, SearchEngine } from './search.js';
 import type { UrlSigner } from './signing.js';
 import { type Download, type EmulatorState, HttpProblem, type TargetedUpdate } from './state.js';
 import { projection, unknownViewFields, type View, viewHasPeopleKeys } from './views.js';
 import { isoDate, type WireForms } from './wire.js';
+import type { AddressMatching, MatchSet, SearchEngine } from './world/search.js';
 
 export interface EmulatorContext {
   options: EmulatorOptions;
@@ -57,34 +57,54 @@ export function viewFields(ctx: EmulatorContext, name: string | undefined): stri
   const premade = premadeView(name);
   if (premade) return [...premade.fields];
   throw new HttpProblem(400, `view does not exist: ${name}`, [
-    { field: 'view', message: `no view named '${name}'` },
+    { field: 'view', message: `view '${name}' does not exist` },
   ]);
 }
 
 export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
-  const { state, engine } = ctx;
   // One moment for the whole request: a download is a snapshot of the world as of its start.
   const now = ctx.clock.now();
   const fields = viewFields(ctx, req.view);
-  if (req.autoTrace) {
-    if (!(state.hasPlan('property') && state.hasPlan('people'))) {
-      throw new HttpProblem(
-        403,
-        'auto_trace requires both a people data plan and a property data plan',
-        [{ field: 'auto_trace', message: 'the account lacks a people or property data plan' }],
-      );
-    }
-    if (fields && !viewHasPeopleKeys(fields)) {
-      throw new HttpProblem(
-        400,
-        `view '${req.view}' cannot be used with auto_trace: include people.people_keys:* in the view or leave it blank`,
-        [{ field: 'view', message: 'must include people.people_keys:* when auto_trace is true' }],
-      );
-    }
+  if (req.autoTrace) checkAutoTrace(ctx, req, fields);
+  const matches = match(ctx, req, now);
+  return req.download
+    ? startDownload(ctx, req, fields, matches, now)
+    : preview(ctx, req, fields, matches, now);
+}
+
+/** 403 without both plans autotrace needs; 400 for a view without the people keys it fills. */
+function checkAutoTrace(ctx: EmulatorContext, req: SearchRequest, fields: string[] | undefined) {
+  if (!(ctx.state.hasPlan('property') && ctx.state.hasPlan('people'))) {
+    throw new HttpProblem(
+      403,
+      'auto_trace requires both a people data plan and a property data plan',
+      [
+        {
+          field: 'auto_trace',
+          message: 'requires both a people data plan and a property data plan',
+        },
+      ],
+    );
   }
-  let matches: ReturnType<SearchEngine['match']>;
+  if (fields && !viewHasPeopleKeys(fields)) {
+    throw new HttpProblem(
+      400,
+      `view '${req.view}' cannot be used with auto_trace: include people.people_keys:* in the view or leave it blank`,
+      [
+        {
+          field: 'view',
+          message:
+            'cannot be used with auto_trace: include people.people_keys:* in the view or leave it blank',
+        },
+      ],
+    );
+  }
+}
+
+/** The records the query finds at `now`; 400 for a query that does not parse or check. */
+function match(ctx: EmulatorContext, req: SearchRequest, now: number): MatchSet {
   try {
-    matches = engine.match(
+    return ctx.engine.match(
       req.type,
       req.query,
       {
@@ -102,35 +122,59 @@ export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
     }
     throw error;
   }
+}
+
+/** A search that is no download: at most PREVIEW_MAX records, charged as they are delivered. */
+function preview(
+  ctx: EmulatorContext,
+  req: SearchRequest,
+  fields: string[] | undefined,
+  matches: MatchSet,
+  now: number,
+): SearchResult {
+  const { state, engine } = ctx;
   const numFound = matches.count;
-
-  if (!req.download) {
-    const wanted = req.numRecords ?? PREVIEW_MAX;
-    if (wanted > PREVIEW_MAX) {
-      throw new HttpProblem(
-        400,
-        `num_records must be at most ${PREVIEW_MAX} for a search that is not a download`,
-        [{ field: 'num_records', message: `must be <= ${PREVIEW_MAX} unless download is true` }],
-      );
-    }
-    const delivered = Math.min(wanted, numFound);
-    if (delivered === 0) return { numFound, delivered, records: [], autoTrace: req.autoTrace };
-    state.requireCredits(req.type, req.autoTrace, delivered);
-    const { columns, project } = projection(req.type, fields, engine.world.extras);
-    const asFloat = ctx.forms.wholeNumbersAsFloat;
-    const records: Record<string, unknown>[] = [];
-    for (let p = 0; p < delivered; p++) {
-      const record = project(engine.record(req.type, matches.at(p), req.autoTrace, now));
-      // A csv preview shows the records as the CSV file would hold them: one text cell a field.
-      records.push(req.format === 'csv' ? csvShaped(columns, record, asFloat) : record);
-    }
-    state.charge(req.type, req.autoTrace, delivered);
-    return { numFound, delivered, records, autoTrace: req.autoTrace };
+  const wanted = req.numRecords ?? PREVIEW_MAX;
+  if (wanted > PREVIEW_MAX) {
+    throw new HttpProblem(
+      400,
+      `num_records must be at most ${PREVIEW_MAX} for a search that is not a download`,
+      [
+        {
+          field: 'num_records',
+          message: `must be at most ${PREVIEW_MAX} for a search that is not a download`,
+        },
+      ],
+    );
   }
+  const delivered = Math.min(wanted, numFound);
+  if (delivered === 0) return { numFound, delivered, records: [], autoTrace: req.autoTrace };
+  state.requireCredits(req.type, req.autoTrace, delivered);
+  const { columns, project } = projection(req.type, fields, engine.world.extras);
+  const asFloat = ctx.forms.wholeNumbersAsFloat;
+  const records: Record<string, unknown>[] = [];
+  for (let p = 0; p < delivered; p++) {
+    const record = project(engine.record(req.type, matches.at(p), req.autoTrace, now));
+    // A csv preview shows the records as the CSV file would hold them: one text cell a field.
+    records.push(req.format === 'csv' ? csvShaped(columns, record, asFloat) : record);
+  }
+  state.charge(req.type, req.autoTrace, delivered);
+  return { numFound, delivered, records, autoTrace: req.autoTrace };
+}
 
+/** A download started: the records found now, to be delivered (and charged) as they are. */
+function startDownload(
+  ctx: EmulatorContext,
+  req: SearchRequest,
+  fields: string[] | undefined,
+  matches: MatchSet,
+  now: number,
+): SearchResult {
+  const { state, engine } = ctx;
+  const numFound = matches.count;
   if (req.numRecords !== undefined && req.numRecords < 1) {
     throw new HttpProblem(400, 'num_records must be at least 1 for a download', [
-      { field: 'num_records', message: 'must be >= 1 when download is true' },
+      { field: 'num_records', message: 'must be at least 1 for a download' },
     ]);
   }
   const target = Math.min(req.numRecords ?? numFound, numFound);
@@ -271,7 +315,7 @@ function checkViewName(name: string): void {
 function checkViewFields(ctx: EmulatorContext, fields: string[]): void {
   if (fields.length === 0) {
     throw new HttpProblem(400, 'a view needs at least one field', [
-      { field: 'fields', message: 'must not be empty' },
+      { field: 'fields', message: 'needs at least one field' },
     ]);
   }
   const unknown = unknownViewFields(fields, ctx.engine.world.extras);
@@ -279,10 +323,7 @@ function checkViewFields(ctx: EmulatorContext, fields: string[]): void {
     throw new HttpProblem(
       400,
       `unknown field${unknown.length > 1 ? 's' : ''} in view: ${unknown.join(', ')}`,
-      unknown.map((field) => ({
-        field: 'fields',
-        message: `'${field}' is not a field of any data type`,
-      })),
+      unknown.map((field) => ({ field: 'fields', message: `unknown field '${field}'` })),
     );
   }
 }

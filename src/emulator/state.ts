@@ -1,10 +1,10 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { CREDIT_TYPE_OF, CREDIT_TYPES, type CreditType, type DataType } from '../catalog.js';
 import type { EmulatorClock } from './emulator-clock.js';
-import type { ExtraFields } from './extra-fields.js';
 import type { AccountPlan } from './options.js';
-import type { MatchSet } from './search.js';
 import type { View } from './views.js';
+import type { ExtraFields } from './world/extra-fields.js';
+import type { MatchSet } from './world/search.js';
 
 /** An error the emulator answers with; routes throw it and the error handler shapes the body. */
 export class HttpProblem extends Error {

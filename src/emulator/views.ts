@@ -1,5 +1,5 @@
 import type { DataType } from '../catalog.js';
-import type { ExtraFields } from './extra-fields.js';
+import type { ExtraFields } from './world/extra-fields.js';
 
 export interface View {
   name: string;

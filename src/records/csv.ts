@@ -183,7 +183,7 @@ export class CsvReader {
     const { columns, renamed } = distinctColumns(header);
     this.#header = header;
     this.#columns = columns;
-    this.#decoders = decodersFor(this.type, header);
+    this.#decoders = decodersFor(this.type, header, this.shape.asSent);
     if (read && renamed.length > 0) {
       const list = renamed.map((r) => `${r.name} (column ${r.at + 1}) as ${columns[r.at]}`);
       this.warnings.push(

@@ -1,6 +1,6 @@
 import { type DataType, FIELDS, type FieldDef, type ScalarKind } from '../catalog.js';
 import { isCorruptDate, type RowValue } from '../schema/types.js';
-import { exactNumber, InexactNumber, jsonText, parseExact } from './numbers.js';
+import { exactNumber, InexactNumber, jsonText, parseExact, stringEnd } from './numbers.js';
 
 /**
  * Turns a record as it arrived (CSV cells, all text; or a parsed NDJSON object) into plain
@@ -20,12 +20,13 @@ const NUMBER_TEXT = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 
 /**
  * A number cell's value, exactly as written (see numbers.ts). Text of fewer than 16 characters
- * holds at most 15 digits, which a double holds, unless its exponent takes it past a double's
- * range (Infinity) or to zero: only those, and longer text, are looked at closely.
+ * with no exponent holds at most 15 digits, which a double holds: only longer text, and text
+ * with an exponent (which may take it past a double's range, to zero, or to an integer past
+ * 2^53: `9.1e16`), are looked at closely.
  */
 function numberOf(text: string): number | bigint {
   const value = Number(text);
-  if (text.length < 16 && value !== 0 && Number.isFinite(value)) return value;
+  if (text.length < 16 && value !== 0 && !/[eE]/.test(text)) return value;
   try {
     return exactNumber(text);
   } catch (error) {
@@ -86,14 +87,71 @@ function mapSame(items: unknown[], f: (item: unknown) => unknown): unknown[] {
   return out ?? items;
 }
 
-/** JSON text of a cell (a list, nested objects), its numbers exact (see numbers.ts). */
+/**
+ * JSON text of a cell (a list, nested objects), its numbers exact (see numbers.ts), and no key
+ * twice in one object (see `checkKeysOnce`).
+ */
 function parseJson(text: string): unknown {
+  let value: unknown;
   try {
-    return parseExact(text);
+    value = parseExact(text);
   } catch (error) {
     if (error instanceof InexactNumber) throw new DecodeError(error.message);
     throw new DecodeError(`not valid JSON: ${text.length > 60 ? `${text.slice(0, 60)}...` : text}`);
   }
+  checkKeysOnce(text);
+  return value;
+}
+
+/**
+ * Refuses JSON text (already known to parse) that names a key twice in one object: no reading
+ * of it keeps both values (JSON.parse and PostgreSQL's jsonb keep the last, SQLite and DuckDB
+ * store the text with both), so the record is kept aside rather than one value lost silently.
+ * Keys are compared as JSON reads them (`"a"` and `"\u0061"` are one key).
+ */
+export function checkKeysOnce(text: string): void {
+  /** The keys of each object open at this point; null for an array. */
+  const open: (Set<string> | null)[] = [];
+  const marks = /[{}[\]"]/g;
+  for (let m = marks.exec(text); m !== null; m = marks.exec(text)) {
+    const i = m.index;
+    const c = text.charCodeAt(i);
+    if (c === OPEN_BRACE) open.push(new Set());
+    else if (c === OPEN_BRACKET) open.push(null);
+    else if (c !== QUOTE_MARK) open.pop();
+    else {
+      const end = stringEnd(text, i);
+      marks.lastIndex = end;
+      const keys = open.at(-1);
+      if (keys && text.charCodeAt(afterSpace(text, end)) === COLON) {
+        const raw = text.slice(i + 1, end - 1);
+        const key = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
+        if (keys.has(key)) {
+          const shown = key.length > 60 ? `${key.slice(0, 60)}...` : key;
+          throw new DecodeError(
+            `its JSON names the key '${shown}' twice in one object, so one of its values would be lost`,
+          );
+        }
+        keys.add(key);
+      }
+    }
+  }
+}
+
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const QUOTE_MARK = 0x22;
+const COLON = 0x3a;
+
+/** Where the first character that is not JSON's white space is, from `at`. */
+function afterSpace(text: string, at: number): number {
+  let i = at;
+  while (
+    i < text.length &&
+    (text[i] === ' ' || text[i] === '\n' || text[i] === '\t' || text[i] === '\r')
+  )
+    i++;
+  return i;
 }
 
 function decodeObjects(fields: Record<string, FieldDef>, value: unknown): unknown {
@@ -170,11 +228,18 @@ export function decoderFor(def: FieldDef): Decoder {
 /** Fields not in the catalogue keep their value; empty text still means null. */
 const decodeUnknown: Decoder = (v) => (v === '' || v === undefined ? null : v);
 
-/** One decoder per column, looked up once per file rather than once per cell. */
-export function decodersFor(type: DataType, columns: readonly string[]): Decoder[] {
+/**
+ * One decoder per column, looked up once per file rather than once per cell; the fields of
+ * `asSent` are kept as the file sends them (see RecordShape).
+ */
+export function decodersFor(
+  type: DataType,
+  columns: readonly string[],
+  asSent?: ReadonlySet<string>,
+): Decoder[] {
   const fields = FIELDS[type];
   return columns.map((name) => {
-    const def = fieldDef(fields, name);
+    const def = asSent?.has(name) ? undefined : fieldDef(fields, name);
     return def === undefined ? decodeUnknown : decoderFor(def);
   });
 }

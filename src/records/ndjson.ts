@@ -29,14 +29,20 @@ interface Gathered {
   rejects: RejectedLine[];
 }
 
-/** The catalogue's decoder of each field of a data type, looked up once per field name. */
-function fieldDecoders(type: DataType): (key: string) => Decoder | null {
+/**
+ * The catalogue's decoder of each field of a data type, looked up once per field name; none for
+ * the fields of `asSent`, kept as the file sends them (see RecordShape).
+ */
+function fieldDecoders(
+  type: DataType,
+  asSent?: ReadonlySet<string>,
+): (key: string) => Decoder | null {
   const fields = FIELDS[type];
   const decoders = new Map<string, Decoder | null>();
   return (key) => {
     let d = decoders.get(key);
     if (d === undefined) {
-      const def = fieldDef(fields, key);
+      const def = asSent?.has(key) ? undefined : fieldDef(fields, key);
       d = def === undefined ? null : decoderFor(def);
       decoders.set(key, d);
     }
@@ -45,15 +51,17 @@ function fieldDecoders(type: DataType): (key: string) => Decoder | null {
 }
 
 /**
- * One NDJSON line as a JSON object, its numbers exact (numbers.ts), or undefined with a reject
- * (its line number and text) when it is not one, holds a NUL or a number that cannot be stored
- * as written, or is longer than `maxBytes`; blank lines are undefined too, with no reject.
+ * One NDJSON line as a JSON object, its numbers exact (numbers.ts) or, in the fields of `asSent`,
+ * as written; or undefined with a reject (its line number and text) when it is not one, holds a
+ * NUL or a number that cannot be stored as written, or is longer than `maxBytes`; blank lines
+ * are undefined too, with no reject.
  */
 function parseLine(
   line: string,
   lineNo: number,
   rejects: RejectedLine[],
   maxBytes: number,
+  asSent?: ReadonlySet<string>,
 ): Record<string, unknown> | undefined {
   const bytes = bytesBeyond(line, maxBytes);
   if (bytes !== undefined) {
@@ -63,7 +71,7 @@ function parseLine(
   if (line.length === 0 || /^\s*$/.test(line)) return undefined;
   let value: unknown;
   try {
-    value = parseExact(line);
+    value = parseExact(line, asSent);
   } catch (error) {
     // A raw NUL in a string makes the line invalid JSON too: the NUL is what to say.
     const reason = hasNul(line)
@@ -118,9 +126,9 @@ function decodeFields(
  * lines are skipped.
  */
 function lineReader(type: DataType, shape: RecordShape, maxBytes: number) {
-  const decoderOf = fieldDecoders(type);
+  const decoderOf = fieldDecoders(type, shape.asSent);
   return (line: string, lineNo: number, into: Gathered): void => {
-    const value = parseLine(line, lineNo, into.rejects, maxBytes);
+    const value = parseLine(line, lineNo, into.rejects, maxBytes, shape.asSent);
     if (value === undefined) return;
     const decoded: DecodedRecord = Object.create(null);
     try {

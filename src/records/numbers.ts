@@ -14,6 +14,7 @@ export class InexactNumber extends Error {}
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** A number's parts: sign, digits before the point, after it, and the exponent. */
 const NUMBER_PARTS = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
@@ -21,8 +22,9 @@ const NUMBER_PARTS = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
 /**
  * A number written as `text` (JSON's syntax, or CSV's, which also takes a sign, leading zeros
  * and a bare point), as the value that holds it exactly: a number, or a bigint for an integer
- * past 2^53 within 64 bits (written as an integer, or with a fraction of zeros, as the real
- * wire writes `2022.0`). Throws InexactNumber for an integer past 64 bits, a number past a
+ * past 2^53 within 64 bits. An integer is one however written: with a fraction of zeros, as the
+ * real wire writes `2022.0`, or an exponent (`9.007199254740993e15` is 9007199254740993, kept
+ * as its plain spelling is). Throws InexactNumber for an integer past 64 bits, a number past a
  * double's range, and one not zero that a double rounds to zero.
  */
 export function exactNumber(text: string): number | bigint {
@@ -30,21 +32,28 @@ export function exactNumber(text: string): number | bigint {
   const parts = NUMBER_PARTS.exec(text);
   if (parts === null) return value;
   const [, sign = '', whole = '', fraction = '', exponent] = parts;
-  if (exponent === undefined && !/[1-9]/.test(fraction)) {
-    if (Number.isSafeInteger(value)) return value;
-    const integer = BigInt(`${sign}${whole || '0'}`);
-    if (integer >= INT64_MIN && integer <= INT64_MAX) return integer;
+  const plainInteger = exponent === undefined && !/[1-9]/.test(fraction);
+  if (!Number.isFinite(value)) {
     throw new InexactNumber(
-      `the number ${text} cannot be stored exactly: an integer beyond 64 bits`,
+      `the number ${text} cannot be stored exactly: ${plainInteger ? 'an integer beyond 64 bits' : "beyond a double's range"}`,
     );
   }
-  if (!Number.isFinite(value)) {
-    throw new InexactNumber(`the number ${text} cannot be stored exactly: beyond a double's range`);
+  const digits = whole + fraction;
+  if (value === 0) {
+    if (/[1-9]/.test(digits)) {
+      throw new InexactNumber(
+        `the number ${text} cannot be stored exactly: a double rounds it to 0`,
+      );
+    }
+    return value;
   }
-  if (value === 0 && /[1-9]/.test(whole + fraction)) {
-    throw new InexactNumber(`the number ${text} cannot be stored exactly: a double rounds it to 0`);
-  }
-  return value;
+  if (Number.isSafeInteger(value) && plainInteger) return value;
+  const magnitude = integerOf(digits, whole.length + Number(exponent ?? 0));
+  if (magnitude === undefined) return value; // a fraction: a double, as ever
+  const integer = sign === '-' ? -magnitude : magnitude;
+  if (integer >= -MAX_SAFE && integer <= MAX_SAFE) return value;
+  if (integer >= INT64_MIN && integer <= INT64_MAX) return integer;
+  throw new InexactNumber(`the number ${text} cannot be stored exactly: an integer beyond 64 bits`);
 }
 
 /**
@@ -105,14 +114,16 @@ function readBack(value: number): bigint {
 
 /**
  * Text that may hold a number a double does not hold as written: a run of 16 digits (2^53 has
- * 16; fewer always fit, and a number of hundreds of digits has such a run), or an exponent of
- * three digits or more (only those reach past a double's range) that ends as a number does,
- * not followed by a letter, a digit or a quote, which leaves out hexadecimal keys in strings
- * (`karen/johnson/50e4906f`: on 4.5% of property records the looser pattern sent the line to
- * the slower look, now on 0.01%). Strings that still match are told apart by that look. One
- * scan of the line: 2.9-3.1 µs for a property record of 2.2 kB, against 11-13 for JSON.parse.
+ * 16; fewer always fit, and a number of hundreds of digits has such a run), or an exponent (one
+ * of three digits or more reaches past a double's range, any other may make an integer past
+ * 2^53 of digits split by a point: `9.007199254740993e15`) that ends as a number does, not
+ * followed by a letter, a digit or a quote, which leaves out hexadecimal keys in strings
+ * (`karen/johnson/50e4906f`: on 4.5% of property records a looser pattern sent the line to the
+ * slower look, now on 0.2% of the emulator's, for ids and URLs such as `h1ka80e0-0`). Strings
+ * that still match are told apart by that look. One scan of the line: 2.9-3.1 µs for a property
+ * record of 2.2 kB, against 11-13 for JSON.parse.
  */
-const MAY_NOT_FIT = /\d(?:\d{15}|[eE][+-]?\d{3,}(?![\w"]))/;
+const MAY_NOT_FIT = /\d(?:\d{15}|[eE][+-]?\d+(?![\w"]))/;
 
 /**
  * JSON text as `JSON.parse` reads it, but with its numbers exact (`exactNumber`): most text holds
@@ -120,10 +131,15 @@ const MAY_NOT_FIT = /\d(?:\d{15}|[eE][+-]?\d{3,}(?![\w"]))/;
  * are found outside strings, each put in the text as a string that names it, and read from its
  * own text once the rest is parsed. Throws JSON.parse's SyntaxError for text that is not JSON,
  * and InexactNumber for a number that cannot be held, naming its field (`prices.amountMin`).
+ *
+ * `asText`: fields of the object the text is whose numbers are kept as the text writes them
+ * (a field pinned `text`: `{"yearBuilt":2022.0}` gives `'2022.0'`, `1e400` its text too).
  */
-export function parseExact(text: string): unknown {
-  if (!MAY_NOT_FIT.test(text)) return JSON.parse(text);
-  const tokens = numberTokens(text).filter((t) => MAY_NOT_FIT.test(text.slice(t.start, t.end)));
+export function parseExact(text: string, asText?: ReadonlySet<string>): unknown {
+  const spelled = asText !== undefined && asText.size > 0;
+  if (!spelled && !MAY_NOT_FIT.test(text)) return JSON.parse(text);
+  const all = numberTokens(text);
+  const tokens = spelled ? all : all.filter((t) => MAY_NOT_FIT.test(text.slice(t.start, t.end)));
   if (tokens.length === 0) return JSON.parse(text);
   // The strings that name the numbers begin with a character the text does not hold, raw or
   // escaped: no string of the text can be taken for one.
@@ -144,6 +160,15 @@ export function parseExact(text: string): unknown {
     throw error;
   }
   const numbers = tokens.map((t) => text.slice(t.start, t.end));
+  if (spelled && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const object = value as Record<string, unknown>;
+    for (const key of asText) {
+      const held = Object.hasOwn(object, key) ? object[key] : undefined;
+      if (typeof held === 'string' && held.length > 1 && held[0] === mark) {
+        define(object, key, numbers[Number(held.slice(1))]!);
+      }
+    }
+  }
   return restore(value, mark, numbers, '');
 }
 
@@ -179,7 +204,7 @@ function isNumberPart(c: number): boolean {
 }
 
 /** Just past the quote that closes the string opened at `open` (or the text's end). */
-function stringEnd(text: string, open: number): number {
+export function stringEnd(text: string, open: number): number {
   for (let close = text.indexOf('"', open + 1); close >= 0; close = text.indexOf('"', close + 1)) {
     let backslashes = 0;
     while (text.charCodeAt(close - 1 - backslashes) === BACKSLASH) backslashes++;
@@ -227,18 +252,20 @@ function restore(value: unknown, mark: string, numbers: string[], path: string):
     for (const key of Object.keys(object)) {
       const before = object[key];
       const after = restore(before, mark, numbers, path ? `${path}.${key}` : key);
-      // Defined, not assigned: a field named `__proto__` stays a field.
-      if (after !== before) {
-        Object.defineProperty(object, key, {
-          value: after,
-          writable: true,
-          enumerable: true,
-          configurable: true,
-        });
-      }
+      if (after !== before) define(object, key, after);
     }
   }
   return value;
+}
+
+/** Sets a field, defined rather than assigned: a field named `__proto__` stays a field. */
+function define(object: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(object, key, {
+    value,
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  });
 }
 
 /**

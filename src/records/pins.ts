@@ -1,6 +1,6 @@
 import type { FieldDef, FieldMap } from '../catalog.js';
 import { type ColumnType, isIsoDate, type Row, type RowValue } from '../schema/types.js';
-import { DecodeError } from './decode.js';
+import { checkKeysOnce, DecodeError } from './decode.js';
 import { exactDouble, InexactNumber, jsonText } from './numbers.js';
 import type { DecodedRecord } from './shape.js';
 
@@ -87,8 +87,12 @@ export function pinValue(value: unknown, type: ColumnType): unknown {
       throw misfit(value, type);
     case 'json':
       // JSON text (a CSV cell of a field the catalogue does not list) is kept as it is, so
-      // that CSV and NDJSON of the same records give the same value.
-      if (typeof value === 'string' && isJsonText(value)) return value;
+      // that CSV and NDJSON of the same records give the same value; with each key once, as
+      // every destination then holds the same value.
+      if (typeof value === 'string' && isJsonText(value)) {
+        checkKeysOnce(value);
+        return value;
+      }
       return jsonText(value);
   }
 }

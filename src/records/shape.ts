@@ -11,7 +11,14 @@ import type { PackedBatch, ParsedRow, RecordBatch } from './types.js';
 export type DecodedRecord = Record<string, unknown>;
 
 /** Turns a decoded record into the row the load stage writes, and rows of related tables. */
-export type RecordShape = (record: DecodedRecord) => Omit<ParsedRow, 'line'>;
+export interface RecordShape {
+  (record: DecodedRecord): Omit<ParsedRow, 'line'>;
+  /**
+   * Fields the shape takes as the file sends them, never decoded by the catalogue: those pinned
+   * `text` (`columns:`), whose text is kept as sent (`2022.0` stays `2022.0`, not the number).
+   */
+  readonly asSent?: ReadonlySet<string>;
+}
 
 const UNDERSCORE = 0x5f;
 

@@ -143,6 +143,9 @@ export class JobTables {
     } else {
       this.shape = base;
     }
+    const asSent = Object.keys(pins).filter((name) => pins[name] === 'text');
+    // Read as sent, never decoded: the shape says so to the readers (see RecordShape).
+    if (asSent.length > 0) this.shape = Object.assign(this.shape, { asSent: new Set(asSent) });
     this.plainJson = !nested && peopleTable === undefined && Object.keys(pins).length === 0;
   }
 

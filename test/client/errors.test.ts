@@ -92,6 +92,66 @@ for (const wire of WIRES) {
       }
     });
 
+    test('v4: a service error is said once (an unknown view field printed its message twice, once more in details)', async () => {
+      await emu.reset();
+      const client = clientFor(emu, 'v4');
+      /** What the client says of a failure: each of the service's messages, once. */
+      const said = async (call: Promise<unknown>, status: number, first: RegExp) => {
+        let caught: unknown;
+        await call.catch((e: unknown) => {
+          caught = e;
+        });
+        assert.ok(caught instanceof ApiError, String(caught));
+        assert.equal(caught.status, status, caught.message);
+        assert.equal(caught.details.length, 1, caught.details.join(' | '));
+        assert.match(caught.details[0]!, first);
+        return caught.details[0]!;
+      };
+      try {
+        await said(
+          client.createView({ name: 'x', fields: ['id', 'prise'] }),
+          400,
+          /^unknown field in view: prise$/,
+        );
+        await said(
+          client.createView({ name: 'x', fields: ['id', 'prise', 'colour'] }),
+          400,
+          /^unknown fields in view: prise, colour$/,
+        );
+        await said(
+          client.preview({ type: 'properties', query: '*', numRecords: 1, view: 'nosuch' }),
+          400,
+          /view does not exist: nosuch/,
+        );
+        await client.createView({ name: 'mine', fields: ['id', 'address'] });
+        await said(
+          client.createView({ name: 'mine', fields: ['id'] }),
+          409,
+          /a view named 'mine' already exists/,
+        );
+        await said(
+          client.preview({
+            type: 'properties',
+            query: '*',
+            numRecords: 1,
+            view: 'mine',
+            autoTrace: true,
+          }),
+          400,
+          /cannot be used with auto_trace: include people\.people_keys:\* in the view/,
+        );
+        await emu.setCredits({ people_credits_allotted: 0 });
+        await said(
+          client.preview({ type: 'properties', query: '*', numRecords: 1, autoTrace: true }),
+          403,
+          /auto_trace requires both a people data plan and a property data plan/,
+        );
+      } finally {
+        await client.close();
+        await emu.reset();
+      }
+    });
+
     test('v3: {error} and {error, message, code} bodies', async () => {
       const client = clientFor(emu, 'v3');
       try {

@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { after, before, describe, test } from 'node:test';
 import { CORE_FIELDS } from '../../src/catalog.js';
-import { ExtraFields, parseExtraField } from '../../src/emulator/extra-fields.js';
+import { ExtraFields, parseExtraField } from '../../src/emulator/world/extra-fields.js';
 import type { EmulatorHarness } from '../helpers/emulator.js';
 import {
   advance,

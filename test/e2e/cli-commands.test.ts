@@ -221,7 +221,8 @@ describe('views', () => {
     let r = await sluice('views', 'create', 'bad', '--fields', 'id,colour');
     assert.equal(r.code, 2);
     assert.match(r.stderr, /field 'colour' is not in sluice's catalogue.*did you mean 'colors'/);
-    assert.match(r.stderr, /400: unknown field in view: colour/);
+    // Said once: the service's details only repeat it (it was printed twice).
+    assert.match(r.stderr, /failed with 400: unknown field in view: colour\n/);
     r = await sluice('views', 'create', 'bad', '--fields', 'id,colour', '--strict-fields');
     assert.equal(r.code, 2);
     assert.match(r.stderr, /unknown field in view: colour; did you mean 'colors'/);

@@ -625,6 +625,238 @@ for (const kind of destinationKinds()) {
     }
 
     for (const [parsing, workers] of PARSINGS) {
+      test(`integers written with an exponent (9.007199254740993e15) were rounded as doubles, with no reject: now each is kept exactly or refused, as its plain spelling is${parsing}`, async () => {
+        const files = {
+          json: [
+            '{"id":"e1","yearBuilt":9.007199254740993e15}',
+            '{"id":"e2","yearBuilt":9.1e16,"numBedroom":2.022e3}',
+            '{"id":"e3","numBedroom":1e20}',
+            '{"id":"e4","floorSizeValue":2.5e-1}',
+            '{"id":"e5","prices":[{"amountMin":1.5,"listingId":-9.223372036854775808E18}]}',
+          ],
+          csv: [
+            'id,yearBuilt,numBedroom,floorSizeValue,prices',
+            'e1,9.007199254740993e15,,,',
+            'e2,9.1e16,2.022e3,,',
+            'e3,,1e20,,',
+            'e4,,,2.5e-1,',
+            'e5,,,,"[{""amountMin"":1.5,""listingId"":-9.223372036854775808E18}]"',
+          ],
+        };
+        for (const [format, lines] of Object.entries(files)) {
+          if (format === 'csv') hostile.serve(lines.slice(1), { header: lines[0]! });
+          else hostile.serve(lines);
+          const name = `exponents-${format}-${workers}`;
+          const t = await target(name);
+          const file = pipeline(
+            t,
+            name,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          assert.equal(run.summary.jobs[0].loaded, 4, format);
+          assert.equal(run.summary.jobs[0].rejected, 1, format);
+          assert.deepEqual(
+            (await t.columns('homes')).find((c) => c.name === 'yearBuilt')?.type,
+            t.integerType,
+            `${format}: yearBuilt stays an integer column`,
+          );
+          // Read back as text: a driver would read an integer past 2^53 as a rounded number.
+          const homes = await t.all<{
+            id: string;
+            y: string | null;
+            b: string | null;
+            f: number | null;
+          }>(
+            'select id, cast("yearBuilt" as text) as y, cast("numBedroom" as text) as b, "floorSizeValue" as f from homes order by id',
+          );
+          assert.deepEqual(
+            homes.map((h) => [h.id, h.y, h.b, h.f === null ? null : Number(h.f)]),
+            [
+              ['e1', '9007199254740993', null, null],
+              ['e2', '91000000000000000', '2022', null],
+              ['e4', null, null, 0.25],
+              ['e5', null, null, null],
+            ],
+            format,
+          );
+          const child = await t.one<{ listing: string }>(
+            `select cast("listingId" as text) as listing from homes__prices where _parent_id = 'e5'`,
+          );
+          assert.equal(child.listing, '-9223372036854775808', `${format}: in a child table`);
+          const rejects = await t.all<{ line: number; reason: string }>(
+            'select line, reason from _sluice_rejects order by line',
+          );
+          assert.deepEqual(
+            rejects.map((r) => [Number(r.line), r.reason]),
+            [
+              [
+                format === 'csv' ? 4 : 3,
+                'numBedroom: the number 1e20 cannot be stored exactly: an integer beyond 64 bits',
+              ],
+            ],
+            format,
+          );
+        }
+      });
+    }
+
+    test('times of a column widened to text read .000000Z on PostgreSQL and DuckDB, as sent on SQLite: now as the service sent them on every destination', async () => {
+      const sent = [
+        '2020-04-12T03:46:45Z',
+        '2024-01-01T00:00:00.5Z',
+        '2023-06-30T23:59:59.123456Z',
+      ];
+      const t = await target('widened-times');
+      const file = pipeline(
+        t,
+        'widened-times',
+        `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+      );
+      hostile.serve(
+        sent.map((time, i) =>
+          JSON.stringify({ id: `w${i}`, dateAdded: time, prices: [{ amountMin: i, date: time }] }),
+        ),
+      );
+      const first = await runJson(file, hostileEnv());
+      assert.equal(first.code, 0, first.stdout + first.stderr);
+      const typeOf = async (table: string, column: string) =>
+        (await t.columns(table)).find((c) => c.name === column)?.type;
+      assert.notEqual(await typeOf('homes', 'dateAdded'), 'text', 'a time column first');
+      // A later record holds text in both: each column widens to text, its times cast.
+      hostile.serve([
+        JSON.stringify({
+          id: 'later',
+          dateAdded: 'soon',
+          prices: [{ amountMin: 9, date: 'unknown' }],
+        }),
+      ]);
+      const second = await runJson(file, hostileEnv());
+      assert.equal(second.code, 0, second.stdout + second.stderr);
+      assert.match(String(await typeOf('homes', 'dateAdded')), /text|varchar/);
+      const homes = await t.all<{ id: string; added: string }>(
+        'select id, "dateAdded" as added from homes order by id',
+      );
+      assert.deepEqual(
+        homes.map((h) => [h.id, h.added]),
+        [['later', 'soon'], ...sent.map((time, i) => [`w${i}`, time])],
+      );
+      const prices = await t.all<{ date: string }>(
+        'select "date" as date from homes__prices order by "amountMin"',
+      );
+      assert.deepEqual(
+        prices.map((p) => p.date),
+        [...sent, 'unknown'],
+        'in a child table too',
+      );
+    });
+
+    for (const [parsing, workers] of PARSINGS) {
+      test(`a text pin stored the parsed number's spelling (2022.0 as 2022): now the text as the service sent it${parsing}`, async () => {
+        const PINNED =
+          '    columns: { yearBuilt: text, floorSizeValue: text, numBathroom: text, lotSizeValue: text }\n';
+        const files = {
+          json: [
+            '{"id":"s1","yearBuilt":2022.0,"floorSizeValue":"1500.50","numBathroom":1e400}',
+            '{"id":"s2","yearBuilt":"2022.0","floorSizeValue":9.007199254740993e15,"lotSizeValue":0.50}',
+          ],
+          csv: [
+            'id,yearBuilt,floorSizeValue,numBathroom,lotSizeValue',
+            's1,2022.0,1500.50,1e400,',
+            's2,2022.0,9.007199254740993e15,,0.50',
+          ],
+        };
+        for (const [format, lines] of Object.entries(files)) {
+          if (format === 'csv') hostile.serve(lines.slice(1), { header: lines[0]! });
+          else hostile.serve(lines);
+          const name = `text-pins-${format}-${workers}`;
+          const t = await target(name);
+          const file = pipeline(
+            t,
+            name,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n${PINNED}    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          assert.equal(run.summary.jobs[0].rejected, 0, format);
+          const homes = await t.all<Record<string, string | null>>(
+            'select id, "yearBuilt" as y, "floorSizeValue" as f, "numBathroom" as b, "lotSizeValue" as s from homes order by id',
+          );
+          assert.deepEqual(
+            homes.map((h) => ({ ...h })),
+            [
+              { id: 's1', y: '2022.0', f: '1500.50', b: '1e400', s: null },
+              { id: 's2', y: '2022.0', f: '9.007199254740993e15', b: null, s: '0.50' },
+            ],
+            format,
+          );
+        }
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
+      test(`a JSON cell naming a key twice kept both values on SQLite and DuckDB, the last on PostgreSQL: now a reject naming the key on every destination${parsing}`, async () => {
+        const PINNED = '    nested: json\n    columns: { extra: json }\n';
+        const twice = (key: string) =>
+          `its JSON names the key '${key}' twice in one object, so one of its values would be lost`;
+        const files = {
+          json: [
+            JSON.stringify({ id: 'k1', extra: '{"a":1,"a":2}' }),
+            JSON.stringify({ id: 'k2', extra: '{"a":{"x":1},"b":{"x":2}}' }),
+            JSON.stringify({ id: 'k3', extra: '[{"a":1},{"a":2}]' }),
+            JSON.stringify({ id: 'k4', extra: '{"a":1,"\\u0061":2}' }),
+          ],
+          csv: [
+            'id,extra,prices',
+            'k1,"{""a"":1,""a"":2}",',
+            'k2,"{""a"":{""x"":1},""b"":{""x"":2}}",',
+            'k3,"[{""a"":1},{""a"":2}]","[{""amountMin"":1},{""amountMin"":2}]"',
+            'k4,"{""a"":1,""\\u0061"":2}",',
+            'k5,,"[{""amountMin"":1,""amountMin"":2}]"',
+          ],
+        };
+        for (const [format, lines] of Object.entries(files)) {
+          if (format === 'csv') hostile.serve(lines.slice(1), { header: lines[0]! });
+          else hostile.serve(lines);
+          const name = `twice-${format}-${workers}`;
+          const t = await target(name);
+          const file = pipeline(
+            t,
+            name,
+            `  homes:\n    type: properties\n    query: '*'\n    format: ${format}\n${PINNED}    ${POLL}\n`,
+          );
+          const run = await runJson(file, hostileEnv({ SLUICE_PARSE_WORKERS: workers }));
+          assert.equal(run.code, 0, `${format}: ${run.stdout}${run.stderr}`);
+          const homes = await t.all<{ id: string; extra: string }>(
+            'select id, cast(extra as text) as extra from homes order by id',
+          );
+          assert.deepEqual(
+            homes.map((h) => [h.id, JSON.parse(h.extra)]),
+            [
+              ['k2', { a: { x: 1 }, b: { x: 2 } }],
+              ['k3', [{ a: 1 }, { a: 2 }]],
+            ],
+            format,
+          );
+          const rejects = await t.all<{ line: number; reason: string }>(
+            'select line, reason from _sluice_rejects order by line',
+          );
+          const at = format === 'csv' ? 2 : 1;
+          assert.deepEqual(
+            rejects.map((r) => [Number(r.line), r.reason]),
+            [
+              [at, `extra: ${twice('a')}`],
+              [at + 3, `extra: ${twice('a')}`],
+              ...(format === 'csv' ? [[at + 4, `prices: ${twice('amountMin')}`]] : []),
+            ],
+            format,
+          );
+        }
+      });
+    }
+
+    for (const [parsing, workers] of PARSINGS) {
       test(`a single record of 100 MB is one reject with its size, found in bounded memory; the rest loads, exit 0${parsing}`, async () => {
         for (const format of ['json', 'csv'] as const) {
           const huge = hugeRecordFile(format, 100);

@@ -25,7 +25,7 @@ const EPOCH_2015 = 1_420_070_400;
 const SPAN_10Y = 10 * 365 * 86_400;
 /**
  * The latest dateUpdated of a record as generated (2025-10-25): before any emulator starts, so
- * every change the emulator's clock brings (see world.ts) is newer than all of them.
+ * every change the emulator's clock brings (see world/world.ts) is newer than all of them.
  */
 const UPDATED_MAX = EPOCH_2015 + SPAN_10Y + 86_400 * 300;
 
@@ -236,6 +236,7 @@ export class Dataset {
     return out.sort();
   }
 
+  /** A property record; its parts drawn from `rng` in a fixed order (the seed decides them all). */
   #property(index: number, rng: Rng): Json {
     const id = this.id('properties', index);
     const { city, lat, lon, postalCode, address } = this.#place(rng);
@@ -255,15 +256,7 @@ export class Dataset {
     const owner = this.ownerOf(index);
     if (owner) r.currentOwnerType = rng.chance(0.85) ? 'Individual' : rng.pick(P.OWNER_TYPES);
     const land = type === 'Land';
-    if (!land && rng.chance(0.9)) r.yearBuilt = rng.int(1900, 2023);
-    if (!land && rng.chance(0.92)) r.numBedroom = rng.int(1, 6);
-    if (!land && rng.chance(0.9)) r.numBathroom = rng.int(2, 9) / 2;
-    if (!land && rng.chance(0.85)) {
-      r.floorSizeValue = rng.int(450, 6500);
-      r.floorSizeUnit = 'sq. ft.';
-    }
-    if (rng.chance(0.7)) r.lotSizeValue = round2(rng.int(5, 400) / 100);
-    if (rng.chance(0.6)) r.zoning = rng.pick(P.ZONING);
+    this.#building(r, rng, land);
 
     const base = rng.int(80, 1800) * 1000;
     const statusDate = rng.time();
@@ -277,7 +270,38 @@ export class Dataset {
       r.mostRecentOwnerLastName = owner.lastName;
       r.mostRecentOwnerPeopleKey = owner.peopleKey;
     }
+    r.prices = this.#prices(rng, id, base, r.floorSizeValue as number | undefined);
+    if (rng.chance(0.6)) this.#brokers(r, index, rng, city.province);
+    if (rng.chance(0.7)) {
+      r.statuses = [
+        { type: status, date: iso(statusDate), dateSeen: this.#dates(rng, rng.int(1, 3)), isUnderContract: status === 'Pending' },
+      ];
+    }
+    if (rng.chance(0.5)) r.transactions = this.#transactions(index, rng, base);
+    this.#propertyNotes(r, rng, id, `${type} in ${city.city}`, base);
+    this.#propertyPeople(r, index, rng, owner);
+    if (!land && rng.chance(0.5)) r.appliances = rng.some(P.APPLIANCES, 1, 4);
+    if (rng.chance(0.5)) r.parking = rng.some(P.PARKING, 1, 2);
+    if (rng.chance(0.6)) r.imageURLs = Array.from({ length: rng.int(1, 2) }, (_, i) => `https://images.example/${id}/${i}.jpg`);
+    r.keys = [`us/${city.province.toLowerCase()}/${city.city.toLowerCase().replaceAll(' ', '')}/${address.toLowerCase().replaceAll(' ', '')}`];
+    r.sourceURLs = this.#urls(rng, id, 1, 2);
+    return r;
+  }
 
+  /** A property's building and lot: none of the building's fields for land. */
+  #building(r: Json, rng: Rng, land: boolean): void {
+    if (!land && rng.chance(0.9)) r.yearBuilt = rng.int(1900, 2023);
+    if (!land && rng.chance(0.92)) r.numBedroom = rng.int(1, 6);
+    if (!land && rng.chance(0.9)) r.numBathroom = rng.int(2, 9) / 2;
+    if (!land && rng.chance(0.85)) {
+      r.floorSizeValue = rng.int(450, 6500);
+      r.floorSizeUnit = 'sq. ft.';
+    }
+    if (rng.chance(0.7)) r.lotSizeValue = round2(rng.int(5, 400) / 100);
+    if (rng.chance(0.6)) r.zoning = rng.pick(P.ZONING);
+  }
+
+  #prices(rng: Rng, id: string, base: number, floorSize: number | undefined): Json[] {
     const prices: Json[] = [];
     for (let i = rng.int(1, 2); i > 0; i--) {
       const amount = Math.round(base * (0.85 + rng.next() * 0.3));
@@ -290,65 +314,66 @@ export class Dataset {
         isSale: rng.chance(0.8),
       };
       if (rng.chance(0.4)) price.isSold = rng.chance(0.5);
-      if (r.floorSizeValue) price.pricePerSquareFoot = round2(amount / (r.floorSizeValue as number));
+      if (floorSize) price.pricePerSquareFoot = round2(amount / floorSize);
       price.sourceURLs = this.#urls(rng, id, 1, 1);
       price.type = rng.chance(0.85) ? 'sale' : 'rental';
       prices.push(price);
     }
-    r.prices = prices;
+    return prices;
+  }
 
-    if (rng.chance(0.6)) {
-      const brokers: Json[] = [];
-      for (let i = rng.int(1, 2); i > 0; i--) {
-        const agentIndex = mix(this.seed, 0xb40e, index * 4 + i) % this.#counts.people;
-        const { first, last } = this.#names(agentIndex);
-        const broker: Json = { agent: `${first} ${last}`, company: rng.pick(P.BROKER_COMPANIES) };
-        if (rng.chance(0.7)) broker.emails = [`${first}.${last}@realty.example`.toLowerCase().replaceAll("'", '')];
-        if (rng.chance(0.8)) broker.phones = [phone(rng)];
-        if (rng.chance(0.6)) broker.licenseNumber = `${city.province}${rng.int(100000, 999999)}`;
-        broker.dateSeen = iso(rng.time());
-        if (rng.chance(0.5)) broker.people_key = this.peopleKey(agentIndex);
-        brokers.push(broker);
+  /** The brokers of a property, people of the dataset, and the most recent of them. */
+  #brokers(r: Json, index: number, rng: Rng, province: string): void {
+    const brokers: Json[] = [];
+    for (let i = rng.int(1, 2); i > 0; i--) {
+      const agentIndex = mix(this.seed, 0xb40e, index * 4 + i) % this.#counts.people;
+      const { first, last } = this.#names(agentIndex);
+      const broker: Json = { agent: `${first} ${last}`, company: rng.pick(P.BROKER_COMPANIES) };
+      if (rng.chance(0.7)) broker.emails = [`${first}.${last}@realty.example`.toLowerCase().replaceAll("'", '')];
+      if (rng.chance(0.8)) broker.phones = [phone(rng)];
+      if (rng.chance(0.6)) broker.licenseNumber = `${province}${rng.int(100000, 999999)}`;
+      broker.dateSeen = iso(rng.time());
+      if (rng.chance(0.5)) broker.people_key = this.peopleKey(agentIndex);
+      brokers.push(broker);
+    }
+    r.brokers = brokers;
+    r.mostRecentBrokerAgent = brokers[0]!.agent;
+    r.mostRecentBrokerCompany = brokers[0]!.company;
+  }
+
+  #transactions(index: number, rng: Rng, base: number): Json[] {
+    const transactions: Json[] = [];
+    for (let i = rng.int(1, 2); i > 0; i--) {
+      const seller = this.#names(mix(index, i, 0x5e11));
+      const buyer = this.#names(mix(index, i, 0xb07e));
+      const price = Math.round(base * (0.5 + rng.next() * 0.5));
+      const t: Json = {
+        saleDate: iso(rng.time()),
+        price,
+        sellerFirstName: seller.first,
+        sellerLastName: seller.last,
+        buyerFirstName: buyer.first,
+        buyerLastName: buyer.last,
+      };
+      if (rng.chance(0.7)) {
+        t.lenderName = rng.pick(P.LENDERS);
+        t.loanAmount = Math.round(price * 0.8);
       }
-      r.brokers = brokers;
-      r.mostRecentBrokerAgent = brokers[0]!.agent;
-      r.mostRecentBrokerCompany = brokers[0]!.company;
+      t.type = rng.chance(0.9) ? 'Deed' : 'Foreclosure';
+      transactions.push(t);
     }
-    if (rng.chance(0.7)) {
-      r.statuses = [
-        { type: status, date: iso(statusDate), dateSeen: this.#dates(rng, rng.int(1, 3)), isUnderContract: status === 'Pending' },
-      ];
-    }
-    if (rng.chance(0.5)) {
-      const transactions: Json[] = [];
-      for (let i = rng.int(1, 2); i > 0; i--) {
-        const seller = this.#names(mix(index, i, 0x5e11));
-        const buyer = this.#names(mix(index, i, 0xb07e));
-        const price = Math.round(base * (0.5 + rng.next() * 0.5));
-        const t: Json = {
-          saleDate: iso(rng.time()),
-          price,
-          sellerFirstName: seller.first,
-          sellerLastName: seller.last,
-          buyerFirstName: buyer.first,
-          buyerLastName: buyer.last,
-        };
-        if (rng.chance(0.7)) {
-          t.lenderName = rng.pick(P.LENDERS);
-          t.loanAmount = Math.round(price * 0.8);
-        }
-        t.type = rng.chance(0.9) ? 'Deed' : 'Foreclosure';
-        transactions.push(t);
-      }
-      r.transactions = transactions;
-    }
+    return transactions;
+  }
+
+  /** Features, a description (`what`: the type and the city), assessed values and taxes. */
+  #propertyNotes(r: Json, rng: Rng, id: string, what: string, base: number): void {
     if (rng.chance(0.8)) {
       r.features = rng.some(P.FEATURE_KEYS, 1, 3).map((key) => ({ key, value: rng.some(P.FEATURE_VALUES, 1, 2) }));
     }
     if (rng.chance(0.5)) {
       r.descriptions = [
         {
-          value: `${type} in ${city.city} with ${r.numBedroom ?? 'several'} bedrooms, close to parks and schools.`,
+          value: `${what} with ${r.numBedroom ?? 'several'} bedrooms, close to parks and schools.`,
           dateSeen: iso(rng.time()),
           sourceURLs: this.#urls(rng, id, 1, 1),
         },
@@ -359,7 +384,10 @@ export class Dataset {
       r.assessedValues = [{ totalAmount: total, landAmount: Math.round(total * 0.3), improvementsAmount: Math.round(total * 0.7), year: rng.int(2018, 2024) }];
     }
     if (rng.chance(0.7)) r.propertyTaxes = [{ amount: round2(base * 0.018), currency: 'USD', year: rng.int(2018, 2024) }];
+  }
 
+  /** The people named on a property: its owner, and sometimes an agent. */
+  #propertyPeople(r: Json, index: number, rng: Rng, owner: Owner | undefined): void {
     const people: Json[] = [];
     if (owner) people.push({ name: `${owner.firstName} ${owner.lastName}`, title: 'owner', dateSeen: iso(rng.time()) });
     if (rng.chance(0.3)) {
@@ -367,12 +395,6 @@ export class Dataset {
       people.push({ name: `${agent.first} ${agent.last}`, title: 'Agent', dateSeen: iso(rng.time()) });
     }
     if (people.length > 0) r.people = people;
-    if (!land && rng.chance(0.5)) r.appliances = rng.some(P.APPLIANCES, 1, 4);
-    if (rng.chance(0.5)) r.parking = rng.some(P.PARKING, 1, 2);
-    if (rng.chance(0.6)) r.imageURLs = Array.from({ length: rng.int(1, 2) }, (_, i) => `https://images.example/${id}/${i}.jpg`);
-    r.keys = [`us/${city.province.toLowerCase()}/${city.city.toLowerCase().replaceAll(' ', '')}/${address.toLowerCase().replaceAll(' ', '')}`];
-    r.sourceURLs = this.#urls(rng, id, 1, 2);
-    return r;
   }
 
   #business(index: number, rng: Rng): Json {

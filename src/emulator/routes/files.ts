@@ -1,4 +1,5 @@
 import { createReadStream } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
 import { Transform } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { EmulatorContext } from '../service.js';
@@ -56,29 +57,9 @@ export function registerFiles(app: FastifyInstance, ctx: EmulatorContext): void 
       );
       if (gzip) reply.header('content-encoding', 'gzip');
 
-      let start = 0;
-      let end = file.size - 1;
-      const range = request.headers.range;
-      const ifRange = request.headers['if-range'];
-      if (range && (ifRange === undefined || ifRange === etag)) {
-        const m = /^bytes=(\d*)-(\d*)$/.exec(range);
-        if (!m || (m[1] === '' && m[2] === '')) {
-          throw new HttpProblem(416, 'The requested range is not satisfiable', [], {
-            'content-range': `bytes */${file.size}`,
-          });
-        }
-        if (m[1] === '') start = Math.max(0, file.size - Number(m[2]));
-        else {
-          start = Number(m[1]);
-          if (m[2] !== '') end = Math.min(end, Number(m[2]));
-        }
-        if (start > end || start >= file.size) {
-          throw new HttpProblem(416, 'The requested range is not satisfiable', [], {
-            'content-range': `bytes */${file.size}`,
-          });
-        }
-        reply.code(206).header('content-range', `bytes ${start}-${end}/${file.size}`);
-      }
+      const range = byteRange(request.headers, file.size, etag);
+      const { start, end } = range ?? { start: 0, end: file.size - 1 };
+      if (range) reply.code(206).header('content-range', `bytes ${start}-${end}/${file.size}`);
       const length = end - start + 1;
       reply.header('content-length', String(length));
       if (file.size === 0) return reply.send('');
@@ -93,6 +74,36 @@ export function registerFiles(app: FastifyInstance, ctx: EmulatorContext): void 
       return reply.send(stream);
     },
   );
+}
+
+/**
+ * The bytes a `Range` header asks for (one range, `bytes=a-b`, `a-` or `-n`), when it applies
+ * (no `If-Range`, or one naming this `etag`); undefined for the whole file. 416 for a range the
+ * file cannot satisfy.
+ */
+function byteRange(
+  headers: IncomingHttpHeaders,
+  size: number,
+  etag: string,
+): { start: number; end: number } | undefined {
+  const { range } = headers;
+  const ifRange = headers['if-range'];
+  if (!range || (ifRange !== undefined && ifRange !== etag)) return undefined;
+  const unsatisfiable = () =>
+    new HttpProblem(416, 'The requested range is not satisfiable', [], {
+      'content-range': `bytes */${size}`,
+    });
+  const m = /^bytes=(\d*)-(\d*)$/.exec(range);
+  if (!m || (m[1] === '' && m[2] === '')) throw unsatisfiable();
+  let start: number;
+  let end = size - 1;
+  if (m[1] === '') start = Math.max(0, size - Number(m[2]));
+  else {
+    start = Number(m[1]);
+    if (m[2] !== '') end = Math.min(end, Number(m[2]));
+  }
+  if (start > end || start >= size) throw unsatisfiable();
+  return { start, end };
 }
 
 /** Passes `limit` bytes through, then fails, so the connection drops mid-body. */

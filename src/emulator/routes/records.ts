@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { DATA_TYPES, type DataType, FIELDS, type FieldDef } from '../../catalog.js';
-import { isoMs } from '../churn.js';
 import type { EmulatorContext } from '../service.js';
 import { HttpProblem } from '../state.js';
+import { isoMs } from '../world/churn.js';
 
 const MAX_IDS = 1000;
 const MAX_ADD = 10_000;
@@ -47,7 +47,9 @@ export function registerRecordControl(control: FastifyInstance, ctx: EmulatorCon
         throw new HttpProblem(
           404,
           `no ${type} record with id ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`,
-          missing.slice(0, 20).map((id) => ({ field: 'ids', message: `no such record: ${id}` })),
+          missing
+            .slice(0, 20)
+            .map((id) => ({ field: 'ids', message: `no ${type} record with id ${id}` })),
         );
       }
       world.update(type, [...new Set(found.values())], now);

@@ -40,11 +40,17 @@ export function columnTypeOf(dataType: string): ColumnType {
   }
 }
 
-/** The expression that converts column `col` from `from` to `to`, as PostgreSQL would. */
+/**
+ * The expression that converts column `col` from `from` to `to`, as PostgreSQL would: a time as
+ * the service writes it (`2020-04-12T03:46:45Z`, see postgres/types.ts), in UTC (the session's
+ * time zone).
+ */
 export function castExpression(col: string, from: ColumnType, to: ColumnType): string {
   if (to === 'text') {
     if (from === 'timestamp') {
-      return `strftime(CAST(${col} AS TIMESTAMP), '%Y-%m-%dT%H:%M:%S.%fZ')`;
+      const utc = `CAST(${col} AS TIMESTAMP)`;
+      const fraction = `rtrim(rtrim(strftime(${utc}, '.%f'), '0'), '.')`;
+      return `strftime(${utc}, '%Y-%m-%dT%H:%M:%S') || ${fraction} || 'Z'`;
     }
     // DuckDB writes a whole double as `1999.0`; PostgreSQL (and so sluice) as `1999`.
     if (from === 'real') {

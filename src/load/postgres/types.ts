@@ -67,11 +67,17 @@ export function columnTypeOf(dataType: string): ColumnType {
   }
 }
 
-/** The USING expression that converts column `col` from `from` to `to`. */
+/**
+ * The USING expression that converts column `col` from `from` to `to`. A time becomes text as
+ * the service writes it (`2020-04-12T03:46:45Z`: UTC, a fraction only when there is one, its
+ * zeros cut), which is what SQLite, storing the text as sent, holds.
+ */
 export function castExpression(col: string, from: ColumnType, to: ColumnType): string {
   if (to === 'text') {
     if (from === 'timestamp') {
-      return `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+      const utc = `${col} AT TIME ZONE 'UTC'`;
+      const fraction = `rtrim(rtrim(to_char(${utc}, '.US'), '0'), '.')`;
+      return `to_char(${utc}, 'YYYY-MM-DD"T"HH24:MI:SS') || ${fraction} || 'Z'`;
     }
     if (from === 'boolean') return `CASE WHEN ${col} THEN 'true' WHEN NOT ${col} THEN 'false' END`;
     return `${col}::text`;

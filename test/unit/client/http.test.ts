@@ -128,6 +128,67 @@ describe('errorMessages', () => {
     ]);
   });
 
+  test('a service error is said once: details that only repeat the message are left out, in any wording of its words', () => {
+    // What the emulator sent for `views create x --fields id,prise`, printed twice before.
+    const view = {
+      error: 'Bad Request',
+      message: 'unknown field in view: prise',
+      code: 400,
+      details: [{ field: 'fields', message: "unknown field 'prise'" }],
+    };
+    assert.deepEqual(errorMessages(view, ''), ['unknown field in view: prise']);
+    const reordered = {
+      message: 'view does not exist: nosuch',
+      details: [{ field: 'view', message: "view 'nosuch' does not exist" }],
+    };
+    assert.deepEqual(errorMessages(reordered, ''), ['view does not exist: nosuch']);
+    // `name` is said by `named`; the same in the real service's list shape.
+    assert.deepEqual(
+      errorMessages({ errors: ["a view named 'x' already exists", 'name: already exists'] }, ''),
+      ["a view named 'x' already exists"],
+    );
+    // A detail that says all the message does, and more, is said in its place.
+    assert.deepEqual(
+      errorMessages(
+        {
+          message: 'must be an integer',
+          details: [{ field: 'num_records', message: 'must be an integer' }],
+        },
+        '',
+      ),
+      ['num_records: must be an integer'],
+    );
+  });
+
+  test('details that add to the message are kept: another field, number, sign or word', () => {
+    const body = (message: string, field: string, detail: string) => ({
+      message,
+      details: [{ field, message: detail }],
+    });
+    for (const [message, field, detail, kept] of [
+      ['Invalid request', 'num_records', 'must be an integer', 'num_records: must be an integer'],
+      [
+        'num_records must be at most 10',
+        'num_records',
+        'must be at most 100',
+        'num_records: must be at most 100',
+      ],
+      ['num_records must be >= 1', 'num_records', 'must be <= 1', 'num_records: must be <= 1'],
+
+      ['page must be 1 or more', 'page', 'must be -1 or more', 'page: must be -1 or more'],
+    ] as const) {
+      assert.deepEqual(errorMessages(body(message, field, detail), ''), [message, kept], detail);
+    }
+    // One that says all the message does, and more, is said in its place.
+    assert.deepEqual(
+      errorMessages(
+        body('num_records is too large', 'num_records', 'is too large for a preview'),
+        '',
+      ),
+      ['num_records: is too large for a preview'],
+    );
+  });
+
   test('the real service shape {"errors": [...]}', () => {
     assert.deepEqual(errorMessages({ errors: ['Query is invalid', 'num_records: too big'] }, ''), [
       'Query is invalid',

@@ -35,6 +35,34 @@ describe('numbers kept exactly or refused (numbers.ts)', () => {
     refused('1e-400', /a double rounds it to 0/);
   });
 
+  test('an integer written with an exponent follows the rule of its plain spelling (it was rounded as a double)', () => {
+    assert.equal(exactNumber('9.007199254740993e15'), 9007199254740993n);
+    assert.equal(exactNumber('9007199254740993E0'), 9007199254740993n);
+    assert.equal(exactNumber('90071992547409.93e2'), 9007199254740993n);
+    assert.equal(exactNumber('-9.223372036854775808e18'), -9223372036854775808n);
+    assert.equal(exactNumber('9.1e16'), 91000000000000000n, 'as 91000000000000000 is');
+    assert.equal(exactNumber('2.022e3'), 2022);
+    assert.equal(exactNumber('-1.5e3'), -1500);
+    assert.equal(exactNumber('1.5e-3'), 0.0015, 'a fraction is a double, as ever');
+    assert.throws(
+      () => exactNumber('1e20'),
+      /1e20 cannot be stored exactly: an integer beyond 64 bits/,
+    );
+    assert.throws(
+      () => exactNumber('9.223372036854775808e18'),
+      /an integer beyond 64 bits/,
+      'as 9223372036854775808 is',
+    );
+    assert.deepEqual(
+      parseExact('{"a":9.007199254740993e15,"b":[1.5e3],"c":"9.007199254740993e15"}'),
+      {
+        a: 9007199254740993n,
+        b: [1500],
+        c: '9.007199254740993e15',
+      },
+    );
+  });
+
   test('JSON with numbers a double cannot hold: exact values at any depth; strings untouched', () => {
     const line =
       '{"id":"p1","note":"1234567890123456789 and 5e400 in a string, \\"quoted\\"","big":9007199254740993,' +

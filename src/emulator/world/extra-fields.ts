@@ -8,8 +8,8 @@ import {
   isDataType,
   resolveField,
   type ScalarKind,
-} from '../catalog.js';
-import { iso, mix, Rng } from './data/dataset.js';
+} from '../../catalog.js';
+import { iso, mix, Rng } from '../data/dataset.js';
 
 /**
  * Fields the emulator serves beyond the core ones its records carry (`--extra-field`, or

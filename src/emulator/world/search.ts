@@ -1,8 +1,8 @@
-import type { DataType } from '../catalog.js';
-import type { QueryNode } from '../query/ast.js';
-import { compileQuery } from '../query/evaluate.js';
-import { checkQuery } from '../query/lint.js';
-import type { Dataset } from './data/dataset.js';
+import type { DataType } from '../../catalog.js';
+import type { QueryNode } from '../../query/ast.js';
+import { compileQuery } from '../../query/evaluate.js';
+import { checkQuery } from '../../query/lint.js';
+import type { Dataset } from '../data/dataset.js';
 import type { ExtraFields } from './extra-fields.js';
 import type { Horizon, World } from './world.js';
 

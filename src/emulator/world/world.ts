@@ -1,6 +1,6 @@
-import type { DataType } from '../catalog.js';
+import type { DataType } from '../../catalog.js';
+import { type Dataset, mergeOwner, mix, Rng } from '../data/dataset.js';
 import { applyChanges, type Change, isoMs, KEPT_CHANGES } from './churn.js';
-import { type Dataset, mergeOwner, mix, Rng } from './data/dataset.js';
 import { ExtraFields } from './extra-fields.js';
 
 type Json = Record<string, unknown>;

@@ -1,6 +1,6 @@
-import type { DataType } from '../catalog.js';
-import { iso, phone, type Rng } from './data/dataset.js';
-import * as P from './data/pools.js';
+import type { DataType } from '../../catalog.js';
+import { iso, phone, type Rng } from '../data/dataset.js';
+import * as P from '../data/pools.js';
 
 type Json = Record<string, unknown>;
 
