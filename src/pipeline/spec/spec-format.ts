@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CREDIT_TYPES, type CreditType, DATA_TYPES } from '../../catalog.js';
 import type { ColumnType } from '../../schema/types.js';
 import type { CredentialSource } from '../../util/env-layers.js';
+import { notifySchema, type PipelineNotify } from './spec-notify.js';
 
 /**
  * The pipeline file format: its zod schema (validation, defaults and the JSON Schema for
@@ -245,6 +246,9 @@ const job = z.strictObject({
     ),
   columns: columnHints.optional(),
   schema: schemaContract.optional(),
+  notify: notifySchema
+    .optional()
+    .describe("where this job's alerts go, in place of the pipeline's notify:"),
   poll: poll.default({
     interval: 5000,
     max_interval: 60_000,
@@ -272,6 +276,7 @@ export const pipelineSchema = z.strictObject({
     .default(DEFAULT_PARALLEL_JOBS)
     .describe('jobs whose downloads the service prepares at once (1: one after another)'),
   budget: budget.optional(),
+  notify: notifySchema.optional(),
   naming: z
     .enum(['keep', 'snake_case'])
     .default('keep')
@@ -310,7 +315,15 @@ export type JobKind = 'download' | 'scrape' | 'targeted_update';
 export interface JobSpec
   extends Omit<
     RawJob,
-    'records' | 'key' | 'table' | 'query' | 'columns' | 'schema' | 'refresh' | 'require_people_data'
+    | 'records'
+    | 'key'
+    | 'table'
+    | 'query'
+    | 'columns'
+    | 'schema'
+    | 'refresh'
+    | 'require_people_data'
+    | 'notify'
   > {
   name: string;
   kind: JobKind;
@@ -393,6 +406,8 @@ export interface PipelineSpec {
   strictFields: boolean;
   /** Where the service's and the database's credentials came from (never their values). */
   credentials: CredentialSource[];
+  /** Where alerts go: the file's `notify:` (else the environment's), and each job's own. */
+  notify: PipelineNotify;
 }
 
 /** `table`: a job's own table; `people`: a people table autotrace and owner lookups share. */
@@ -433,6 +448,7 @@ export function knownKeys(path: string[]): string[] {
     schema: Object.keys(schemaContract.shape),
     budget: [...CREDIT_TYPES],
     view: ['fields'],
+    notify: Object.keys(notifySchema.shape),
   };
   if (path.length === 0) return shapes['']!;
   if (path[0] === 'jobs' && path.length === 2) return shapes.job!;
@@ -440,6 +456,7 @@ export function knownKeys(path: string[]): string[] {
   if (path[0] === 'jobs' && path[2] === 'incremental') return shapes.incremental!;
   if (path[0] === 'jobs' && path[2] === 'refresh') return shapes.refresh!;
   if (path[0] === 'jobs' && path[2] === 'schema') return shapes.schema!;
+  if (path[0] === 'jobs' && path[2] === 'notify') return shapes.notify!;
   if (path[0] === 'views' && path.length === 2) return shapes.view!;
   return shapes[path[0]!] ?? [];
 }

@@ -176,7 +176,7 @@ function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext):
     ...(Object.keys(columns).length > 0 ? { columns: sortedEntries(columns) } : {}),
     ...(raw.naming === 'snake_case' ? { naming: raw.naming } : {}),
   };
-  const { refresh: _refresh, require_people_data: _old, ...rest } = j;
+  const { refresh: _refresh, require_people_data: _old, notify: _notify, ...rest } = j;
   return {
     ...rest,
     ...(onlyTraceable === undefined ? {} : { only_traceable: onlyTraceable }),

@@ -32,6 +32,7 @@ import {
   type TableClaim,
 } from './spec-format.js';
 import { resolveJob } from './spec-job.js';
+import { pipelineNotify } from './spec-notify.js';
 import { tableNameProblems } from './table-names.js';
 
 export type { Budget, BudgetPeriod, JobSpec, PipelineSpec } from './spec-format.js';
@@ -148,7 +149,13 @@ export function parsePipeline(
     throw PipelineSpecError.all(errors);
   }
   const strictFields = options.strictFields === true || parsed.data.strict_fields;
-  const spec = resolve(parsed.data, file, doc, lineOf, { lenient, warnings, views, strictFields });
+  const spec = resolve(parsed.data, file, doc, lineOf, {
+    lenient,
+    warnings,
+    views,
+    strictFields,
+    lookup: options.lookup ?? envLookup([{ vars: env }]),
+  });
   return { ...spec, credentials };
 }
 
@@ -199,6 +206,7 @@ function resolve(
     warnings: string[];
     views: 'offline' | 'service';
     strictFields: boolean;
+    lookup: EnvLookup;
   },
 ): Omit<PipelineSpec, 'credentials'> {
   const fail = (message: string, path: string[]): never => {
@@ -272,6 +280,7 @@ function resolve(
   }
   problems.push(...tableNameProblems(tables, file, raw.name, raw.naming));
   const budgets = check(() => budgetsOf(raw, fail)) ?? [];
+  const notify = check(() => pipelineNotify(raw, fail, options.lookup, file)) ?? { jobs: {} };
   if (problems.length > 0) throw PipelineSpecError.all(problems);
   return {
     file,
@@ -288,6 +297,7 @@ function resolve(
     naming: raw.naming,
     tables,
     strictFields: options.strictFields,
+    notify,
   };
 }
 
@@ -456,6 +466,9 @@ function literalSecret(path: string[], value: string): string | undefined {
   if ((where === 'source.password' || where === 'source.token') && value !== '') {
     const variable = where === 'source.token' ? 'SLUICE_API_TOKEN' : 'SLUICE_PASSWORD';
     return `the ${path[1]} is written in the file, where whoever reads it (or its history) can spend your credits; use \${${variable}} and set it in the environment`;
+  }
+  if (/^(jobs\.[^.]+\.)?notify\.secret$/.test(where) && value !== '') {
+    return "the webhook's signing secret is written in the file; use ${SLUICE_NOTIFY_SECRET} (or ${file:PATH}) and set it outside the file";
   }
   if (where === 'destination' || where === 'destination.url') {
     try {
