@@ -9,6 +9,7 @@ import { registerFields } from './commands/fields.js';
 import { registerGet } from './commands/get.js';
 import { registerHealth } from './commands/health.js';
 import { registerInit } from './commands/init.js';
+import { registerNotify } from './commands/notify.js';
 import { registerPipeline } from './commands/pipeline.js';
 import { registerRealTime } from './commands/realtime.js';
 import { registerSearch } from './commands/search.js';
@@ -77,6 +78,7 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
     registerPipeline,
     registerGet,
     registerInit,
+    registerNotify,
   ]) {
     cli = register(cli, ctx);
   }

@@ -5,6 +5,7 @@ import type { Naming, NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType, PackedRows, Row } from '../schema/types.js';
 import type {
+  AlertRow,
   Attempt,
   CursorRow,
   FileRow,
@@ -17,6 +18,7 @@ import type {
 
 export type { Column, ColumnType, Row } from '../schema/types.js';
 export type {
+  AlertRow,
   Attempt,
   CursorRow,
   FileRow,
@@ -207,6 +209,7 @@ export interface State {
   runsOfBatches(pipeline: string, members: string, limit: number): Promise<RunRow[]>;
   run(runId: string): Promise<RunRow | undefined>;
   runChain(root: string): Promise<RunRow[]>;
+  recordAlerts(rows: readonly AlertRow[]): Promise<void>;
   saveJob(row: JobRow): Promise<void>;
   jobsOfRuns(runIds: readonly string[]): Promise<JobRow[]>;
   openAttempt(pipeline: string, job: string): Promise<Attempt | undefined>;

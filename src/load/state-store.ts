@@ -27,6 +27,7 @@ export type RejectRow = StateDatabase['_sluice_rejects'];
 export type CursorRow = StateDatabase['_sluice_cursors'];
 export type LeaseRow = StateDatabase['_sluice_leases'];
 export type TableOwnerRow = StateDatabase['_sluice_tables'];
+export type AlertRow = StateDatabase['_sluice_alerts'];
 
 /** A run as it starts: what it was asked to do, and why. */
 export interface NewRun {
@@ -182,6 +183,15 @@ export class StateStore {
       .orderBy('run_id', 'desc');
     if (before !== undefined) query = query.where('run_id', '!=', before);
     return query.executeTakeFirst();
+  }
+
+  /** The alerts sent about a run (or their failures): see pipeline/notify/. */
+  async recordAlerts(rows: readonly AlertRow[]): Promise<void> {
+    if (rows.length > 0)
+      await this.db
+        .insertInto('_sluice_alerts')
+        .values([...rows])
+        .execute();
   }
 
   /** A run and the runs that resumed it (their `resumes` names it). */

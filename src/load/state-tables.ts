@@ -16,9 +16,10 @@ import type { Kysely } from 'kysely';
  * it belonged to (see `pipeline/run/batch.ts`); and the service's other paid requests beside
  * downloads: an attempt's `kind` (a targeted update, a scrape), a scrape's records as the service
  * answered them (`payload`, kept until they are loaded), and the account's credits used when it
- * was asked for (`used_before`).
+ * was asked for (`used_before`). Version 5 adds `_sluice_alerts`: each alert a run sent (or
+ * failed to send), to which kind of target and host (never its path, which may hold a token).
  */
-export const STATE_VERSION = 4;
+export const STATE_VERSION = 5;
 
 type ColumnKind = 'text' | 'bigint';
 
@@ -192,6 +193,22 @@ export const STATE_TABLES: readonly StateTable[] = [
     primaryKey: ['table_name', 'pipeline', 'job'],
     indexes: [],
   },
+  {
+    name: '_sluice_alerts',
+    columns: [
+      text('run_id'),
+      text('pipeline', true),
+      text('event', true),
+      text('target_kind', true),
+      text('target', true),
+      text('sent_at', true),
+      text('ok', true),
+      big('attempts', true),
+      text('error'),
+    ],
+    primaryKey: [],
+    indexes: [{ name: '_sluice_alerts_by_pipeline', columns: ['pipeline', 'sent_at'] }],
+  },
 ];
 
 /** Indexes of version 1 whose names or columns differ in version 2. */
@@ -338,6 +355,23 @@ export interface StateDatabase {
     claimed_at: string;
     /** The run that claimed it. */
     run_id: string;
+  };
+  _sluice_alerts: {
+    /** The run the alert is about; null for `sluice notify test`. */
+    run_id: string | null;
+    pipeline: string;
+    /** failed, refused, incomplete, interrupted, recovered, budget, success, or test. */
+    event: string;
+    /** webhook, slack or email. */
+    target_kind: string;
+    /** The target's host (and port): never its path or credentials, which may be secrets. */
+    target: string;
+    sent_at: string;
+    /** 'true' when the target took it. */
+    ok: string;
+    attempts: number;
+    /** Why it was not delivered (no secret in it). */
+    error: string | null;
   };
 }
 

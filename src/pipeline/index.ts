@@ -3,6 +3,12 @@ export { describeKind } from './extract/real-time.js';
 export type { BudgetStanding } from './guard/budget.js';
 export { type CreditEstimate, estimateJob } from './guard/estimate.js';
 export { jobColumns } from './load/job-columns.js';
+export {
+  notifyRun,
+  notifyTargets,
+  type RunEnd,
+  testTargets,
+} from './notify/notify.js';
 export type {
   Credits,
   ErrorInfo,

@@ -6,6 +6,7 @@ import {
   clientFor,
   describeKind,
   type JobOutcome,
+  type PipelineSpec,
   type PlanReport,
   pipelineJsonSchema,
   planPipeline,
@@ -22,6 +23,7 @@ import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '
 import { creditsText, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
+import { alertRun } from './notify.js';
 import {
   type PipelineArgs,
   pipelineFileArg,
@@ -252,14 +254,26 @@ export interface RunArgs {
 export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
   const files = args.files;
   if (files.length === 1) {
-    const summary = await withPipeline(
-      { file: files[0]!, ...strictOf(args) },
-      ctx,
-      { source: 'required' },
-      (spec) => runPipeline(spec, { ...runOptions(args, ctx), progress: progressOf(args, ctx) }),
-    );
+    let spec: PipelineSpec | undefined;
+    let summary: RunSummary;
+    try {
+      summary = await withPipeline(
+        { file: files[0]!, ...strictOf(args) },
+        ctx,
+        { source: 'required' },
+        (loaded) => {
+          spec = loaded;
+          return runPipeline(loaded, { ...runOptions(args, ctx), progress: progressOf(args, ctx) });
+        },
+      );
+    } catch (error) {
+      // A run that could not start (its login, its lock) alerts too, then fails as it would.
+      if (spec) await alertRun(spec, { error }, ctx);
+      throw error;
+    }
     if (args.json) writeJson(ctx.io.stdout, summary);
     else printSummary(summary, ctx);
+    await alertRun(spec!, { summary }, ctx);
     return exitCodeOfRun(summary);
   }
   const members: BatchMember[] = [];
@@ -291,7 +305,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   }
   const runs: (RunSummary | (ReturnType<typeof errorDocument> & { file: string }))[] = [];
   const codes: number[] = [];
-  await runPipelines(members, {
+  const ended = await runPipelines(members, {
     ...runOptions(args, ctx),
     progress: () => progressOf(args, ctx),
     onRun: (run) => {
@@ -309,6 +323,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   });
   const code = worstExitCode(codes);
   if (args.json) writeJson(ctx.io.stdout, { exit_code: code, runs });
+  await Promise.all(ended.map((run) => alertRun(run.spec, run, ctx)));
   return code;
 }
 
