@@ -12,6 +12,7 @@ import {
   startHttpReceiver,
   startSmtpInbox,
 } from '../helpers/receivers.js';
+import { startRun } from '../helpers/runs.js';
 
 /**
  * Alerts (`notify:`) end to end: runs the emulator makes fail, refuse or spend past a budget's
@@ -270,6 +271,72 @@ describe('alerts', () => {
       for (const row of rows) assertNoSecret([String(row.error), String(row.target)]);
     } finally {
       await dead.close();
+    }
+  });
+
+  test('a download cancelled on the service: incomplete, to the job’s own target only', async () => {
+    // Downloads that take seconds, so that one can be cancelled half way.
+    const slow = await EmulatorHarness.start({
+      scale: 0.5,
+      fileRecords: 150,
+      rate: 300,
+      queueMs: 0,
+    });
+    try {
+      const db = join(dir, 'cancelled.sqlite');
+      const file = writePipeline(
+        dir,
+        'cancelled',
+        `${pipelineHead('cancelled', `sqlite:${db}`)}notify:
+  webhook: \${HOOK_URL}
+jobs:
+  homes:
+    type: properties
+    query: 'province:TX'
+    records: 2000
+    write: append
+    poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
+    notify:
+      slack: \${SLACK_URL}
+`,
+      );
+      const started = startRun(file, slow, {
+        checkpoint: 'polling:homes',
+        env: {
+          SLUICE_CHECKPOINT_WAIT: '1000',
+          HOOK_URL: `${hook.url}/sluice`,
+          SLACK_URL: `${slack.url}/services/${SLACK_TOKEN}`,
+        },
+      });
+      await started.reached;
+      const login = await fetch(`${slow.v4Url}/auth`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          email: slow.credentials.email,
+          password: slow.credentials.password,
+        }),
+      });
+      const { token } = (await login.json()) as { token: string };
+      const [download] = slow.emulator.context.state.downloads;
+      const cancelled = await fetch(`${slow.v4Url}/downloads/${download!.publicId}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(cancelled.status, 200);
+      const done = await started.finished;
+      assert.equal(done.code, 4, done.stderr);
+      const summary = JSON.parse(done.stdout);
+      assert.equal(summary.status, 'incomplete');
+      assert.equal(hook.received.length, 0, "the pipeline's target: the job has its own");
+      assert.equal(slack.received.length, 1);
+      const text = slack.received[0]!.body;
+      assert.ok(text.includes(summary.run_id));
+      assert.match(text, /ended incomplete/);
+      assert.match(text, /SLUICE_DOWNLOAD_CANCELLED/);
+      assertNoSecret([text, done.stderr]);
+    } finally {
+      await slow.close();
     }
   });
 
