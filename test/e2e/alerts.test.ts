@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { createHmac } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -386,10 +387,19 @@ jobs:
     );
     assertNoSecret([json.stdout, json.stderr]);
 
-    const none = await runCli(
-      ['notify', 'test', pipeline('silent', '', [job('homes', 5)]).file],
-      env(),
+    // The environment's default, from an env file (as docs/scheduling.md sets it).
+    const silent = pipeline('silent', '', [job('homes', 5)]).file;
+    const envFile = join(dir, 'sluice.env');
+    writeFileSync(envFile, `SLUICE_NOTIFY_WEBHOOK=${hook.url}/from-env\n`);
+    hook.received.length = 0;
+    const fromFile = await runCli(['notify', 'test', silent, '--env-file', envFile], env());
+    assert.equal(fromFile.code, 0, fromFile.stderr);
+    assert.deepEqual(
+      hook.received.map((r) => r.path),
+      ['/from-env'],
     );
+
+    const none = await runCli(['notify', 'test', silent], env());
     assert.equal(none.code, 2);
     assert.match(none.stderr, /no notify:/);
   });
