@@ -4,6 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
+import { destinationKinds, skipReason, targetFactory } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
 import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
 import {
@@ -404,3 +405,37 @@ jobs:
     assert.match(none.stderr, /no notify:/);
   });
 });
+
+for (const kind of destinationKinds()) {
+  const reason = await skipReason(kind);
+  const target = targetFactory(kind, () => dir);
+  describe(`alerts recorded on ${kind}`, { skip: reason }, () => {
+    test('each alert, sent or not, is a row of _sluice_alerts, by host only', async () => {
+      const t = await target('recorded');
+      const file = writePipeline(
+        dir,
+        `${kind}-recorded`,
+        `${pipelineHead('recorded', t.destinationYaml)}notify:
+  webhook: \${HOOK_URL}
+  slack: http://127.0.0.1:9/services/${SLACK_TOKEN}
+  on: [success]
+jobs:
+${job('homes', 10)}`,
+      );
+      const done = await run(file);
+      assert.equal(done.code, 0, done.stderr);
+      const rows = await t.all<Record<string, unknown>>(
+        'select run_id, event, target_kind, target, ok, attempts, error from _sluice_alerts order by target_kind',
+      );
+      assert.deepEqual(
+        rows.map((r) => [r.run_id, r.event, r.target_kind, r.ok, Number(r.attempts)]),
+        [
+          [done.summary.run_id, 'success', 'slack', 'false', 3],
+          [done.summary.run_id, 'success', 'webhook', 'true', 1],
+        ],
+      );
+      assert.equal(rows[0]!.target, '127.0.0.1:9');
+      assertNoSecret(rows.map((r) => JSON.stringify(r)));
+    });
+  });
+}
