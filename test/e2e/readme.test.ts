@@ -32,6 +32,7 @@ const ENVIRONMENT = new Set(
     'SQLITE_BUSY_TIMEOUT_MS',
     'TEST_POSTGRES_URL',
     'TEST_DESTINATIONS',
+    'NOTIFY_SMTP',
   ].map((n) => `SLUICE_${n}`),
 );
 
