@@ -14,7 +14,7 @@ import {
   startHttpReceiver,
   startSmtpInbox,
 } from '../helpers/receivers.js';
-import { startRun } from '../helpers/runs.js';
+import { startRun, stopAt } from '../helpers/runs.js';
 
 /**
  * Alerts (`notify:`) end to end: runs the emulator makes fail, refuse or spend past a budget's
@@ -340,6 +340,19 @@ jobs:
     } finally {
       await slow.close();
     }
+  });
+
+  test('a run stopped by SIGTERM: an interrupted alert, sent before it exits 130', async () => {
+    const { file } = pipeline('stopped', 'notify:\n  webhook: ${HOOK_URL}\n', [job('homes', 20)]);
+    const done = await stopAt(file, h, 'polling:homes', 'SIGTERM', {
+      HOOK_URL: `${hook.url}/sluice`,
+    });
+    const summary = JSON.parse(done.stdout);
+    assert.deepEqual(
+      bodies(hook).map((b) => [b.event, b.run_id]),
+      [['interrupted', summary.run_id]],
+    );
+    assert.match(String(bodies(hook)[0]!.what_to_do), /run `sluice run .*stopped\.yaml` again/);
   });
 
   test('a run that cannot start (the service refuses the login) alerts without a run id', async () => {

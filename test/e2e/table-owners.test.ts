@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import { STATE_VERSION } from '../../src/load/state-tables.js';
 import {
   destinationKinds,
   skipReason,
@@ -68,7 +69,7 @@ for (const kind of destinationKinds()) {
       const state = await t.one<{ value: string }>(
         "select value from _sluice_meta where key = 'state_version'",
       );
-      assert.equal(state.value, '4');
+      assert.equal(state.value, String(STATE_VERSION));
       assert.ok(
         Number((await t.one<{ n: number }>('select count(*) as n from people')).n) >=
           Number(persons.n),
