@@ -311,21 +311,8 @@ jobs:
         },
       });
       await started.reached;
-      const login = await fetch(`${slow.v4Url}/auth`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          email: slow.credentials.email,
-          password: slow.credentials.password,
-        }),
-      });
-      const { token } = (await login.json()) as { token: string };
       const [download] = slow.emulator.context.state.downloads;
-      const cancelled = await fetch(`${slow.v4Url}/downloads/${download!.publicId}`, {
-        method: 'DELETE',
-        headers: { authorization: `Bearer ${token}` },
-      });
-      assert.equal(cancelled.status, 200);
+      assert.equal(await slow.cancelDownload(download!.publicId), 200);
       const done = await started.finished;
       assert.equal(done.code, 4, done.stderr);
       const summary = JSON.parse(done.stdout);

@@ -103,6 +103,22 @@ export class EmulatorHarness {
     return this.control('GET', 'outbox');
   }
 
+  /** Cancels a download as its owner would on the service (logged in over v4): not by sluice. */
+  async cancelDownload(publicId: string): Promise<number> {
+    const { email, password } = this.credentials;
+    const login = await fetch(`${this.v4Url}/auth`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password }),
+    });
+    const { token } = (await login.json()) as { token: string };
+    const cancelled = await fetch(`${this.v4Url}/downloads/${publicId}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    return cancelled.status;
+  }
+
   close(): Promise<void> {
     return this.emulator.close();
   }
