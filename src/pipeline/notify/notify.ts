@@ -112,7 +112,7 @@ async function creditsLeft(spec: PipelineSpec, log: Logger): Promise<Credits | u
   if (spec.source.api !== 'v4' || !spec.source.url) return undefined;
   const client = clientFor(spec);
   try {
-    const account = await accountCredits(client, AbortSignal.timeout(3_000));
+    const account = await accountCredits(client, AbortSignal.timeout(2_000));
     return account.plan === 'per-type' ? account.left : undefined;
   } catch (error) {
     log.debug(`alerts: the credits left are unknown: ${(error as Error).message}`);
