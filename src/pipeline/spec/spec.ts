@@ -467,6 +467,9 @@ function literalSecret(path: string[], value: string): string | undefined {
     const variable = where === 'source.token' ? 'SLUICE_API_TOKEN' : 'SLUICE_PASSWORD';
     return `the ${path[1]} is written in the file, where whoever reads it (or its history) can spend your credits; use \${${variable}} and set it in the environment`;
   }
+  if (/^(jobs\.[^.]+\.)?notify\.slack$/.test(where) && /\/services\/./.test(value)) {
+    return "a Slack webhook's URL is its token, and it is written in the file; use ${SLUICE_NOTIFY_SLACK} (or ${file:PATH}) and set it outside the file";
+  }
   if (/^(jobs\.[^.]+\.)?notify\.secret$/.test(where) && value !== '') {
     return "the webhook's signing secret is written in the file; use ${SLUICE_NOTIFY_SECRET} (or ${file:PATH}) and set it outside the file";
   }

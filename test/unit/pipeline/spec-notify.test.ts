@@ -104,6 +104,9 @@ describe('notify: in a pipeline file', () => {
     const spec = parse('notify: { webhook: https://x.example, secret: literal }\n');
     assert.ok(spec.warnings.some((w) => /notify\.secret: .*SLUICE_NOTIFY_SECRET/.test(w)));
     assert.ok(!spec.warnings.some((w) => w.includes('literal')));
+    const slack = parse('notify: { slack: https://hooks.slack.com/services/T0/B0/tok3n }\n');
+    assert.ok(slack.warnings.some((w) => /notify\.slack: .*SLUICE_NOTIFY_SLACK/.test(w)));
+    assert.ok(!slack.warnings.some((w) => w.includes('tok3n')));
   });
 
   test('the environment gives a default; the file wins', () => {
