@@ -342,6 +342,27 @@ jobs:
     assert.match(String(bodies(hook)[0]!.what_to_do), /run `sluice run .*stopped\.yaml` again/);
   });
 
+  test('several files in one command: each pipeline alerts of its own run', async () => {
+    const notify = 'notify:\n  webhook: ${HOOK_URL}\n  on: [success, failed]\n';
+    const a = pipeline('batch-a', notify, [job('homes', 5)]);
+    const b = pipeline('batch-b', notify, [job('homes', 5)]);
+    const done = await runCli(
+      ['run', a.file, b.file, '--json', '--no-progress'],
+      env(),
+      undefined,
+      h.clock(),
+    );
+    assert.equal(done.code, 0, done.stderr);
+    const doc = JSON.parse(done.stdout);
+    const sent = bodies(hook)
+      .map((body) => [body.pipeline, body.event, body.run_id])
+      .sort();
+    assert.deepEqual(
+      sent,
+      doc.runs.map((r: { pipeline: string; run_id: string }) => [r.pipeline, 'success', r.run_id]),
+    );
+  });
+
   test('a run that cannot start (the service refuses the login) alerts without a run id', async () => {
     const { file } = pipeline('locked-out', 'notify:\n  webhook: "${HOOK_URL}"\n', [
       job('homes', 5),
