@@ -2,7 +2,7 @@ import type { Destination } from '../../load/destination.js';
 import type { Logger } from '../../log.js';
 import { budgetStandings } from '../guard/budget.js';
 import { accountCredits } from '../guard/estimate.js';
-import type { Credits } from '../outcome.js';
+import type { Credits, RunSummary } from '../outcome.js';
 import { clientFor, openPipelineDestination } from '../run/run.js';
 import type { PipelineSpec } from '../spec/spec.js';
 import type { NotifyTarget } from '../spec/spec-notify.js';
@@ -44,22 +44,9 @@ export async function notifyRun(
   let destination: Destination | undefined;
   try {
     const summary = 'summary' in end ? end.summary : undefined;
-    let previous: string | undefined;
-    let budgets: BudgetPassage[] = [];
-    if (summary) {
-      destination = await openPipelineDestination(spec, options.env, { logger: log });
-      const state = destination.state;
-      previous = (await state.latestRun(spec.name, summary.run_id))?.status;
-      const now = options.now?.() ?? Date.now();
-      budgets = (await budgetStandings(spec, state, now)).map((b) => ({
-        type: b.type,
-        period: b.period,
-        limit: b.limit,
-        after: b.spent,
-        before: b.spent - (summary.credits[b.type] ?? 0),
-      }));
-    }
-    const routes = routesOf(notify, alertsOf(end, previous, budgets));
+    const saved = summary ? await savedFacts(spec, summary, options, log) : undefined;
+    destination = saved?.destination;
+    const routes = routesOf(notify, alertsOf(end, saved?.previous, saved?.budgets ?? []));
     if (routes.length === 0) return [];
     const left = summary ? await creditsLeft(spec, log) : undefined;
     const facts = { pipeline: spec.name, file: spec.file, end, left };
@@ -94,6 +81,40 @@ export async function notifyRun(
     return [];
   } finally {
     await destination?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * What the state tables say beyond the summary: the run before (for `recovered`) and the
+ * budgets (for `budget`), and the destination left open to record the alerts. A database that
+ * cannot be read now (the run may have failed for it) loses those two events, not the others.
+ */
+async function savedFacts(
+  spec: PipelineSpec,
+  summary: RunSummary,
+  options: NotifyOptions,
+  log: Logger,
+): Promise<{ destination?: Destination; previous?: string; budgets: BudgetPassage[] }> {
+  let destination: Destination | undefined;
+  try {
+    destination = await openPipelineDestination(spec, options.env, { logger: log });
+    const state = destination.state;
+    const previous = (await state.latestRun(spec.name, summary.run_id))?.status;
+    const now = options.now?.() ?? Date.now();
+    const budgets = (await budgetStandings(spec, state, now)).map((b) => ({
+      type: b.type,
+      period: b.period,
+      limit: b.limit,
+      after: b.spent,
+      before: b.spent - (summary.credits[b.type] ?? 0),
+    }));
+    return { destination, ...(previous === undefined ? {} : { previous }), budgets };
+  } catch (error) {
+    await destination?.close().catch(() => undefined);
+    log.warn(
+      `alerts: the state tables cannot be read (${(error as Error).message}): alerts go without them and are not recorded`,
+    );
+    return { budgets: [] };
   }
 }
 
