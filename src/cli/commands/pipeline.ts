@@ -6,6 +6,7 @@ import {
   clientFor,
   describeKind,
   type JobOutcome,
+  type PipelineSpec,
   type PlanReport,
   pipelineJsonSchema,
   planPipeline,
@@ -21,6 +22,7 @@ import { credentialSources, writeCredentials } from '../credential-report.js';
 import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '../exit-codes.js';
 import { creditsText, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
+import { startTelemetry } from '../telemetry/telemetry.js';
 import { demoCommand } from './demo.js';
 import {
   type PipelineArgs,
@@ -242,6 +244,7 @@ export interface RunArgs {
   parallel?: number;
   'run-key'?: string;
   'strict-fields'?: boolean;
+  'metrics-file'?: string;
 }
 
 /**
@@ -250,13 +253,34 @@ export interface RunArgs {
  * code is the worst of theirs.
  */
 export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
+  const telemetry = await startTelemetry(ctx, args['metrics-file']);
+  if (!telemetry) return runFiles(args, ctx, (work) => work());
+  const ran: { spec: PipelineSpec; summary: RunSummary }[] = [];
+  try {
+    return await runFiles(args, ctx, (work) => telemetry.run(work), ran);
+  } finally {
+    await telemetry.finish(ran);
+  }
+}
+
+async function runFiles(
+  args: RunArgs,
+  ctx: CliContext,
+  traced: <T>(work: () => Promise<T>) => Promise<T>,
+  ran: { spec: PipelineSpec; summary: RunSummary }[] = [],
+): Promise<number> {
   const files = args.files;
   if (files.length === 1) {
     const summary = await withPipeline(
       { file: files[0]!, ...strictOf(args) },
       ctx,
       { source: 'required' },
-      (spec) => runPipeline(spec, { ...runOptions(args, ctx), progress: progressOf(args, ctx) }),
+      async (spec) => {
+        const options = { ...runOptions(args, ctx), progress: progressOf(args, ctx) };
+        const summary = await traced(() => runPipeline(spec, options));
+        ran.push({ spec, summary });
+        return summary;
+      },
     );
     if (args.json) writeJson(ctx.io.stdout, summary);
     else printSummary(summary, ctx);
@@ -291,22 +315,25 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   }
   const runs: (RunSummary | (ReturnType<typeof errorDocument> & { file: string }))[] = [];
   const codes: number[] = [];
-  await runPipelines(members, {
-    ...runOptions(args, ctx),
-    progress: () => progressOf(args, ctx),
-    onRun: (run) => {
-      if ('summary' in run) {
-        runs.push(run.summary);
-        codes.push(exitCodeOfRun(run.summary));
-        if (!args.json) printSummary(run.summary, ctx);
-        return;
-      }
-      const doc = errorDocument(run.error);
-      runs.push({ file: run.file, ...doc });
-      codes.push(exitCodeFor(run.error));
-      ctx.logger.error({ pipeline: run.spec.name, code: doc.error.code }, doc.error.message);
-    },
-  });
+  await traced(() =>
+    runPipelines(members, {
+      ...runOptions(args, ctx),
+      progress: () => progressOf(args, ctx),
+      onRun: (run) => {
+        if ('summary' in run) {
+          ran.push({ spec: run.spec, summary: run.summary });
+          runs.push(run.summary);
+          codes.push(exitCodeOfRun(run.summary));
+          if (!args.json) printSummary(run.summary, ctx);
+          return;
+        }
+        const doc = errorDocument(run.error);
+        runs.push({ file: run.file, ...doc });
+        codes.push(exitCodeFor(run.error));
+        ctx.logger.error({ pipeline: run.spec.name, code: doc.error.code }, doc.error.message);
+      },
+    }),
+  );
   const code = worstExitCode(codes);
   if (args.json) writeJson(ctx.io.stdout, { exit_code: code, runs });
   return code;
@@ -492,6 +519,11 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             type: 'boolean',
             default: true,
             describe: 'Progress bar on a terminal (--no-progress to hide)',
+          })
+          .option('metrics-file', {
+            type: 'string',
+            describe:
+              "Write the run's metrics to this file in node_exporter's textfile format (e.g. /var/lib/node_exporter/sluice.prom), atomically",
           })
           .example('$0 run pipelines/demo.yaml', 'run every job')
           .example('$0 run pipelines/demo.yaml --job texas_homes', 'one job')
