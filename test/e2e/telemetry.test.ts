@@ -411,3 +411,73 @@ test('OTEL unset: nothing is sent, and no exporter module is loaded', async () =
   assert.ok(set.some((u) => u.endsWith('/dist/cli/telemetry/otlp.js')));
   assert.equal(receiver.received.length, 2);
 });
+
+test('several files: a trace and metrics per pipeline; get sends its run as run does', async () => {
+  const one = (name: string) =>
+    writePipeline(
+      dir,
+      name,
+      `${pipelineHead(name, `{ url: 'sqlite:${join(dir, `${name}.sqlite`)}' }`)}jobs:
+  goods:
+    type: products
+    query: '*'
+    records: 120
+    ${POLL}
+`,
+    );
+  const prom = join(dir, 'batch.prom');
+  const r = await runCli(
+    ['run', one('first'), one('second'), '--json', '--no-progress', '--metrics-file', prom],
+    emulatorEnv(harness, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }),
+    undefined,
+    harness.clock(),
+  );
+  assert.equal(r.code, 0, r.stderr);
+  const runs = (JSON.parse(r.stdout) as { runs: (Summary & { pipeline: string })[] }).runs;
+  const { spans } = spansOf(receiver.of('/v1/traces').map((x) => x.body));
+  const roots = spans.filter((x) => x.name === 'sluice run');
+  assert.deepEqual(
+    roots.map((x) => [x.attributes['sluice.pipeline'], x.attributes['sluice.run_id']]),
+    runs.map((s) => [s.pipeline, s.run_id]),
+  );
+  assert.notEqual(roots[0]!.traceId, roots[1]!.traceId, 'a trace per run');
+  const points = pointsOf(receiver.of('/v1/metrics').map((x) => x.body));
+  const families = parsePromText(readFileSync(prom, 'utf8'));
+  for (const s of runs) {
+    const loaded = points.find(
+      (p) => p.metric === 'sluice.records.loaded' && p.attributes.pipeline === s.pipeline,
+    );
+    assert.equal(loaded?.value, s.jobs[0]!.loaded);
+    const sample = families
+      .get('sluice_records_loaded')!
+      .samples.find((x) => x.labels.pipeline === s.pipeline);
+    assert.equal(sample?.value, s.jobs[0]!.loaded);
+  }
+
+  receiver.received.length = 0;
+  const got = await runCli(
+    [
+      'get',
+      'products',
+      '*',
+      '--records',
+      '50',
+      '--into',
+      `sqlite:${join(dir, 'get.sqlite')}`,
+      '--json',
+      '--no-progress',
+    ],
+    emulatorEnv(harness, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }),
+    undefined,
+    harness.clock(),
+  );
+  assert.equal(got.code, 0, got.stderr);
+  const summary = JSON.parse(got.stdout) as Summary;
+  const traced = spansOf(receiver.of('/v1/traces').map((x) => x.body)).spans;
+  assert.equal(
+    traced.find((x) => x.name === 'sluice run')!.attributes['sluice.run_id'],
+    summary.run_id,
+  );
+  assert.ok(traced.some((x) => x.name === 'load'));
+  assert.equal(receiver.of('/v1/metrics').length, 1);
+});

@@ -6,7 +6,6 @@ import {
   clientFor,
   describeKind,
   type JobOutcome,
-  type PipelineSpec,
   type PlanReport,
   pipelineJsonSchema,
   planPipeline,
@@ -22,7 +21,7 @@ import { credentialSources, writeCredentials } from '../credential-report.js';
 import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '../exit-codes.js';
 import { creditsText, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
-import { startTelemetry } from '../telemetry/telemetry.js';
+import { type RunTelemetry, withTelemetry } from '../telemetry/telemetry.js';
 import { demoCommand } from './demo.js';
 import {
   type PipelineArgs,
@@ -252,23 +251,11 @@ export interface RunArgs {
  * after another as one command: see pipeline/run/batch.ts), one document holds them all. The exit
  * code is the worst of theirs.
  */
-export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
-  const telemetry = await startTelemetry(ctx, args['metrics-file']);
-  if (!telemetry) return runFiles(args, ctx, (work) => work());
-  const ran: { spec: PipelineSpec; summary: RunSummary }[] = [];
-  try {
-    return await runFiles(args, ctx, (work) => telemetry.run(work), ran);
-  } finally {
-    await telemetry.finish(ran);
-  }
+export function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
+  return withTelemetry(ctx, args['metrics-file'], (telemetry) => runFiles(args, ctx, telemetry));
 }
 
-async function runFiles(
-  args: RunArgs,
-  ctx: CliContext,
-  traced: <T>(work: () => Promise<T>) => Promise<T>,
-  ran: { spec: PipelineSpec; summary: RunSummary }[] = [],
-): Promise<number> {
+async function runFiles(args: RunArgs, ctx: CliContext, telemetry: RunTelemetry): Promise<number> {
   const files = args.files;
   if (files.length === 1) {
     const summary = await withPipeline(
@@ -277,8 +264,8 @@ async function runFiles(
       { source: 'required' },
       async (spec) => {
         const options = { ...runOptions(args, ctx), progress: progressOf(args, ctx) };
-        const summary = await traced(() => runPipeline(spec, options));
-        ran.push({ spec, summary });
+        const summary = await telemetry.traced(() => runPipeline(spec, options));
+        telemetry.ran(spec, summary);
         return summary;
       },
     );
@@ -315,13 +302,13 @@ async function runFiles(
   }
   const runs: (RunSummary | (ReturnType<typeof errorDocument> & { file: string }))[] = [];
   const codes: number[] = [];
-  await traced(() =>
+  await telemetry.traced(() =>
     runPipelines(members, {
       ...runOptions(args, ctx),
       progress: () => progressOf(args, ctx),
       onRun: (run) => {
         if ('summary' in run) {
-          ran.push({ spec: run.spec, summary: run.summary });
+          telemetry.ran(run.spec, run.summary);
           runs.push(run.summary);
           codes.push(exitCodeOfRun(run.summary));
           if (!args.json) printSummary(run.summary, ctx);

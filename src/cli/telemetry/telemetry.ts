@@ -15,14 +15,44 @@ import { type OtlpConfig, otlpSetting } from './config.js';
  * and a run does nothing more. Whatever goes wrong exporting is a warning: it never changes a
  * run's outcome or its exit code, and it takes at most the export timeout (5 s by default).
  */
-export interface Telemetry {
+interface Telemetry {
   /** Runs the command's pipelines, traced when a trace is asked for. */
   run<T>(work: () => Promise<T>): Promise<T>;
   /** Sends (and writes) what the runs did, once they ended. */
   finish(runs: readonly { spec: PipelineSpec; summary: RunSummary }[]): Promise<void>;
 }
 
-export async function startTelemetry(
+/** What a command's runs tell its telemetry. */
+export interface RunTelemetry {
+  /** Runs pipelines, traced when a trace is asked for. */
+  traced<T>(work: () => Promise<T>): Promise<T>;
+  /** A run that ended: its metrics are sent with the others' when the command ends. */
+  ran(spec: PipelineSpec, summary: RunSummary): void;
+}
+
+/**
+ * Runs a command's pipelines (`work`) with the telemetry the environment and `metricsFile` ask
+ * for; once they ended (or threw), the trace and the metrics are sent.
+ */
+export async function withTelemetry<T>(
+  ctx: CliContext,
+  metricsFile: string | undefined,
+  work: (telemetry: RunTelemetry) => Promise<T>,
+): Promise<T> {
+  const telemetry = await startTelemetry(ctx, metricsFile);
+  if (!telemetry) return work({ traced: (run) => run(), ran() {} });
+  const ran: { spec: PipelineSpec; summary: RunSummary }[] = [];
+  try {
+    return await work({
+      traced: (run) => telemetry.run(run),
+      ran: (spec, summary) => ran.push({ spec, summary }),
+    });
+  } finally {
+    await telemetry.finish(ran);
+  }
+}
+
+async function startTelemetry(
   ctx: CliContext,
   metricsFile: string | undefined,
 ): Promise<Telemetry | undefined> {
