@@ -21,7 +21,7 @@ export type {
   Stage,
 } from './outcome.js';
 export { noProgress, type Progress } from './progress.js';
-export { type PlanReport, planPipeline, savedState } from './report/plan-report.js';
+export { budgetsNow, type PlanReport, planPipeline, savedState } from './report/plan-report.js';
 export { type BatchMember, runPipelines } from './run/batch.js';
 export { replayText } from './run/replay.js';
 export { clientFor, type RunOptions, runPipeline } from './run/run.js';
@@ -43,3 +43,4 @@ export {
   pipelineJsonSchema,
 } from './spec/spec.js';
 export { checkSharedTables } from './spec/table-names.js';
+export { withTracer } from './trace.js';

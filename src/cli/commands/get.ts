@@ -24,6 +24,7 @@ import type { CliContext } from '../context.js';
 import { exitCodeOfRun } from '../exit-codes.js';
 import { dataTypeArg, intArg, plural, queryArg, strictFieldsFlag } from '../format.js';
 import { writeJson, writeLine } from '../output.js';
+import { withTelemetry } from '../telemetry/telemetry.js';
 import { printSummary } from './pipeline.js';
 
 export interface GetArgs extends ConnectionArgs, JsonArgs {
@@ -81,15 +82,21 @@ export async function getCommand(args: GetArgs, ctx: CliContext): Promise<number
     strictFields: args['strict-fields'] === true,
   });
   for (const warning of spec.warnings) ctx.logger.warn({ pipeline: spec.name }, warning);
-  const summary = await runPipeline(spec, {
-    env,
-    fresh: args.fresh === true,
-    wait: args.wait === true,
-    runKey: oneJobRunKey(job),
-    signal: ctx.signal,
-    logger: ctx.logger,
-    progress: ctx.terminal.progress(args.progress !== false),
-    ...(ctx.clock ? { clock: ctx.clock } : {}),
+  const summary = await withTelemetry(ctx, undefined, async (telemetry) => {
+    const ran = await telemetry.traced(() =>
+      runPipeline(spec, {
+        env,
+        fresh: args.fresh === true,
+        wait: args.wait === true,
+        runKey: oneJobRunKey(job),
+        signal: ctx.signal,
+        logger: ctx.logger,
+        progress: ctx.terminal.progress(args.progress !== false),
+        ...(ctx.clock ? { clock: ctx.clock } : {}),
+      }),
+    );
+    telemetry.ran(spec, ran);
+    return ran;
   });
   // A run key that ended is not run again: the summary is a replay of that run (`original`).
   if (args.json) writeJson(ctx.io.stdout, summary);

@@ -22,6 +22,7 @@ import { credentialSources, writeCredentials } from '../credential-report.js';
 import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '../exit-codes.js';
 import { creditsText, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
+import { type RunTelemetry, withTelemetry } from '../telemetry/telemetry.js';
 import { demoCommand } from './demo.js';
 import { alertRun } from './notify.js';
 import {
@@ -244,6 +245,7 @@ export interface RunArgs {
   parallel?: number;
   'run-key'?: string;
   'strict-fields'?: boolean;
+  'metrics-file'?: string;
 }
 
 /**
@@ -251,7 +253,11 @@ export interface RunArgs {
  * after another as one command: see pipeline/run/batch.ts), one document holds them all. The exit
  * code is the worst of theirs.
  */
-export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
+export function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
+  return withTelemetry(ctx, args['metrics-file'], (telemetry) => runFiles(args, ctx, telemetry));
+}
+
+async function runFiles(args: RunArgs, ctx: CliContext, telemetry: RunTelemetry): Promise<number> {
   const files = args.files;
   if (files.length === 1) {
     let spec: PipelineSpec | undefined;
@@ -261,9 +267,12 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
         { file: files[0]!, ...strictOf(args) },
         ctx,
         { source: 'required' },
-        (loaded) => {
+        async (loaded) => {
           spec = loaded;
-          return runPipeline(loaded, { ...runOptions(args, ctx), progress: progressOf(args, ctx) });
+          const options = { ...runOptions(args, ctx), progress: progressOf(args, ctx) };
+          const ran = await telemetry.traced(() => runPipeline(loaded, options));
+          telemetry.ran(loaded, ran);
+          return ran;
         },
       );
     } catch (error) {
@@ -305,22 +314,25 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   }
   const runs: (RunSummary | (ReturnType<typeof errorDocument> & { file: string }))[] = [];
   const codes: number[] = [];
-  const ended = await runPipelines(members, {
-    ...runOptions(args, ctx),
-    progress: () => progressOf(args, ctx),
-    onRun: (run) => {
-      if ('summary' in run) {
-        runs.push(run.summary);
-        codes.push(exitCodeOfRun(run.summary));
-        if (!args.json) printSummary(run.summary, ctx);
-        return;
-      }
-      const doc = errorDocument(run.error);
-      runs.push({ file: run.file, ...doc });
-      codes.push(exitCodeFor(run.error));
-      ctx.logger.error({ pipeline: run.spec.name, code: doc.error.code }, doc.error.message);
-    },
-  });
+  const ended = await telemetry.traced(() =>
+    runPipelines(members, {
+      ...runOptions(args, ctx),
+      progress: () => progressOf(args, ctx),
+      onRun: (run) => {
+        if ('summary' in run) {
+          telemetry.ran(run.spec, run.summary);
+          runs.push(run.summary);
+          codes.push(exitCodeOfRun(run.summary));
+          if (!args.json) printSummary(run.summary, ctx);
+          return;
+        }
+        const doc = errorDocument(run.error);
+        runs.push({ file: run.file, ...doc });
+        codes.push(exitCodeFor(run.error));
+        ctx.logger.error({ pipeline: run.spec.name, code: doc.error.code }, doc.error.message);
+      },
+    }),
+  );
   const code = worstExitCode(codes);
   if (args.json) writeJson(ctx.io.stdout, { exit_code: code, runs });
   await Promise.all(ended.map((run) => alertRun(run.spec, run, ctx)));
@@ -507,6 +519,11 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             type: 'boolean',
             default: true,
             describe: 'Progress bar on a terminal (--no-progress to hide)',
+          })
+          .option('metrics-file', {
+            type: 'string',
+            describe:
+              "Write the run's metrics to this file in node_exporter's textfile format (e.g. /var/lib/node_exporter/sluice.prom), atomically",
           })
           .example('$0 run pipelines/demo.yaml', 'run every job')
           .example('$0 run pipelines/demo.yaml --job texas_homes', 'one job')

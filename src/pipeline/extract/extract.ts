@@ -7,6 +7,7 @@ import { searchRequestOf } from '../guard/estimate.js';
 import { describeRange, rangeOf, rangeQuery, reattachedRange } from '../load/incremental.js';
 import { type IncrementalRange, inStage, type JobOutcome } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
+import { creditAttributes, inSpan } from '../trace.js';
 import { earlierAttempt } from './earlier-attempt.js';
 import { startNewDownload } from './start-download.js';
 
@@ -70,9 +71,15 @@ async function ensureDownloadInTurn(
     return undefined;
   }
   // Its contract and the guard passed: now, and not before, its view may change the account.
-  await inStage('views', () => ctx.views.ready(job.view));
+  await inSpan('views', { 'sluice.view': job.view }, () =>
+    inStage('views', () => ctx.views.ready(job.view)),
+  );
   outcome.stage = 'extract';
-  const fresh = await startNewDownload(ctx, job, outcome, log, request, estimate, range);
+  const fresh = await inSpan('start', {}, async (span) => {
+    const started = await startNewDownload(ctx, job, outcome, log, request, estimate, range);
+    span.setAttributes({ 'sluice.download_id': started.download_id ?? undefined });
+    return started;
+  });
   return { attempt: fresh, startedNow: true };
 }
 
@@ -101,7 +108,25 @@ function reattach(
  * The credit guard's check of a new purchase (a download; a scrape or a targeted update, which
  * cost as many credits as their records): throws its refusal, else its estimate.
  */
-export async function passGuard(
+export function passGuard(
+  ctx: RunContext,
+  job: JobSpec,
+  outcome: JobOutcome,
+  log: Logger,
+  range: IncrementalRange | undefined,
+) {
+  return inSpan('guard', {}, async (span) => {
+    const passed = await guard(ctx, job, outcome, log, range);
+    span.setAttributes({
+      'sluice.records.found': passed.estimate.found,
+      'sluice.records': passed.estimate.records,
+      ...creditAttributes(passed.estimate.needed, 'credits_needed'),
+    });
+    return passed;
+  });
+}
+
+async function guard(
   ctx: RunContext,
   job: JobSpec,
   outcome: JobOutcome,

@@ -11,6 +11,7 @@ import { jobRow, type RunContext } from '../context.js';
 import { creditsFor } from '../guard/estimate.js';
 import { inStage, type JobOutcome, markStage } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
+import { inSpan } from '../trace.js';
 import { contractOf } from './contract.js';
 import { DownloadRecords } from './download-records.js';
 import { TooManyRejects } from './file-rejects.js';
@@ -142,10 +143,18 @@ export async function loadFiles(
   let failure: { error: unknown } | undefined;
   const loadOne = async (file: ResultFileRef) => {
     try {
-      const counts = await loadFile(load, reader, file, downloadId, {
-        inFlight,
-        shared: files > 1,
-        records,
+      const at = { 'sluice.file': file.name, 'sluice.download_id': downloadId };
+      const counts = await inSpan('load', at, async (span) => {
+        const done = await loadFile(load, reader, file, downloadId, {
+          inFlight,
+          shared: files > 1,
+          records,
+        });
+        span.setAttributes({
+          'sluice.records': done?.rows,
+          'sluice.records.rejected': done?.rejects,
+        });
+        return done;
       });
       if (counts === undefined) return; // another file failed before this one began
       outcome.files_loaded += 1;
@@ -212,7 +221,9 @@ async function loadFile(
     let tooMany: TooManyRejects | undefined;
     let parsing: ParseJob | undefined;
     try {
-      parsing = await inStage('normalize', () => reader.open(file));
+      // The file's request, until its body streams (read as the load writes it).
+      const at = { 'sluice.file': file.name };
+      parsing = await inSpan('fetch', at, () => inStage('normalize', () => reader.open(file)));
       const batches = parsing.batches;
       const done = await inStage('load', () =>
         ctx.destination.loadFile(

@@ -316,3 +316,22 @@ export async function savedState(
     await destination?.close();
   }
 }
+
+/**
+ * The pipeline's budgets as they stand at `now` (after a run: what each has left), read from
+ * its destination without writing anything; none when it has no budget.
+ */
+export async function budgetsNow(
+  spec: PipelineSpec,
+  env: NodeJS.ProcessEnv,
+  now: number,
+): Promise<BudgetStanding[]> {
+  if (spec.budgets.length === 0) return [];
+  const destination = await openPipelineDestination(spec, env, { readOnly: true });
+  try {
+    const state = (await destination.hasState()) ? destination.state : undefined;
+    return await budgetStandings(spec, state, now);
+  } finally {
+    await destination.close();
+  }
+}

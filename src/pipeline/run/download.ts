@@ -17,6 +17,7 @@ import {
 } from '../load/load.js';
 import { errorInfo, inStage, type JobOutcome, markCommitted } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
+import { inSpan } from '../trace.js';
 
 /** A job that downloads: its own, or one part of an owner lookup. */
 export async function runDownloadJob(
@@ -59,7 +60,10 @@ export async function runDownloadJob(
     return;
   }
   outcome.stage = 'extract';
-  const polled = await inStage('extract', () => waitForDownload(ctx, job, download.attempt, log));
+  const at = { 'sluice.download_id': download.attempt.download_id ?? undefined };
+  const polled = await inSpan('poll', at, () =>
+    inStage('extract', () => waitForDownload(ctx, job, download.attempt, log)),
+  );
   countCredits(ctx, job, download.attempt, polled.info, outcome);
   // The download is ready: the job waits for its turn at the destination's writers.
   ctx.progress.phase(job.name, 'queued', undefined);

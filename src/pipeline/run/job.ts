@@ -4,10 +4,12 @@ import { JobTables } from '../../records/tables.js';
 import { type RunContext, shapePlanOf } from '../context.js';
 import { errorInfo, isCommitted, type JobOutcome, newOutcome } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
+import { inSpan } from '../trace.js';
 import { runDownloadJob } from './download.js';
 import { runOwnerLookup } from './owner-lookup.js';
 import { runRefreshStep } from './refresh-step.js';
 import { runScrapeJob } from './scrape-job.js';
+import { traceJob } from './trace-run.js';
 
 /**
  * One job of a run, composed of the stages: extract (guard, start or re-attach, poll),
@@ -16,7 +18,16 @@ import { runScrapeJob } from './scrape-job.js';
  * buys is a download, a scrape (scrape-job.ts) or, for a refresh step, a targeted update
  * (refresh-step.ts); an owner lookup buys downloads of the owners (owner-lookup.ts).
  */
-export async function runJob(ctx: RunContext, job: JobSpec): Promise<JobOutcome> {
+export function runJob(ctx: RunContext, job: JobSpec): Promise<JobOutcome> {
+  const attributes = { 'sluice.job': job.name, 'sluice.data_type': job.type };
+  return inSpan('sluice job', attributes, async (span) => {
+    const outcome = await runUntraced(ctx, job);
+    traceJob(span, outcome);
+    return outcome;
+  });
+}
+
+async function runUntraced(ctx: RunContext, job: JobSpec): Promise<JobOutcome> {
   const started = ctx.clock.now();
   const log = ctx.logger.child({ job: job.name });
   const outcome = newOutcome(job.name);

@@ -23,10 +23,12 @@ import {
 import type { Progress } from '../progress.js';
 import { selectJobs } from '../spec/select.js';
 import type { JobSpec, PipelineSpec } from '../spec/spec.js';
+import { inSpan } from '../trace.js';
 import { logClientEvent } from './client-log.js';
 import { priorWork, priorWorkText } from './prior-work.js';
 import { replaySummary, replayText, unitOf } from './replay.js';
 import { loadsAtOnce, runJobs } from './schedule.js';
+import { traceRun } from './trace-run.js';
 
 export interface RunOptions {
   env?: NodeJS.ProcessEnv;
@@ -119,7 +121,15 @@ export function clientFor(spec: PipelineSpec, logger?: Logger, clock?: Clock): S
  * or re-attach, poll, load every result file exactly once). The run's status comes from the
  * jobs' outcomes and from any failure outside them, and is recorded in `_sluice_runs`.
  */
-export async function runPipeline(spec: PipelineSpec, options: RunOptions): Promise<RunSummary> {
+export function runPipeline(spec: PipelineSpec, options: RunOptions): Promise<RunSummary> {
+  return inSpan('sluice run', { 'sluice.pipeline': spec.name }, async (span) => {
+    const summary = await runUntraced(spec, options);
+    traceRun(span, summary);
+    return summary;
+  });
+}
+
+async function runUntraced(spec: PipelineSpec, options: RunOptions): Promise<RunSummary> {
   const env = options.env ?? process.env;
   const clock = options.clock ?? systemClock;
   const selected = selectJobs(spec, options.jobs, options.lenientJobs === true);
