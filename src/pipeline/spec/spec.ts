@@ -12,6 +12,7 @@ import {
 } from 'yaml';
 import type { z } from 'zod';
 import { CREDIT_TYPES, closest } from '../../catalog.js';
+import { urlApiVersion } from '../../client/index.js';
 import { PipelineSpecError, SluiceError } from '../../errors.js';
 import { destinationEntryOf, destinationExamples } from '../../load/index.js';
 import {
@@ -326,10 +327,11 @@ function resolve(
     }
   };
   // Commands that never talk to the service only note what `run` would need.
+  // An unset variable or an unreadable secret of the source was noted where it is used.
+  const unsetSource = problems.some((p) => p.path.startsWith('source.'));
   const need = (message: string, path: string[]) => {
-    // An unset variable or an unreadable secret was already noted where it is used.
     if (!options.lenient) {
-      if (!problems.some((p) => p.path.startsWith('source.'))) check(() => fail(message, path));
+      if (!unsetSource) check(() => fail(message, path));
     } else if (
       !options.warnings.some((w) => /: source\.[^:]*: (environment variable|secret file)/.test(w))
     ) {
@@ -337,6 +339,16 @@ function resolve(
     }
   };
   if (!raw.source.url) need('is required (the URL of the v4 or v3 root)', ['source', 'url']);
+  // The service answers a v3 call at a v4 URL (or the reverse) with a bare 404.
+  const named = raw.source.url ? urlApiVersion(raw.source.url) : undefined;
+  if (named !== undefined && named !== raw.source.api) {
+    check(() =>
+      fail(
+        `the URL names the ${named} API but api: is ${raw.source.api}, and the service would answer 404: make them agree (api: ${named}, or the ${raw.source.api} root URL)`,
+        ['source', 'url'],
+      ),
+    );
+  }
   // v4 takes either: the API token as the bearer token, or a login that sluice renews.
   const login = Boolean(raw.source.email && raw.source.password);
   if (raw.source.api === 'v4' && !login && !raw.source.token) {
