@@ -32,6 +32,7 @@ export {
   type JobSpec,
   type LoadOptions,
   loadPipeline,
+  namedTable,
   type PipelineSpec,
   parsePipeline,
   pipelineJsonSchema,

@@ -15,6 +15,7 @@ import { CREDIT_TYPES, closest } from '../../catalog.js';
 import { urlApiVersion } from '../../client/index.js';
 import { PipelineSpecError, SluiceError } from '../../errors.js';
 import { destinationEntryOf, destinationExamples } from '../../load/index.js';
+import { Naming } from '../../schema/naming.js';
 import {
   type CredentialSource,
   type EnvLookup,
@@ -64,6 +65,11 @@ export interface LoadOptions {
    * holding `VAR`.
    */
   lookup?: EnvLookup;
+}
+
+/** A job's table as the destination names it (`naming:` applied), for what sluice says. */
+export function namedTable(spec: Pick<PipelineSpec, 'naming'>, table: string): string {
+  return new Naming(Number.POSITIVE_INFINITY, spec.naming).table(table);
 }
 
 export async function loadPipeline(
