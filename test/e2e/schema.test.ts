@@ -34,6 +34,13 @@ const TYPES: Record<Kind, { real: string; text: string; integer: string }> = {
   duckdb: { real: 'double', text: 'varchar', integer: 'bigint' },
 };
 
+/** The types `fields PIPELINE` shows: as each destination declares them. */
+const DECLARED: Record<Kind, { json: string; integer: string }> = {
+  sqlite: { json: 'JSON', integer: 'INTEGER' },
+  postgres: { json: 'jsonb', integer: 'bigint' },
+  duckdb: { json: 'JSON', integer: 'BIGINT' },
+};
+
 async function run(file: string, extra: string[] = []) {
   const result = await runCli(
     ['run', file, '--json', '--no-progress', ...extra],
@@ -122,8 +129,18 @@ for (const kind of destinationKinds()) {
       assert.equal(main.name, 'homes');
       assert.deepEqual(
         main.columns.find((c: { field: string }) => c.field === 'prices'),
-        { name: 'prices', field: 'prices', type: 'json', pinned: true },
+        {
+          name: 'prices',
+          field: 'prices',
+          type: 'json',
+          pinned: true,
+          declared: DECLARED[kind].json,
+        },
       );
+      // In text, each type as the destination declares it, not SQLite's names everywhere.
+      const text = await runCli(['fields', file], emulatorEnv(harness));
+      assert.match(text.stdout, new RegExp(`^yearBuilt +${DECLARED[kind].integer}$`, 'm'));
+      assert.match(text.stdout, new RegExp(`^prices +${DECLARED[kind].json} \\(pinned\\)$`, 'm'));
       const result = await run(file);
       assert.equal(result.code, 0, result.stderr);
       assert.ok(!result.summary.jobs[0].tables.includes('homes__prices'));
