@@ -58,6 +58,17 @@ try {
       );
     }
   }
+  step("the packed manifest's install scripts run where its scripts/ folder is not shipped");
+  const installed = join(app, 'node_modules', 'sluice');
+  const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
+  for (const hook of ['preinstall', 'install', 'postinstall', 'prepare']) {
+    if (manifest.scripts?.[hook] === undefined) continue;
+    if (existsSync(join(installed, 'scripts'))) throw new Error('scripts/ was packed');
+    const ran = await run('npm', ['run', hook, '--silent'], { cwd: installed });
+    if (ran.code !== 0) {
+      throw new Error(`the packed ${hook} script fails without scripts/:\n${ran.stderr}`);
+    }
+  }
   step('the emulator without fastify asks for it by name');
   writeFileSync(
     join(app, 'no-fastify.mjs'),

@@ -14,7 +14,10 @@ export const EXIT = {
   invalidInput: 2,
   /** Refused before anything was spent: the credit guard, a budget, or the service's own 402. */
   creditGuard: 3,
-  /** Done, but with less than was asked for: a download cancelled on the service. */
+  /**
+   * Done, but with less than was asked for: a download cancelled on the service, or a job
+   * refused (credit guard, budget, 402) after other jobs of the run spent or loaded.
+   */
   incomplete: 4,
   interrupted: 130,
 } as const;
@@ -188,7 +191,7 @@ const EXIT_MEANINGS: Record<ExitCode, string> = {
   1: 'failed, and worth a retry: the service or the database failed, a timeout, a held lock',
   2: 'a mistake to fix: running again unchanged fails the same way',
   3: 'refused before anything was spent: the credit guard, a budget, or the service (402)',
-  4: 'done with less than asked for: a download cancelled on the service (what was paid is loaded)',
+  4: 'done with less than asked for: a download cancelled on the service, or a job refused after others spent (what was paid is loaded)',
   130: 'interrupted (Ctrl-C, SIGTERM); run again to pick up where it stopped',
 };
 

@@ -1,6 +1,11 @@
 import { EXIT, exitCodeOf } from '../error-codes.js';
 import { PipelineSpecError, QueryError, SluiceError, UsageError } from '../errors.js';
-import { type ErrorInfo, errorInfo, type RunSummary } from '../pipeline/outcome.js';
+import {
+  type ErrorInfo,
+  errorInfo,
+  type JobOutcome,
+  type RunSummary,
+} from '../pipeline/outcome.js';
 
 export { EXIT } from '../error-codes.js';
 
@@ -32,15 +37,17 @@ function indent(text: string): string {
 /**
  * The exit code of a pipeline run: 0 when it succeeded, 130 when interrupted; a failure is 2
  * when any error in it is a mistake to fix (a retry alone cannot make the run succeed), else 1;
- * 3 when the credit guard refused a job and nothing else failed; 4 when every job ended but a
- * download was cancelled on the service (what it held is loaded).
+ * 3 when the credit guard, a budget or the service refused a job before the run spent or loaded
+ * anything; 4 when every job ended but with less than was asked for: a download cancelled on the
+ * service (what it held is loaded), or a job refused after others of the run spent or loaded
+ * (their work is kept; the run status stays `refused`, so a rerun runs the refused job).
  */
 export function exitCodeOfRun(summary: Pick<RunSummary, 'status' | 'error' | 'jobs'>): number {
   switch (summary.status) {
     case 'succeeded':
       return EXIT.ok;
     case 'refused':
-      return EXIT.creditGuard;
+      return summary.jobs.some(didWork) ? EXIT.incomplete : EXIT.creditGuard;
     case 'incomplete':
       return EXIT.incomplete;
     case 'interrupted':
@@ -55,6 +62,12 @@ export function exitCodeOfRun(summary: Pick<RunSummary, 'status' | 'error' | 'jo
         : EXIT.failed;
     }
   }
+}
+
+/** A job of the run that spent credits or loaded rows: a refusal after it is not "nothing spent". */
+function didWork(job: JobOutcome): boolean {
+  if (job.status === 'refused') return false;
+  return job.loaded > 0 || Object.values(job.credits).some((n) => (n ?? 0) > 0);
 }
 
 /** The code of the UsageError for what yargs itself rejects (unknown command, missing argument). */

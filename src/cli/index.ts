@@ -64,7 +64,7 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
     .example('$0 count properties "city:Austin AND province:TX"', 'count matches, free')
     .example('$0 run pipelines/demo.yaml --json', 'run a pipeline, one JSON document out')
     .epilogue(
-      'Exit codes: 0 done, 1 failed (worth a retry), 2 a mistake to fix, 3 refused by the credit guard or a budget, 4 done with less than asked (a download cancelled), 130 interrupted.',
+      'Exit codes: 0 done, 1 failed (worth a retry), 2 a mistake to fix, 3 refused before anything was spent (credit guard, budget, 402), 4 done with less than asked (a download cancelled, a job refused after others spent), 130 interrupted (run again).',
     );
   // The analyst's commands: each module declares its own and calls one plain function.
   for (const register of [

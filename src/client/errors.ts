@@ -58,3 +58,36 @@ export function apiTokenRefused(error: ApiError, also?: string): ApiError {
     ],
   });
 }
+
+/** The API version a service URL's path names (`.../v4`, `.../api/v3/`), or undefined. */
+export function urlApiVersion(url: string): 'v3' | 'v4' | undefined {
+  let path: string;
+  try {
+    path = new URL(url).pathname;
+  } catch {
+    return undefined;
+  }
+  const named = path.split('/').filter((s) => s === 'v3' || s === 'v4');
+  return named.length === 1 ? (named[0] as 'v3' | 'v4') : undefined;
+}
+
+/**
+ * A 404 from a service whose URL names the other API version than the one spoken: the likely
+ * cause is that the two disagree (a v3 pipeline given a `/v4` URL), which the 404's own "no such
+ * operation" does not say. Any other error is returned as it is.
+ */
+export function versionHint(error: unknown, api: 'v3' | 'v4', baseUrl: string): unknown {
+  if (!(error instanceof ApiError) || error.status !== 404) return error;
+  const named = urlApiVersion(baseUrl);
+  if (named === undefined || named === api) return error;
+  return new ApiError({
+    status: error.status,
+    method: error.method,
+    path: error.path,
+    body: error.body,
+    details: [
+      ...error.details,
+      `the service URL ${baseUrl} names the ${named} API, but sluice speaks ${api} to it (api: ${api}): make them agree, api: ${named} or the ${api} root URL`,
+    ],
+  });
+}

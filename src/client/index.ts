@@ -5,7 +5,7 @@ import type { ConnectionSettings, ServiceClient } from './types.js';
 import { V3Client } from './v3.js';
 import { V4Client } from './v4.js';
 
-export { DownloadUncertainError, UnsupportedError } from './errors.js';
+export { DownloadUncertainError, UnsupportedError, urlApiVersion } from './errors.js';
 export type { ClientEvent } from './events.js';
 export { FILE_TRIES, isTransferFault } from './files.js';
 export type * from './types.js';

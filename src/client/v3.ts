@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { type DataType, isDataType } from '../catalog.js';
 import { ApiError } from '../errors.js';
-import { apiTokenRefused, UnsupportedError } from './errors.js';
+import { apiTokenRefused, UnsupportedError, versionHint } from './errors.js';
 import { type EventSink, eventSink } from './events.js';
 import { openDownloadFile } from './files.js';
 import type { HttpRequest, HttpTransport, JsonResponse } from './http.js';
@@ -317,7 +317,7 @@ export class V3Client implements ServiceClient {
       return await this.#http.json(request);
     } catch (error) {
       if (error instanceof ApiError && error.status === 401) throw apiTokenRefused(error);
-      throw error;
+      throw versionHint(error, 'v3', this.baseUrl);
     }
   }
 }

@@ -3,7 +3,7 @@
 import type { Readable } from 'node:stream';
 import { CREDIT_TYPES, isDataType } from '../catalog.js';
 import { ApiError, UsageError } from '../errors.js';
-import { apiTokenRefused } from './errors.js';
+import { apiTokenRefused, versionHint } from './errors.js';
 import { type EventSink, eventSink } from './events.js';
 import { openDownloadFile } from './files.js';
 import { type HttpMethod, type HttpTransport, type JsonResponse, pathOf } from './http.js';
@@ -353,6 +353,14 @@ export class V4Client implements ServiceClient {
   }
 
   async #callUrl(method: HttpMethod, url: string, call: Call = {}): Promise<JsonResponse> {
+    try {
+      return await this.#callAuthorized(method, url, call);
+    } catch (error) {
+      throw versionHint(error, 'v4', this.baseUrl);
+    }
+  }
+
+  async #callAuthorized(method: HttpMethod, url: string, call: Call): Promise<JsonResponse> {
     const send = (token: string) =>
       this.#http.json({
         method,

@@ -293,6 +293,11 @@ export interface DestinationEntry {
   identity?(url: string, options: { baseDir?: string }): string;
   /** Opens the destination a URL of this kind names. */
   open(url: string, options: OpenDestinationOptions): Promise<Destination>;
+  /**
+   * The types it declares for sluice's column types (`double precision` for `real`), as
+   * `sluice fields PIPELINE` shows them. Without it, sluice's own names are shown.
+   */
+  typeNames?(): Promise<Readonly<Record<ColumnType, string>>>;
 }
 
 export interface Destination {

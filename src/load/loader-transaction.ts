@@ -226,18 +226,18 @@ export class LoaderTransaction<C> implements FileTransaction {
     if (changed.length > 0 && contract.typeChanges === 'freeze') {
       const list = changed.map((w) => `${logical(w.name)} (${w.from} -> ${w.to})`).join(', ');
       throw contractError(
-        `its schema contract freezes the column types of ${target.table} (schema: type_changes: freeze), and the data needs ${list}; to load it, set type_changes: widen, or pin the type with columns:`,
+        `its schema contract freezes the column types of ${live} (schema: type_changes: freeze), and the data needs ${list}; to load it, set type_changes: widen, or pin the type with columns:`,
       );
     }
     changes = { ...changes, add, widen: widened };
     if (added.length === 0) return changes;
     if (contract.newColumns === 'freeze') {
       throw contractError(
-        `its schema contract freezes the columns of ${target.table} (schema: new_columns: freeze), and the data has fields it has no column for: ${names(added).join(', ')}; to load them, set new_columns: evolve (or discard to leave them out)`,
+        `its schema contract freezes the columns of ${live} (schema: new_columns: freeze), and the data has fields it has no column for: ${names(added).join(', ')}; to load them, set new_columns: evolve (or discard to leave them out)`,
       );
     }
     if (contract.newColumns === 'discard') {
-      contract.onDiscard?.(target.table, names(added));
+      contract.onDiscard?.(live, names(added));
       const out = new Set(added.map((c) => c.name));
       return { ...changes, add: add.filter((c) => !out.has(c.name)) };
     }

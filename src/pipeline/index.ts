@@ -38,6 +38,7 @@ export {
   type JobSpec,
   type LoadOptions,
   loadPipeline,
+  namedTable,
   type PipelineSpec,
   parsePipeline,
   pipelineJsonSchema,

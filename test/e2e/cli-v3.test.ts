@@ -183,3 +183,50 @@ describe('v3', () => {
     assert.ok(!wrong.stderr.includes('not-the-token'));
   });
 });
+
+describe('the API version and the URL disagree', () => {
+  test("validate says so offline, at the URL's line, for a v3 file with a /v4 URL and the reverse", async () => {
+    const dir = tempDir();
+    for (const [api, url, named] of [
+      ['v3', h.v4Url, 'v4'],
+      ['v4', h.v3Url, 'v3'],
+    ] as const) {
+      const file = join(dir, `${api}-at-${named}.yaml`);
+      writeFileSync(
+        file,
+        `version: 1\nname: mixed\nsource:\n  api: ${api}\n  url: ${url}\n  token: \${SLUICE_API_TOKEN}\njobs:\n  shops: { type: businesses, query: "city:Austin", records: 5 }\n`,
+      );
+      const r = await runCli(['validate', file], { SLUICE_API_TOKEN: h.credentials.token });
+      assert.equal(r.code, 2, r.stdout + r.stderr);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `:5: source\\.url: the URL names the ${named} API but api: is ${api}, .*make them agree \\(api: ${named}, or the ${api} root URL\\)`,
+        ),
+      );
+      // run stops there too, before anything is asked of the service.
+      const run = await runCli(['run', file, '--no-progress'], {
+        SLUICE_API_TOKEN: h.credentials.token,
+      });
+      assert.equal(run.code, 2);
+      assert.match(run.stderr, /the URL names the/);
+    }
+  });
+
+  test("the service's 404 to a v3 call at a /v4 URL says the two disagree", async () => {
+    const r = await runCli(
+      ['count', 'businesses', 'city:Austin', '--url', h.v4Url, '--api', 'v3'],
+      { SLUICE_API_TOKEN: h.credentials.token },
+    );
+    assert.equal(r.code, 2, r.stdout + r.stderr);
+    assert.match(r.stderr, /failed with 404/);
+    assert.match(
+      r.stderr,
+      new RegExp(`the service URL ${h.v4Url} names the v4 API, but sluice speaks v3 to it`),
+    );
+    // A 404 with the URL and the version in agreement has no such hint.
+    const agreed = await v3('downloads', 'show', 'nosuch');
+    assert.equal(agreed.code, 2);
+    assert.doesNotMatch(agreed.stderr, /names the/);
+  });
+});

@@ -3,6 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { ERROR_CODES } from '../../src/error-codes.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
@@ -75,6 +76,22 @@ function run(command: string, args: string[], options: { cwd?: string; env: Node
     child.on('error', reject);
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** The processes whose parent is `pid` (Linux: /proc/PID/stat names the parent). */
+function childrenOf(pid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === pid) found.push(Number(entry));
+    } catch {
+      // The process ended while the folder was read.
+    }
+  }
+  return found;
 }
 
 describe('README', () => {
@@ -247,6 +264,62 @@ jobs:
       });
       assert.equal(result.code, 0, result.stderr);
       assert.deepEqual(result.stdout.trim().split('\n'), ['succeeded', 'mistake']);
+    });
+
+    test('the Python example retries an interrupted run (exit 130)', async (t) => {
+      if (spawnSync('python3', ['--version']).status !== 0) {
+        t.skip('python3 is not installed here');
+        return;
+      }
+      // 1 record a second: the download is still running when the orchestrator is stopped.
+      const slow = await EmulatorHarness.start({ scale: 0.2, queueMs: 0, rate: 1 });
+      try {
+        const script = `${block('orchestrator')}
+import sys
+try:
+    run_sluice(sys.argv[2], "2026-11-27", cwd=sys.argv[1])
+    print("returned")
+except RetryableError as error:
+    print("retry", error)
+except RuntimeError as error:
+    print("mistake", error)
+`;
+        const file = join(dir, 'orchestrate-130.py');
+        writeFileSync(file, script);
+        const pipeline = writePipeline(
+          dir,
+          'interrupted',
+          `version: 1
+name: interrupted
+source:
+  api: v4
+  url: ${slow.v4Url}
+  email: ${slow.credentials.email}
+  password: ${slow.credentials.password}
+destination: sqlite:interrupted.sqlite
+jobs:
+  homes: { type: properties, query: "province:TX", records: 50, poll: { interval: 20ms } }
+`,
+        );
+        const python = spawn('python3', [file, ROOT, pipeline], {
+          env: { PATH: process.env.PATH, HOME: process.env.HOME },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        python.stdout.on('data', (d) => (stdout += d));
+        python.stderr.on('data', (d) => (stderr += d));
+        const exited = new Promise<number | null>((resolve) => python.on('exit', resolve));
+        // Once its download is bought, sluice is stopped as a scheduler stops a task: SIGTERM.
+        while (slow.emulator.context.state.downloads.length === 0) await sleep(50);
+        const sluice = childrenOf(python.pid!);
+        assert.equal(sluice.length, 1, 'python runs sluice as its one child');
+        process.kill(sluice[0]!, 'SIGTERM');
+        assert.equal(await exited, 0, stderr);
+        assert.match(stdout, /^retry sluice exit 130 \(interrupted\)/, stdout);
+      } finally {
+        await slow.close();
+      }
     });
   });
 

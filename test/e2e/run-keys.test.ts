@@ -212,20 +212,20 @@ for (const kind of destinationKinds()) {
     test('run --wait after another run of the pipeline finds its work done: a replay, nothing bought twice', async () => {
       const t = await target('wait');
       const file = pipeline(t, 'wait', HOMES + SHOPS);
-      // The other run holds the pipeline (and, DuckDB, its database) a moment past its first poll.
+      // Two processes, as two schedulers start them: the other run holds the pipeline (and,
+      // DuckDB, its database) for a while past its first poll, long enough for the second to
+      // log in and find it held on a busy machine.
       const other = startRun(file, harness, {
         checkpoint: 'polling:homes',
-        env: { SLUICE_CHECKPOINT_WAIT: '1500' },
+        env: { SLUICE_CHECKPOINT_WAIT: '5000' },
       });
       await other.reached;
-      const waiting = runCli(
-        ['run', file, '--json', '--no-progress', '--wait'],
-        emulatorEnv(harness),
-      );
+      const waiting = startRun(file, harness, { args: ['--wait'] });
       const done = await other.finished;
       assert.equal(done.code, 0, done.stderr);
-      const waited = await waiting;
+      const waited = await waiting.finished;
       assert.equal(waited.code, 0, waited.stderr);
+      assert.match(waited.stderr, /waiting for it to end/, 'the second run waited');
       assert.deepEqual(downloadsByType(harness), { properties: 1, businesses: 1 });
       assert.equal(await rows(t, 'homes'), 100);
       assert.equal(await rows(t, 'shops'), 100);
@@ -241,17 +241,15 @@ for (const kind of destinationKinds()) {
       const file = pipeline(t, 'wait-other', HOMES + SHOPS);
       const other = startRun(file, harness, {
         checkpoint: 'polling:homes',
-        env: { SLUICE_CHECKPOINT_WAIT: '1500' },
+        env: { SLUICE_CHECKPOINT_WAIT: '5000' },
         args: ['--job', 'homes'],
       });
       await other.reached;
-      const waiting = runCli(
-        ['run', file, '--json', '--no-progress', '--wait'],
-        emulatorEnv(harness),
-      );
+      const waiting = startRun(file, harness, { args: ['--wait'] });
       assert.equal((await other.finished).code, 0);
-      const waited = await waiting;
+      const waited = await waiting.finished;
       assert.equal(waited.code, 0, waited.stderr);
+      assert.match(waited.stderr, /waiting for it to end/, 'the second run waited');
       const s = JSON.parse(waited.stdout);
       assert.deepEqual(statuses(s.jobs), [
         ['homes', 'skipped'],

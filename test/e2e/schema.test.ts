@@ -34,6 +34,13 @@ const TYPES: Record<Kind, { real: string; text: string; integer: string }> = {
   duckdb: { real: 'double', text: 'varchar', integer: 'bigint' },
 };
 
+/** The types `fields PIPELINE` shows: as each destination declares them. */
+const DECLARED: Record<Kind, { json: string; integer: string }> = {
+  sqlite: { json: 'JSON', integer: 'INTEGER' },
+  postgres: { json: 'jsonb', integer: 'bigint' },
+  duckdb: { json: 'JSON', integer: 'BIGINT' },
+};
+
 async function run(file: string, extra: string[] = []) {
   const result = await runCli(
     ['run', file, '--json', '--no-progress', ...extra],
@@ -122,8 +129,18 @@ for (const kind of destinationKinds()) {
       assert.equal(main.name, 'homes');
       assert.deepEqual(
         main.columns.find((c: { field: string }) => c.field === 'prices'),
-        { name: 'prices', field: 'prices', type: 'json', pinned: true },
+        {
+          name: 'prices',
+          field: 'prices',
+          type: 'json',
+          pinned: true,
+          declared: DECLARED[kind].json,
+        },
       );
+      // In text, each type as the destination declares it, not SQLite's names everywhere.
+      const text = await runCli(['fields', file], emulatorEnv(harness));
+      assert.match(text.stdout, new RegExp(`^yearBuilt +${DECLARED[kind].integer}$`, 'm'));
+      assert.match(text.stdout, new RegExp(`^prices +${DECLARED[kind].json} \\(pinned\\)$`, 'm'));
       const result = await run(file);
       assert.equal(result.code, 0, result.stderr);
       assert.ok(!result.summary.jobs[0].tables.includes('homes__prices'));
@@ -225,6 +242,46 @@ ${extra}    ${POLL}
       assert.equal(frozen.code, 0, frozen.stderr);
       assert.equal(await typeOf(t, 'homes', 'yearBuilt'), TYPES[kind].text);
       assert.equal(frozen.summary.jobs[0].loaded, 40);
+    });
+
+    test('naming: snake_case: validate, plan and the contract name the table as it is named', async () => {
+      const t = await target('snake-named');
+      const job = (fields: string, contract: string) => `naming: snake_case
+views:
+  v:
+    fields: [${fields}]
+jobs:
+  austinHomes:
+    type: properties
+    query: 'province:TX'
+    records: 30
+    view: v
+    nested: json
+${contract}    ${POLL}
+`;
+      const file = pipeline(t, 'snake-named', job('id, address, city', ''));
+      const validate = await runCli(['validate', file], emulatorEnv(harness));
+      assert.equal(validate.code, 0, validate.stderr);
+      assert.match(validate.stdout, /^austinHomes\s+properties\s+30\s+json\s+austin_homes\s/m);
+      assert.equal((await run(file)).code, 0);
+      const frozenFile = pipeline(
+        t,
+        'snake-named',
+        job('id, address, city, yearBuilt', '    schema: { new_columns: freeze }\n'),
+      );
+      const plan = await runCli(['plan', frozenFile, '--json'], emulatorEnv(harness));
+      assert.deepEqual(JSON.parse(plan.stdout).jobs[0].schema_breaches, [
+        { table: 'austin_homes', added: ['yearBuilt'], widened: [] },
+      ]);
+      const frozen = await run(frozenFile);
+      assert.equal(frozen.code, 2, frozen.stderr);
+      assert.match(
+        frozen.summary.jobs[0].error.message,
+        /austin_homes has no column for yearBuilt/,
+      );
+      // The job keeps its name; the table is named as it is.
+      const message: string = frozen.summary.jobs[0].error.message;
+      assert.ok(!message.replaceAll("job 'austinHomes'", '').includes('austinHomes'), message);
     });
 
     test('naming: snake_case: an owner lookup finds its properties column', async () => {

@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadPipeline, runPipeline } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
@@ -77,12 +77,25 @@ export async function demoCommand(
       io.stdout,
       `  sqlite3 ${db} "select job, download_id, status, num_records from _sluice_downloads"`,
     );
-    writeLine(
-      io.stdout,
-      '  npx sluice status pipelines/demo.yaml   (with the emulator running: npx sluice emulator)',
-    );
+    writeLine(io.stdout, `  ${statusHint(spec.file, summary.destination)}`);
     return exitCodeOfRun(summary);
   } finally {
     await emulator.close();
   }
+}
+
+/**
+ * The `status` command for what the demo did: its pipeline file where it is (inside the
+ * installed package, when sluice is installed: not `pipelines/demo.yaml` of the user's folder),
+ * and the database it wrote, which the file alone would not name from another folder.
+ */
+function statusHint(file: string, destination: string): string {
+  const from = relative(process.cwd(), file);
+  const path = from.startsWith('..') || isAbsolute(from) ? file : from;
+  return `SLUICE_DESTINATION=${shellWord(destination)} npx sluice status ${shellWord(path)}`;
+}
+
+/** A word as sh reads it: quoted when it holds anything but plain path characters. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }

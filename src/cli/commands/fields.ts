@@ -1,6 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import type { Argv } from 'yargs';
 import { type DataType, FIELDS, type FieldDef, type FieldMap } from '../../catalog.js';
+import { destinationEntryOf } from '../../load/index.js';
 import { jobColumns, selectJobs } from '../../pipeline/index.js';
 import { type ColumnType, declaredColumnType } from '../../schema/types.js';
 import type { CliContext } from '../context.js';
@@ -53,19 +54,29 @@ async function pipelineFieldsCommand(
     ctx,
     { source: 'optional', views: 'offline', usesSource: false },
     async (spec) => {
+      // Each column's type as the destination declares it (PostgreSQL: double precision).
+      const url = ctx.env.SLUICE_DESTINATION || spec.destination.url;
+      const entry = destinationEntryOf(url);
+      const names = await entry?.typeNames?.();
       // A refresh step writes no table: its job's tables are its job's.
       const jobs = selectJobs(spec, args.job)
         .filter((job) => job.kind !== 'targeted_update')
         .map((job) => ({
           job: job.name,
           type: job.type,
-          tables: jobColumns(spec, job),
+          tables: jobColumns(spec, job).map((table) => ({
+            ...table,
+            columns: table.columns.map((c) => ({ ...c, declared: names?.[c.type] ?? c.type })),
+          })),
         }));
       const { stdout } = ctx.io;
       if (args.json) {
-        writeJson(stdout, { pipeline: spec.name, naming: spec.naming, jobs });
+        const destination = entry?.name ?? null;
+        writeJson(stdout, { pipeline: spec.name, naming: spec.naming, destination, jobs });
         return EXIT.ok;
       }
+      if (entry !== undefined)
+        writeLine(stdout, `Column types as ${entry.displayName} declares them.`);
       for (const job of jobs) {
         for (const table of job.tables) {
           writeLine(stdout, `${job.job} (${job.type}): table ${table.name}`);
@@ -75,7 +86,7 @@ async function pipelineFieldsCommand(
               ['column', 'type', 'field'],
               table.columns.map((c) => [
                 c.name,
-                `${c.type}${c.pinned ? ' (pinned)' : ''}`,
+                `${c.declared}${c.pinned ? ' (pinned)' : ''}`,
                 c.field === c.name ? '' : c.field,
               ]),
             ),

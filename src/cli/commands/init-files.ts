@@ -127,7 +127,7 @@ function serviceUnit(name: string, dir: string, command: string): string {
 Description=sluice: ${name} pipeline
 After=network-online.target
 Wants=network-online.target
-# exit 1 is worth a retry: at most 3 starts an hour (systemd reads these two here, in [Unit])
+# exits 1 and 130 are worth a retry: at most 3 starts an hour (systemd reads these two here, in [Unit])
 StartLimitIntervalSec=1h
 StartLimitBurst=3
 
@@ -137,7 +137,7 @@ User=${userInfo().username}
 WorkingDirectory=${dir}
 # sluice reads the .env beside the pipeline file itself
 ExecStart=${command.replaceAll('%', '%%')}
-# exit 1 is worth a retry: try again in 10 minutes; 2, 3 and 4 are not
+# exits 1 and 130 are worth a retry: try again in 10 minutes; 2, 3 and 4 are not
 Restart=on-failure
 RestartSec=10min
 RestartPreventExitStatus=2 3 4

@@ -30,6 +30,9 @@ export const duckdb: DestinationEntry = {
     ['pg_', 'keeps names beginning pg_ for its PostgreSQL catalogue views'],
   ],
   identity: (url, options) => duckdbPath(url, options.baseDir) ?? url,
+  async typeNames() {
+    return (await import('./types.js')).DUCKDB_TYPE;
+  },
   async open(url, options): Promise<Destination> {
     const [
       { openDuckDb, DuckDbConnection },

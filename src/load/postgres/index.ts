@@ -33,6 +33,9 @@ export const postgres: DestinationEntry = {
       return url;
     }
   },
+  async typeNames() {
+    return (await import('./types.js')).PG_TYPE;
+  },
   async open(url, options): Promise<Destination> {
     const [
       { openPostgres, PostgresConnection },

@@ -24,6 +24,9 @@ export const sqlite: DestinationEntry = {
   // Its own tables: sqlite_master, sqlite_stat1, ...
   reservedPrefixes: [['sqlite_', 'keeps names beginning sqlite_ for itself']],
   identity: (url, options) => sqlitePath(url, options.baseDir) ?? url,
+  async typeNames() {
+    return (await import('./types.js')).DECLARED;
+  },
   async open(url, options): Promise<Destination> {
     const [
       { openSqlite, SqliteConnection },

@@ -101,7 +101,7 @@ async function retarget(
     );
   }
   log.info(
-    `the job now writes ${job.write} into ${job.table}; download ${attempt.download_id ?? '(being started)'} has no file loaded yet and will go there`,
+    `the job now writes ${job.write} into ${ctx.destination.naming.table(job.table)}; download ${attempt.download_id ?? '(being started)'} has no file loaded yet and will go there`,
   );
   const changes = {
     load_hash: loadHash,

@@ -75,7 +75,12 @@ export async function contractBreaches(
       existing.map((c) => c.name),
     );
     const types = new Map(existing.map((c) => [c.name, c.type]));
-    const breach: ContractBreach = { table: def.name, added: [], widened: [] };
+    // Named as the destination names it (naming: snake_case spells austinHomes austin_homes).
+    const breach: ContractBreach = {
+      table: destination.naming.table(def.name),
+      added: [],
+      widened: [],
+    };
     for (const column of def.columns) {
       const from = types.get(names.physical(column.name));
       if (from === undefined) {

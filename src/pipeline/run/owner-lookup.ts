@@ -29,6 +29,7 @@ export async function runOwnerLookup(
 ): Promise<void> {
   const from = ctx.spec.jobs.find((j) => j.name === job.people_keys_from)!;
   const propertyKey = from.key[0]!;
+  const named = ctx.destination.naming.table(from.table);
   outcome.stage = 'extract';
   // Following an incremental job, owners are looked up for the properties loaded since the
   // last lookup that finished: its cursor is the time it began (rows carry when they loaded).
@@ -37,8 +38,8 @@ export async function runOwnerLookup(
     outcome.incremental = since.range;
     log.info(
       since.range.from === null
-        ? `looking up the owners of every property in ${from.table}`
-        : `looking up the owners of the properties loaded into ${from.table} since ${since.range.from}`,
+        ? `looking up the owners of every property in ${named}`
+        : `looking up the owners of the properties loaded into ${named} since ${since.range.from}`,
     );
   }
   const owners = await ownerPeopleKeys(ctx, from.table, propertyKey, since?.range.from);
@@ -47,7 +48,7 @@ export async function runOwnerLookup(
     ownerLookup: { propertiesTable: from.table, propertyKey, owners: chunk },
   });
   if (owners.size === 0) {
-    log.info(`no owner people keys in ${from.table}; nothing to look up`);
+    log.info(`no owner people keys in ${named}; nothing to look up`);
     outcome.stage = 'load';
     await prepareTables({ ctx, job, tables: new JobTables(plan([])), outcome, log });
     outcome.status = 'empty';

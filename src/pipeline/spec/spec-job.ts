@@ -28,8 +28,9 @@ import type {
 import { checkRealTime } from './spec-realtime.js';
 
 /**
- * One job of a pipeline file, checked and resolved: each check below throws the job's first
- * mistake (through `fail`, which names the file, line and field).
+ * One job of a pipeline file, checked and resolved: each check below throws its first mistake
+ * (through `fail`, which names the file, line and field), and `check` notes it and goes on, so
+ * that one round of `validate` says all of a job's mistakes.
  */
 
 type Fail = (message: string, path: string[]) => never;
@@ -48,6 +49,8 @@ export interface JobContext {
   contract: RawPipeline['schema'];
   /** `strict_fields`: a field the catalogue does not list is refused rather than a warning. */
   strictFields: boolean;
+  /** Runs a check, noting the mistake it throws: undefined then, and the job's checks go on. */
+  check: <T>(work: () => T) => T | undefined;
 }
 
 /** What happens to a field the catalogue does not list, said after each warning of one. */
@@ -115,15 +118,21 @@ function refreshStep(
 }
 
 function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext): JobSpec {
-  const { fail } = ctx;
+  const { fail, check } = ctx;
   const at = (...rest: string[]) => ['jobs', name, ...rest];
-  if (raw.source.api === 'v3') checkV3Job(raw, name, j, fail, ctx.offline);
-  checkRealTime(raw, name, j, fail);
-  if (j.refresh?.query !== undefined) checkJobQuery(name, j, j.refresh.query, ctx, 'refresh.query');
-  const view = checkView(raw, name, j, ctx);
+  if (raw.source.api === 'v3') check(() => checkV3Job(raw, name, j, fail, ctx.offline));
+  check(() => checkRealTime(raw, name, j, fail));
+  if (j.refresh?.query !== undefined) {
+    const refreshQuery = j.refresh.query;
+    check(() => checkJobQuery(name, j, refreshQuery, ctx, 'refresh.query'));
+  }
+  const view = check(() => checkView(raw, name, j, ctx)) ?? {
+    declared: undefined,
+    fields: undefined,
+  };
   if (j.auto_trace && j.view !== undefined && view.fields && !viewCarriesPeopleKeys(view.fields))
-    fail(autotraceViewMessage(j.view, !view.declared), at('view'));
-  const onlyTraceable = onlyTraceableOf(name, j, ctx);
+    check(() => fail(autotraceViewMessage(j.view!, !view.declared), at('view')));
+  const onlyTraceable = check(() => onlyTraceableOf(name, j, ctx)) ?? j.only_traceable;
   if (j.type !== 'properties') {
     for (const key of [
       'auto_trace',
@@ -132,25 +141,27 @@ function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext):
       'require_people_data',
     ] as const) {
       if (j[key] !== undefined && j[key] !== false)
-        fail(`${key} applies to properties only`, at(key));
+        check(() => fail(`${key} applies to properties only`, at(key)));
     }
   }
-  checkOwnerLookup(raw, name, j, fail);
+  check(() => checkOwnerLookup(raw, name, j, fail));
   if (j.nested === 'tables' && j.write === 'merge' && Array.isArray(j.key) && j.key.length > 1) {
-    fail(
-      'nested: tables links child rows by one key column; use one key or nested: json',
-      at('key'),
+    check(() =>
+      fail(
+        'nested: tables links child rows by one key column; use one key or nested: json',
+        at('key'),
+      ),
     );
   }
   const query = j.query ?? 'keys:*';
-  checkJobQuery(name, j, query, ctx);
+  check(() => checkJobQuery(name, j, query, ctx));
   const keys = Array.isArray(j.key) ? j.key : [j.key];
   if (j.write === 'merge' && j.people_keys_from === undefined) {
-    checkMergeKeys(name, j, keys, view, ctx);
+    check(() => checkMergeKeys(name, j, keys, view, ctx));
   }
-  if (j.incremental !== undefined) checkIncremental(name, j, view, fail);
-  const table = tableOf(name, j, ctx, raw.naming);
-  const columns = columnHints(name, j, ctx);
+  if (j.incremental !== undefined) check(() => checkIncremental(name, j, view, fail));
+  const table = check(() => tableOf(name, j, ctx, raw.naming)) ?? j.table ?? name;
+  const columns = check(() => columnHints(name, j, ctx)) ?? {};
   const downloadHash = hash({
     api: raw.source.api,
     type: j.type,

@@ -12,8 +12,10 @@ import {
 } from 'yaml';
 import type { z } from 'zod';
 import { CREDIT_TYPES, closest } from '../../catalog.js';
+import { urlApiVersion } from '../../client/index.js';
 import { PipelineSpecError, SluiceError } from '../../errors.js';
 import { destinationEntryOf, destinationExamples } from '../../load/index.js';
+import { Naming } from '../../schema/naming.js';
 import {
   type CredentialSource,
   type EnvLookup,
@@ -66,6 +68,11 @@ export interface LoadOptions {
   lookup?: EnvLookup;
 }
 
+/** A job's table as the destination names it (`naming:` applied), for what sluice says. */
+export function namedTable(spec: Pick<PipelineSpec, 'naming'>, table: string): string {
+  return new Naming(Number.POSITIVE_INFINITY, spec.naming).table(table);
+}
+
 export async function loadPipeline(
   file: string,
   env: NodeJS.ProcessEnv = process.env,
@@ -108,14 +115,18 @@ export function parsePipeline(
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const lineOf = (offset: number | undefined) =>
     offset === undefined ? undefined : lines.linePos(offset).line;
-  if (doc.errors.length > 0) {
-    const error = doc.errors[0]!;
+  // A file that does not parse has no fields to check; a key written twice is noted below.
+  const error = doc.errors.find((e) => e.code !== 'DUPLICATE_KEY');
+  if (error !== undefined) {
     throw new PipelineSpecError(`invalid YAML: ${error.message.split('\n')[0]}`, {
       file,
       line: lineOf(error.pos[0]),
       path: '',
     });
   }
+  // Every mistake of the file at once, in one round: each stage notes its own, and the next
+  // goes on (with the parts in error left out), so that fixing one never reveals another.
+  const problems = duplicateKeys(doc.contents, [], { file, lineOf });
   const warnings: string[] = [];
   const lenient = options.source === 'optional';
   const views = options.views ?? 'service';
@@ -127,6 +138,7 @@ export function parsePipeline(
     lenient,
     warnings,
     credentials,
+    problems,
   });
   let plain: unknown;
   try {
@@ -134,29 +146,122 @@ export function parsePipeline(
   } catch (error) {
     throw new PipelineSpecError(`invalid YAML: ${(error as Error).message}`, { file, path: '' });
   }
-  const parsed = pipelineSchema.safeParse(plain);
-  if (!parsed.success) {
-    // Every mistake of the file at once, one for each field.
-    const seen = new Set<string>();
-    const errors: PipelineSpecError[] = [];
-    for (const issue of parsed.error.issues) {
-      for (const error of issueErrors(issue, doc, file, lineOf)) {
-        if (seen.has(error.path)) continue;
-        seen.add(error.path);
-        errors.push(error);
-      }
-    }
-    throw PipelineSpecError.all(errors);
-  }
-  const strictFields = options.strictFields === true || parsed.data.strict_fields;
-  const spec = resolve(parsed.data, file, doc, lineOf, {
+  const raw = validated(plain, doc, file, lineOf, problems);
+  if (raw === undefined) throw PipelineSpecError.all(distinct(problems));
+  const strictFields = options.strictFields === true || raw.data.strict_fields;
+  const found = problems.length;
+  const spec = resolve(raw.data, file, doc, lineOf, {
     lenient,
     warnings,
     views,
     strictFields,
     lookup: options.lookup ?? envLookup([{ vars: env }]),
+    problems,
   });
+  // A job or view left out for its own mistake is not also "missing" where it is used.
+  const later = problems
+    .splice(found)
+    .filter((p) => !raw.omitted.some((name) => p.message.includes(`'${name}'`)));
+  problems.push(...later);
+  if (problems.length > 0) throw PipelineSpecError.all(distinct(problems));
   return { ...spec, credentials };
+}
+
+/** One mistake per field: the first noted (a duplicate key, an unset variable) says it best. */
+function distinct(problems: readonly PipelineSpecError[]): PipelineSpecError[] {
+  const seen = new Set<string>();
+  return problems.filter((p) => {
+    if (seen.has(p.path)) return false;
+    seen.add(p.path);
+    return true;
+  });
+}
+
+/**
+ * The file checked against the schema. Its mistakes are noted; the pipeline without the jobs,
+ * views, keys and optional settings in error is then checked again, so that the rest can be
+ * resolved and its mistakes said in the same round. Undefined when nothing is left to resolve
+ * (a mistake in `source:`, say).
+ */
+function validated(
+  plain: unknown,
+  doc: Document,
+  file: string,
+  lineOf: (offset: number | undefined) => number | undefined,
+  problems: PipelineSpecError[],
+): { data: RawPipeline; omitted: string[] } | undefined {
+  const parsed = pipelineSchema.safeParse(plain);
+  if (parsed.success) return { data: parsed.data, omitted: [] };
+  for (const issue of parsed.error.issues) problems.push(...issueErrors(issue, doc, file, lineOf));
+  const rest = structuredClone(plain) as Record<string, Record<string, unknown>>;
+  const omitted: string[] = [];
+  const child = (node: unknown, key: string) =>
+    (node as Record<string, unknown> | undefined)?.[key];
+  for (const issue of parsed.error.issues) {
+    const path = issue.path.map(String);
+    if (issue.code === 'unrecognized_keys') {
+      const at = path.reduce<unknown>(child, rest) as Record<string, unknown> | undefined;
+      for (const key of issue.keys) delete at?.[key];
+    } else if ((path[0] === 'jobs' || path[0] === 'views') && path.length >= 2) {
+      delete rest[path[0]]?.[path[1]!];
+      omitted.push(path[1]!);
+    } else if (path[0] !== undefined && OPTIONAL_SETTINGS.has(path[0])) {
+      delete rest[path[0]];
+    } else {
+      return undefined;
+    }
+  }
+  const again = pipelineSchema.safeParse(rest);
+  return again.success ? { data: again.data, omitted } : undefined;
+}
+
+/** Top-level keys a pipeline can do without (each has a default, or is optional). */
+const OPTIONAL_SETTINGS: ReadonlySet<string> = new Set([
+  'destination',
+  'resume_window',
+  'max_parallel_jobs',
+  'budget',
+  'naming',
+  'schema',
+  'strict_fields',
+  'views',
+]);
+
+/**
+ * Keys written twice in one mapping, by name, at the second one's line; the later ones are
+ * removed, so that the rest of the file is checked as if each key were written once.
+ */
+function duplicateKeys(
+  node: unknown,
+  path: string[],
+  at: { file: string; lineOf: (offset: number | undefined) => number | undefined },
+): PipelineSpecError[] {
+  const found: PipelineSpecError[] = [];
+  if (isMap(node)) {
+    const first = new Map<string, number | undefined>();
+    for (const pair of [...node.items]) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+      const offset = isScalar(pair.key) ? pair.key.range?.[0] : undefined;
+      if (first.has(key)) {
+        const line = first.get(key);
+        found.push(
+          new PipelineSpecError(
+            `duplicate key '${key}'${line === undefined ? '' : ` (first at line ${line})`}: keep one`,
+            { file: at.file, line: at.lineOf(offset), path: [...path, key].join('.') },
+          ),
+        );
+        node.items.splice(node.items.indexOf(pair), 1);
+        continue;
+      }
+      first.set(key, at.lineOf(offset));
+      found.push(...duplicateKeys(pair.value, [...path, key], at));
+    }
+  } else if (isSeq(node)) {
+    node.items.forEach((item, i) => {
+      found.push(...duplicateKeys(item, [...path, String(i)], at));
+    });
+  }
+  return found;
 }
 
 /** The mistakes zod found, as the file's lines and fields and what to do. */
@@ -207,6 +312,8 @@ function resolve(
     views: 'offline' | 'service';
     strictFields: boolean;
     lookup: EnvLookup;
+    /** Where each mistake found is noted; the caller throws them all. */
+    problems: PipelineSpecError[];
   },
 ): Omit<PipelineSpec, 'credentials'> {
   const fail = (message: string, path: string[]): never => {
@@ -216,9 +323,9 @@ function resolve(
       path: path.join('.'),
     });
   };
-  // Every mistake of the file at once: each check (a job's all together) throws its first, which
-  // is kept, and the next check goes on.
-  const problems: PipelineSpecError[] = [];
+  // Every mistake of the file at once: each check throws its first, which is kept, and the next
+  // check goes on.
+  const { problems } = options;
   const check = <T>(work: () => T): T | undefined => {
     try {
       return work();
@@ -229,16 +336,28 @@ function resolve(
     }
   };
   // Commands that never talk to the service only note what `run` would need.
+  // An unset variable or an unreadable secret of the source was noted where it is used.
+  const unsetSource = problems.some((p) => p.path.startsWith('source.'));
   const need = (message: string, path: string[]) => {
-    if (!options.lenient) check(() => fail(message, path));
-    // An unset variable was already noted where it is used.
-    else if (
+    if (!options.lenient) {
+      if (!unsetSource) check(() => fail(message, path));
+    } else if (
       !options.warnings.some((w) => /: source\.[^:]*: (environment variable|secret file)/.test(w))
     ) {
       options.warnings.push(`${path.join('.')}: ${message}`);
     }
   };
   if (!raw.source.url) need('is required (the URL of the v4 or v3 root)', ['source', 'url']);
+  // The service answers a v3 call at a v4 URL (or the reverse) with a bare 404.
+  const named = raw.source.url ? urlApiVersion(raw.source.url) : undefined;
+  if (named !== undefined && named !== raw.source.api) {
+    check(() =>
+      fail(
+        `the URL names the ${named} API but api: is ${raw.source.api}, and the service would answer 404: make them agree (api: ${named}, or the ${raw.source.api} root URL)`,
+        ['source', 'url'],
+      ),
+    );
+  }
   // v4 takes either: the API token as the bearer token, or a login that sluice renews.
   const login = Boolean(raw.source.email && raw.source.password);
   if (raw.source.api === 'v4' && !login && !raw.source.token) {
@@ -270,6 +389,7 @@ function resolve(
         warnings: options.warnings,
         contract,
         strictFields: options.strictFields,
+        check,
       }),
     );
     return job ?? [];
@@ -281,7 +401,6 @@ function resolve(
   problems.push(...tableNameProblems(tables, file, raw.name, raw.naming));
   const budgets = check(() => budgetsOf(raw, fail)) ?? [];
   const notify = check(() => pipelineNotify(raw, fail, options.lookup, file)) ?? { jobs: {} };
-  if (problems.length > 0) throw PipelineSpecError.all(problems);
   return {
     file,
     baseDir: dirname(resolvePath(file)),
@@ -346,6 +465,8 @@ interface InterpolationContext {
   warnings: string[];
   /** Where each credential's value came from, as it is resolved. */
   credentials: CredentialSource[];
+  /** Each reference nothing gives, at its line; the field is then left out. */
+  problems: PipelineSpecError[];
 }
 
 /**
@@ -363,7 +484,8 @@ function interpolate(
     for (const pair of [...node.items]) {
       const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
       interpolate(doc, pair.value, [...path, key], context);
-      // A `source:` value left unset where it is not needed is as if it were not written.
+      // A value left unset (where it is not needed, or noted as a mistake) is as if it were not
+      // written.
       if (isScalar(pair.value) && pair.value.value === UNSET) node.delete(pair.key);
     }
   } else if (isSeq(node)) {
@@ -405,11 +527,15 @@ function substitute(node: Scalar<string>, path: string[], context: Interpolation
       unset = true;
       return '';
     }
-    throw new PipelineSpecError(`${problem}${fix}`, {
-      file: context.file,
-      line: context.lineOf(node.range?.[0]),
-      path: path.join('.'),
-    });
+    context.problems.push(
+      new PipelineSpecError(`${problem}${fix}`, {
+        file: context.file,
+        line: context.lineOf(node.range?.[0]),
+        path: path.join('.'),
+      }),
+    );
+    unset = true;
+    return '';
   };
   const value = node.value.replace(
     REFERENCE,

@@ -26,7 +26,7 @@ function head(api: 'v4' | 'v3' = 'v4'): string {
 name: test
 source:
   api: ${api}
-  url: \${SLUICE_API_URL}
+  url: http://127.0.0.1:8787/${api}
 ${credentials}destination: sqlite:data/t.sqlite
 jobs:
 `;
