@@ -5,6 +5,7 @@ import type { Logger } from '../../log.js';
 import { checkpoint } from '../checkpoints.js';
 import { isoAt } from '../clock.js';
 import type { RunContext } from '../context.js';
+import { recordsAsked } from '../guard/figures.js';
 import type { JobSpec } from '../spec/spec.js';
 
 /** The end of the extract stage: polling a download until it is done. */
@@ -27,10 +28,7 @@ export async function waitForDownload(
   const id = attempt.download_id!;
   const deadline = clock.now() + job.poll.timeout;
   let interval = job.poll.interval;
-  const target =
-    job.records === undefined
-      ? (attempt.num_found ?? undefined)
-      : Math.min(job.records, attempt.num_found ?? job.records);
+  const target = recordsAsked(job, attempt);
   progress.phase(job.name, 'download', target);
   let lastState = '';
   let unlistedSaid = false;

@@ -8,7 +8,7 @@ import type { ParseJob } from '../../records/index.js';
 import { checkpoint } from '../checkpoints.js';
 import { isoAt } from '../clock.js';
 import { jobRow, type RunContext } from '../context.js';
-import { creditsFor } from '../guard/estimate.js';
+import { creditsFor } from '../guard/figures.js';
 import { inStage, type JobOutcome, markStage } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
 import { contractOf } from './contract.js';

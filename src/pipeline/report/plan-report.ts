@@ -10,9 +10,15 @@ import {
   type BudgetLeft,
   type CreditEstimate,
   checkCredits,
-  creditsFor,
   searchRequestOf,
 } from '../guard/estimate.js';
+import {
+  creditsFor,
+  lookupCredits,
+  recordsAsked,
+  recordsToBuy,
+  totalCredits,
+} from '../guard/figures.js';
 import { type ContractBreach, contractBreaches } from '../load/contract.js';
 import { rangeOf, rangeQuery } from '../load/incremental.js';
 import { plannedTables } from '../load/job-columns.js';
@@ -164,13 +170,13 @@ export async function planPipeline(
         job,
         properties,
         properties,
-        { people: properties },
+        lookupCredits(properties),
         account,
         budgets,
       );
     } else if (reattached(job, options.open?.get(job.name))) {
       const open = options.open!.get(job.name)!;
-      const records = Number(open.num_requested ?? open.num_found ?? 0);
+      const records = recordsAsked(job, open) ?? 0;
       estimate = {
         ...checkCredits(job, Number(open.num_found ?? records), records, {}, account),
         reattaches: open.download_id!,
@@ -186,14 +192,13 @@ export async function planPipeline(
         const request = searchRequestOf(job, query);
         if (request.view !== undefined && notThere.has(request.view)) delete request.view;
         const { numFound } = await client.count(request, { signal });
-        return { numFound, records: Math.min(job.records ?? numFound, numFound) };
+        return { numFound, records: recordsToBuy(job, numFound) };
       };
       const { numFound, records } = await count(rangeQuery(job.query, range));
       estimate = checkCredits(job, numFound, records, creditsFor(job, records), account, budgets);
       if (range) {
         const full = range.from === null ? records : (await count(job.query)).records;
-        const total = (n: number) =>
-          Object.values(creditsFor(job, n)).reduce((a, b) => a + (b ?? 0), 0);
+        const total = (n: number) => totalCredits(creditsFor(job, n));
         estimate.incremental = {
           cursor: range.cursor,
           last: range.last,

@@ -6,6 +6,7 @@ import type { JobTables } from '../../records/tables.js';
 import type { RunContext } from '../context.js';
 import { ensureDownload } from '../extract/extract.js';
 import { waitForDownload } from '../extract/poll-download.js';
+import { recordsAsked } from '../guard/figures.js';
 import { breachError, contractBreaches } from '../load/contract.js';
 import {
   countCredits,
@@ -101,8 +102,8 @@ function cancelledOnService(
   info: DownloadInfo,
   outcome: JobOutcome,
 ): SluiceError {
-  const asked = attempt.num_requested ?? job.records ?? attempt.num_found;
-  const of = asked === null || asked === undefined ? '' : ` of the ${Number(asked)} asked for`;
+  const asked = recordsAsked(job, attempt);
+  const of = asked === undefined ? '' : ` of the ${asked} asked for`;
   return new SluiceError(
     `download ${attempt.download_id} was cancelled on the service, not by this run: loaded the ${outcome.loaded + outcome.rejected} records it holds${of} (${info.numRecords} paid for); run again to buy the job anew`,
     { code: 'SLUICE_DOWNLOAD_CANCELLED' },
