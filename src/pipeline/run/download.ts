@@ -1,8 +1,6 @@
 import type { DownloadInfo } from '../../client/types.js';
 import { ApiError, SluiceError } from '../../errors.js';
 import type { Attempt } from '../../load/destination.js';
-import type { Logger } from '../../log.js';
-import type { JobTables } from '../../records/tables.js';
 import type { RunContext } from '../context.js';
 import { ensureDownload } from '../extract/extract.js';
 import { waitForDownload } from '../extract/poll-download.js';
@@ -20,22 +18,14 @@ import { errorInfo, inStage, type JobOutcome, markCommitted } from '../outcome.j
 import type { JobSpec } from '../spec/spec.js';
 
 /** A job that downloads: its own, or one part of an owner lookup. */
-export async function runDownloadJob(
-  ctx: RunContext,
-  job: JobSpec,
-  tables: JobTables,
-  outcome: JobOutcome,
-  log: Logger,
-): Promise<void> {
-  const load: JobLoad = { ctx, job, tables, outcome, log };
+export async function runDownloadJob(load: JobLoad): Promise<void> {
+  const { ctx, job, tables, outcome, log } = load;
   // A frozen table the job's declared columns would change fails it before anything is bought.
   const breaches = await contractBreaches(ctx.destination, job, tables);
   if (breaches.length > 0) throw breachError(job, breaches);
   outcome.stage = 'extract';
   const ensure = () =>
-    inStage('extract', () =>
-      ensureDownload(ctx, job, outcome, log, () => inStage('load', () => dropStaging(load))),
-    );
+    inStage('extract', () => ensureDownload(load, () => inStage('load', () => dropStaging(load))));
   let download = await ensure();
   outcome.stage = 'load';
   await inStage('load', () => prepareTables(load));
@@ -60,7 +50,7 @@ export async function runDownloadJob(
     return;
   }
   outcome.stage = 'extract';
-  const polled = await inStage('extract', () => waitForDownload(ctx, job, download.attempt, log));
+  const polled = await inStage('extract', () => waitForDownload(load, download.attempt));
   countCredits(ctx, job, download.attempt, polled.info, outcome);
   // The download is ready: the job waits for its turn at the destination's writers.
   ctx.progress.phase(job.name, 'queued', undefined);
