@@ -49,6 +49,9 @@ export interface OpenFileOptions {
  * the bytes received so far (guarded by `If-Range` with the ETag, so a changed file is never
  * spliced onto the old one), and a 403 (expired pre-signed URL) fetches a fresh URL.
  */
+// Over 80 lines on purpose: one file's fetch is one piece of state (the URL, the bytes received,
+// the ETag, the resume and refresh counts) that its closures (`get`, the stream's pull) share;
+// split into functions, that state would be passed back and forth between them.
 export async function openResultFile(options: OpenFileOptions): Promise<Readable> {
   const maxResumes = options.maxResumes ?? 5;
   const maxRefreshes = options.maxRefreshes ?? 2;

@@ -1,3 +1,4 @@
+import { plural } from '../util/words.js';
 import { DownloadUncertainError } from './errors.js';
 import type { EventSink } from './events.js';
 import { isAmbiguousFailure } from './http.js';
@@ -167,10 +168,6 @@ async function identify(
     );
   }
   return ours[0];
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 function messageOf(error: unknown): string {

@@ -7,11 +7,11 @@ import { jsonColumns, packBatch, type RecordShape } from './shape.js';
 import type { JobTables } from './tables.js';
 import type { FileFormat, PackedBatch, RecordBatch } from './types.js';
 
-export { BLOCK_BYTES, type ParseJob, ParserPool } from './parallel.js';
 export { MAX_RECORD_BYTES } from './record-size.js';
 export type { RecordShape } from './shape.js';
 export { packBatch } from './shape.js';
 export type * from './types.js';
+export { BLOCK_BYTES, type ParseJob, ParserPool } from './workers/parallel.js';
 
 export interface RecordBatchOptions {
   /** Rows per batch (the last batch may be smaller). */

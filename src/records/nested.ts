@@ -1,4 +1,5 @@
 import { CORE_FIELDS, type DataType, FIELDS, type FieldMap } from '../catalog.js';
+import { childTableName, parentColumn } from '../schema/naming.js';
 import { META_COLUMNS } from '../schema/plan.js';
 import { newRow, type Row } from '../schema/types.js';
 import { toColumnValue } from './decode.js';
@@ -17,30 +18,6 @@ import { type DecodedRecord, LOAD_NAMES, OwnNames } from './shape.js';
  * A field named as a column sluice writes in its table gets one more `_` (see OwnNames): in a
  * child table `_position` and `_parent_id` hold sluice's links, a field so named `_position_`.
  */
-
-/** Child table name part for a field: `phoneNumbers` -> `phone_numbers`. */
-export function snakeCase(name: string): string {
-  return name
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
-    .toLowerCase();
-}
-
-/** Snake-cased field names, remembered: records repeat the same few (bounded, whatever the data). */
-const snakeCased = new Map<string, string>();
-
-export function childTableName(parent: string, field: string): string {
-  let snake = snakeCased.get(field);
-  if (snake === undefined) {
-    snake = snakeCase(field);
-    if (snakeCased.size < 10_000) snakeCased.set(field, snake);
-  }
-  return `${parent}__${snake}`;
-}
-
-export function parentColumn(key: string): string {
-  return `_parent_${key}`;
-}
 
 /** The names sluice writes in a record's own row, and in its child rows (see OwnNames). */
 export interface RecordNames {

@@ -1,4 +1,5 @@
 import type { FieldMap } from '../catalog.js';
+import { foldCase } from '../schema/naming.js';
 import { META_COLUMNS, packRows } from '../schema/plan.js';
 import { newRow, type Row } from '../schema/types.js';
 import { toColumnValue } from './decode.js';
@@ -38,7 +39,7 @@ export class OwnNames {
     const folded = new Set<string>();
     for (const name of names) {
       if (name.charCodeAt(0) !== UNDERSCORE) throw new Error(`not an own column name: ${name}`);
-      folded.add(name.toLowerCase());
+      folded.add(foldCase(name));
     }
     this.#folded = folded;
   }
@@ -47,7 +48,7 @@ export class OwnNames {
   column(name: string): string {
     // Every value of a row passes here: most names are told apart by their first character.
     if (name.charCodeAt(0) !== UNDERSCORE) return name;
-    const folded = name.toLowerCase();
+    const folded = foldCase(name);
     for (let end = folded.length; ; end--) {
       if (this.#folded.has(end === folded.length ? folded : folded.slice(0, end))) {
         return `${name}_`;

@@ -1,7 +1,8 @@
 import { CORE_FIELDS, type DataType, FIELDS, type FieldDef, type FieldMap } from '../catalog.js';
+import { childTableName, parentColumn } from '../schema/naming.js';
 import { META_COLUMNS, type TableDef } from '../schema/plan.js';
 import { type Column, declaredColumnType, newRow, type Row } from '../schema/types.js';
-import { childTableName, parentColumn, recordNames, splitRecord, tableHints } from './nested.js';
+import { recordNames, splitRecord, tableHints } from './nested.js';
 import { type Pins, pinnedHints, pinRecord, pinRow } from './pins.js';
 import { type DecodedRecord, jsonRow, type RecordShape } from './shape.js';
 

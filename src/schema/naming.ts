@@ -64,16 +64,76 @@ export function snakeCase(name: string): string {
     .split('__')
     .map((part) => {
       const lead = /^_*/.exec(part)![0];
-      const body = part
-        .slice(lead.length)
-        .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, '$1_$2')
-        .replace(/(\p{Lu}+)(\p{Lu}\p{Ll})/gu, '$1_$2')
+      const body = splitWords(part.slice(lead.length), UNICODE_CASES)
         .replace(/[^\p{L}\p{N}]+/gu, '_')
         .replace(/^_+|_+$/g, '')
         .toLowerCase();
       return lead + (body === '' ? part.slice(lead.length) : body);
     })
     .join('__');
+}
+
+/** Where a word ends inside a name: lower or digit then upper; the last of a run of capitals. */
+interface CaseBoundaries {
+  camel: RegExp;
+  acronym: RegExp;
+}
+
+const UNICODE_CASES: CaseBoundaries = {
+  camel: /([\p{Ll}\p{N}])(\p{Lu})/gu,
+  acronym: /(\p{Lu}+)(\p{Lu}\p{Ll})/gu,
+};
+
+/**
+ * The boundaries child table names were always split at: ASCII letters only. Kept for them (see
+ * childTableName), so that the child tables of existing pipelines keep their names.
+ */
+const ASCII_CASES: CaseBoundaries = {
+  camel: /([a-z0-9])([A-Z])/g,
+  acronym: /([A-Z]+)([A-Z][a-z])/g,
+};
+
+/** `_` between the words of a camelCase name (`phoneNumbers` -> `phone_Numbers`). */
+function splitWords(name: string, cases: CaseBoundaries): string {
+  return name.replace(cases.camel, '$1_$2').replace(cases.acronym, '$1_$2');
+}
+
+/** Child table name parts, remembered: records repeat the same few (bounded, whatever the data). */
+const childParts = new Map<string, string>();
+
+/**
+ * The logical name of the child table an array of objects `field` of table `parent` goes to
+ * (`nested: tables`): `homes` + `phoneNumbers` -> `homes__phone_numbers`.
+ *
+ * The field's part is split at camelCase boundaries of ASCII letters and lowercased, and nothing
+ * else: not snakeCase's rule, which also turns other characters into `_` and knows every
+ * script's capitals. The two differ for some names (`phone numbers`: `phone numbers` here,
+ * `phone_numbers` by snakeCase; `éA`: `éa` here, `é_a` there) and child tables of existing
+ * pipelines were named by this rule, under `naming: keep` as they are: changing it would start
+ * new, empty child tables beside theirs. Under `naming: snake_case` the whole logical name then
+ * passes through snakeCase as every table's does (Naming.table).
+ */
+export function childTableName(parent: string, field: string): string {
+  let part = childParts.get(field);
+  if (part === undefined) {
+    part = splitWords(field, ASCII_CASES).toLowerCase();
+    if (childParts.size < 10_000) childParts.set(field, part);
+  }
+  return `${parent}__${part}`;
+}
+
+/** The column of a child row that holds its top-level record's `key` field. */
+export function parentColumn(key: string): string {
+  return `_parent_${key}`;
+}
+
+/**
+ * A name case folded, as sluice compares table and column names: names that fold alike are one
+ * name in SQLite and DuckDB. They fold ASCII only; folding more only adds suffixes (ColumnNames)
+ * or refuses a table name a little more often, never lets two names meet.
+ */
+export function foldCase(name: string): string {
+  return name.toLowerCase();
 }
 
 /**
@@ -109,7 +169,7 @@ export class ColumnNames {
   constructor(naming: Naming, columns: Iterable<string>) {
     this.#naming = naming;
     this.#existing = new Set(columns);
-    for (const column of this.#existing) this.#folded.add(fold(column));
+    for (const column of this.#existing) this.#folded.add(foldCase(column));
   }
 
   /** The column a logical name is written to. */
@@ -119,7 +179,7 @@ export class ColumnNames {
       physical = this.#choose(logical);
       this.#physical.set(logical, physical);
       this.#logical.set(physical, logical);
-      this.#folded.add(fold(physical));
+      this.#folded.add(foldCase(physical));
     }
     return physical;
   }
@@ -150,13 +210,8 @@ export class ColumnNames {
   /** Whether `physical` may hold a name not given a column yet. */
   #free(physical: string): boolean {
     if (this.#logical.has(physical)) return false;
-    return this.#existing.has(physical) || !this.#folded.has(fold(physical));
+    return this.#existing.has(physical) || !this.#folded.has(foldCase(physical));
   }
-}
-
-/** A name as SQLite compares names (which folds ASCII only: folding more only adds suffixes). */
-function fold(name: string): string {
-  return name.toLowerCase();
 }
 
 function hash(text: string, length: number): string {

@@ -31,7 +31,7 @@ export function newRow(): Row {
 /**
  * Rows packed for writing: the column names once, then each row's values in that order, row
  * after row. This is how rows cross from a parse worker to the writing thread (with their values
- * in one string and one buffer: records/posted-batch.ts; no object is made per row on either side) and
+ * in one string and one buffer: records/workers/posted-batch.ts; no object is made per row on either side) and
  * what the destinations bind from. For PostgreSQL, parse workers send the job's rows as COPY
  * text instead (`text`), which the writing thread passes on to COPY.
  */

@@ -21,9 +21,9 @@ import Database from 'better-sqlite3';
 import { parse } from 'csv-parse/sync';
 import { PAGE_SIZE } from '../../src/load/sqlite/connection.js';
 import { BLOCK_BYTES, packedBatches } from '../../src/records/index.js';
-import { fromWire, type PostedBatch, toWire } from '../../src/records/posted-batch.js';
 import { JobTables } from '../../src/records/tables.js';
 import type { PackedBatch } from '../../src/records/types.js';
+import { fromWire, type PostedBatch, toWire } from '../../src/records/workers/posted-batch.js';
 import type { PackedRows } from '../../src/schema/types.js';
 
 export interface StageFigures {
@@ -96,7 +96,7 @@ export async function stageProfile(
       }
       figures.decodeShape += Math.max(0, seconds(t) - parsed);
 
-      // As a parse worker posts a batch and the writing thread takes it (records/posted-batch.ts). Serializing
+      // As a parse worker posts a batch and the writing thread takes it (records/workers/posted-batch.ts). Serializing
       // also copies the buffer a run moves between threads (9 bytes a value at most).
       t = performance.now();
       const serialized = batches.map((batch) => serialize(toWire(batch).batch));

@@ -5,6 +5,7 @@ import type { Logger } from '../../log.js';
 import { plural } from '../../util/words.js';
 import { isoAt } from '../clock.js';
 import type { RunContext } from '../context.js';
+import type { JobRun } from '../job-run.js';
 import { loadChanges } from '../spec/load-changes.js';
 import type { JobSpec } from '../spec/spec.js';
 import { verifyDownload } from './adopt.js';
@@ -14,11 +15,8 @@ import { verifyDownload } from './adopt.js';
  * a changed job (closed here), moved to the job's new table or mode, and adopted when an earlier
  * run asked for it and stopped before it heard the download's id. Undefined when none is left.
  */
-export async function earlierAttempt(
-  ctx: RunContext,
-  job: JobSpec,
-  log: Logger,
-): Promise<Attempt | undefined> {
+export async function earlierAttempt(run: JobRun): Promise<Attempt | undefined> {
+  const { ctx, job, log } = run;
   const state = ctx.destination.state;
   const attempt = await state.openAttempt(ctx.spec.name, job.name);
   if (!attempt) return undefined;

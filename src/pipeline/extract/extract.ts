@@ -1,12 +1,10 @@
 import { CreditGuardError } from '../../errors.js';
 import type { Attempt, CursorRow } from '../../load/destination.js';
-import type { Logger } from '../../log.js';
-import type { RunContext } from '../context.js';
 import { budgetStandings } from '../guard/budget.js';
 import { searchRequestOf } from '../guard/estimate.js';
+import type { JobRun } from '../job-run.js';
 import { describeRange, rangeOf, rangeQuery, reattachedRange } from '../load/incremental.js';
-import { type IncrementalRange, inStage, type JobOutcome } from '../outcome.js';
-import type { JobSpec } from '../spec/spec.js';
+import { type IncrementalRange, inStage } from '../outcome.js';
 import { creditAttributes, inSpan } from '../trace.js';
 import { earlierAttempt } from './earlier-attempt.js';
 import { startNewDownload } from './start-download.js';
@@ -29,41 +27,37 @@ export interface DownloadToLoad {
  * started, nothing spent).
  */
 export async function ensureDownload(
-  ctx: RunContext,
-  job: JobSpec,
-  outcome: JobOutcome,
-  log: Logger,
+  run: JobRun,
   /** Runs once the guard has passed, before a new download is asked for (or none is needed). */
   beforeNew: () => Promise<void>,
 ): Promise<DownloadToLoad | undefined> {
+  const { ctx, job } = run;
   // The jobs of a run start their downloads in the file's order, one after another (RunGuard).
   await ctx.guard.turn(job.name);
   try {
-    return await ensureDownloadInTurn(ctx, job, outcome, log, beforeNew);
+    return await ensureDownloadInTurn(run, beforeNew);
   } finally {
     ctx.guard.end(job.name);
   }
 }
 
 async function ensureDownloadInTurn(
-  ctx: RunContext,
-  job: JobSpec,
-  outcome: JobOutcome,
-  log: Logger,
+  run: JobRun,
   beforeNew: () => Promise<void>,
 ): Promise<DownloadToLoad | undefined> {
-  const attempt = await earlierAttempt(ctx, job, log);
+  const { ctx, job, outcome, log } = run;
+  const attempt = await earlierAttempt(run);
   const saved = job.incremental
     ? await ctx.destination.state.cursor(ctx.spec.name, job.name)
     : undefined;
   if (attempt) {
-    reattach(ctx, job, outcome, log, attempt, saved);
+    reattach(run, attempt, saved);
     return { attempt, startedNow: false };
   }
   const range = rangeOf(job, saved, ctx.fullRefresh, ctx.client.serviceTime());
   outcome.incremental = range;
   if (range) log.info(describeRange(range));
-  const { request, estimate } = await passGuard(ctx, job, outcome, log, range);
+  const { request, estimate } = await passGuard(run, range);
   outcome.stage = 'extract';
   await beforeNew();
   if (estimate.found === 0) {
@@ -76,7 +70,7 @@ async function ensureDownloadInTurn(
   );
   outcome.stage = 'extract';
   const fresh = await inSpan('start', {}, async (span) => {
-    const started = await startNewDownload(ctx, job, outcome, log, request, estimate, range);
+    const started = await startNewDownload(run, request, estimate, range);
     span.setAttributes({ 'sluice.download_id': started.download_id ?? undefined });
     return started;
   });
@@ -84,14 +78,8 @@ async function ensureDownloadInTurn(
 }
 
 /** The job goes on with the download an earlier run started (`saved`: the job's cursor). */
-function reattach(
-  ctx: RunContext,
-  job: JobSpec,
-  outcome: JobOutcome,
-  log: Logger,
-  attempt: Attempt,
-  saved: CursorRow | undefined,
-): void {
+function reattach(run: JobRun, attempt: Attempt, saved: CursorRow | undefined): void {
+  const { ctx, job, outcome, log } = run;
   outcome.reattached = true;
   outcome.found = attempt.num_found;
   outcome.download_id = attempt.download_id;
@@ -108,15 +96,9 @@ function reattach(
  * The credit guard's check of a new purchase (a download; a scrape or a targeted update, which
  * cost as many credits as their records): throws its refusal, else its estimate.
  */
-export function passGuard(
-  ctx: RunContext,
-  job: JobSpec,
-  outcome: JobOutcome,
-  log: Logger,
-  range: IncrementalRange | undefined,
-) {
+export function passGuard(run: JobRun, range: IncrementalRange | undefined) {
   return inSpan('guard', {}, async (span) => {
-    const passed = await guard(ctx, job, outcome, log, range);
+    const passed = await guard(run, range);
     span.setAttributes({
       'sluice.records.found': passed.estimate.found,
       'sluice.records': passed.estimate.records,
@@ -126,13 +108,8 @@ export function passGuard(
   });
 }
 
-async function guard(
-  ctx: RunContext,
-  job: JobSpec,
-  outcome: JobOutcome,
-  log: Logger,
-  range: IncrementalRange | undefined,
-) {
+async function guard(run: JobRun, range: IncrementalRange | undefined) {
+  const { ctx, job, outcome, log } = run;
   outcome.stage = 'guard';
   const request = searchRequestOf(job, rangeQuery(job.query, range));
   // A declared view may not be on the service yet (it is synced after the guard passes): the

@@ -1,11 +1,11 @@
 import type { DownloadInfo } from '../../client/types.js';
 import { SluiceError } from '../../errors.js';
 import type { Attempt } from '../../load/destination.js';
-import type { Logger } from '../../log.js';
 import { checkpoint } from '../checkpoints.js';
 import { isoAt } from '../clock.js';
 import type { RunContext } from '../context.js';
-import type { JobSpec } from '../spec/spec.js';
+import { recordsAsked } from '../guard/figures.js';
+import type { JobRun } from '../job-run.js';
 
 /** The end of the extract stage: polling a download until it is done. */
 
@@ -16,21 +16,14 @@ export interface Polled {
 }
 
 /** Polls the download with backoff until it completes, fails or the poll timeout passes. */
-export async function waitForDownload(
-  ctx: RunContext,
-  job: JobSpec,
-  attempt: Attempt,
-  log: Logger,
-): Promise<Polled> {
+export async function waitForDownload(run: JobRun, attempt: Attempt): Promise<Polled> {
+  const { ctx, job, log } = run;
   const { client, clock, signal, progress } = ctx;
   const state = ctx.destination.state;
   const id = attempt.download_id!;
   const deadline = clock.now() + job.poll.timeout;
   let interval = job.poll.interval;
-  const target =
-    job.records === undefined
-      ? (attempt.num_found ?? undefined)
-      : Math.min(job.records, attempt.num_found ?? job.records);
+  const target = recordsAsked(job, attempt);
   progress.phase(job.name, 'download', target);
   let lastState = '';
   let unlistedSaid = false;

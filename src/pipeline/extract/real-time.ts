@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../../errors.js';
 import type { Attempt } from '../../load/destination.js';
-import type { Logger } from '../../log.js';
 import { checkpoint } from '../checkpoints.js';
 import { isoAt } from '../clock.js';
 import type { RunContext } from '../context.js';
 import type { CreditEstimate } from '../guard/estimate.js';
-import type { Credits, JobOutcome } from '../outcome.js';
+import type { JobRun } from '../job-run.js';
+import type { Credits } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
 
 /**
@@ -33,11 +33,10 @@ export interface RealTimeAnswer {
  * one whose answer was never heard, which `unanswered` settles (adopted, closed, or refused).
  */
 export async function earlierRealTime(
-  ctx: RunContext,
-  job: JobSpec,
-  log: Logger,
+  run: JobRun,
   unanswered: (attempt: Attempt) => Promise<Attempt | undefined>,
 ): Promise<Attempt | undefined> {
+  const { ctx, job, log } = run;
   const state = ctx.destination.state;
   const attempt = await state.openAttempt(ctx.spec.name, job.name);
   if (!attempt) return undefined;
@@ -74,14 +73,12 @@ export async function closeAttempt(
  * `usedBefore`: the account's credits used just before (see `Attempt.used_before`).
  */
 export async function buyRealTime(
-  ctx: RunContext,
-  job: JobSpec,
-  outcome: JobOutcome,
-  log: Logger,
+  run: JobRun,
   estimate: CreditEstimate,
   ask: (records: number) => Promise<RealTimeAnswer>,
   usedBefore?: number,
 ): Promise<Attempt> {
+  const { ctx, job, outcome, log } = run;
   const state = ctx.destination.state;
   const attempt = newAttempt(ctx, job, estimate, usedBefore);
   // Written BEFORE the request that pays: a crash from here on is found by the next run.

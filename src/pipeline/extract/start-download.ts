@@ -7,7 +7,8 @@ import { checkpoint } from '../checkpoints.js';
 import { isoAt } from '../clock.js';
 import type { RunContext } from '../context.js';
 import { type CreditEstimate, capsOf } from '../guard/estimate.js';
-import type { IncrementalRange, JobOutcome } from '../outcome.js';
+import type { JobRun } from '../job-run.js';
+import type { IncrementalRange } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
 import { verifyDownload } from './adopt.js';
 
@@ -16,14 +17,12 @@ import { verifyDownload } from './adopt.js';
  * that pays, so that a crash from then on is found by the next run.
  */
 export async function startNewDownload(
-  ctx: RunContext,
-  job: JobSpec,
-  outcome: JobOutcome,
-  log: Logger,
+  run: JobRun,
   request: SearchRequest,
   estimate: CreditEstimate,
   range: IncrementalRange | undefined,
 ): Promise<Attempt> {
+  const { ctx, job, outcome, log } = run;
   const { destination, client, signal } = ctx;
   const state = destination.state;
   const now = isoAt(ctx.clock);

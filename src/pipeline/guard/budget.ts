@@ -1,6 +1,7 @@
-import { CREDIT_TYPE_OF, CREDIT_TYPES, type CreditType, isDataType } from '../../catalog.js';
+import { CREDIT_TYPES, isDataType } from '../../catalog.js';
 import type { Attempt, State } from '../../load/destination.js';
 import type { Budget, BudgetPeriod, PipelineSpec } from '../spec/spec.js';
+import { type Credits, creditsFor, recordsAsked } from './figures.js';
 
 /**
  * Credit budgets (`budget:`): what a pipeline may spend per credit type and period, counted
@@ -75,8 +76,6 @@ export async function budgetStandings(
   }));
 }
 
-type Credits = Partial<Record<CreditType, number>>;
-
 const FINISHED = new Set(['loaded', 'cancelled']);
 
 /**
@@ -95,20 +94,18 @@ const FINISHED = new Set(['loaded', 'cancelled']);
 export function attemptCredits(attempt: Attempt, spec: PipelineSpec): Credits {
   if (attempt.credits) return creditsOfAttempt(attempt.credits);
   if (attempt.download_id === null && attempt.status !== 'requested') return {};
+  // The row says what it asked for; the job's `records:` may have changed since, so it is not
+  // asked (`records: undefined`).
+  const asked = recordsAsked({ records: undefined }, attempt);
   const records = Number(
-    (FINISHED.has(attempt.status) ? attempt.num_records : attempt.num_requested) ??
-      attempt.num_requested ??
-      attempt.num_found ??
-      0,
+    (FINISHED.has(attempt.status) ? attempt.num_records : asked) ?? asked ?? 0,
   );
   // The row does not say whether it asked for autotrace; the job of that name does (an owner
   // lookup's parts are `<job>#<n>`, people jobs, which have none).
   const job = spec.jobs.find((j) => j.name === attempt.job.split('#')[0]);
   const dataType = isDataType(attempt.data_type) ? attempt.data_type : job?.type;
   if (dataType === undefined) return {};
-  const credits: Credits = { [CREDIT_TYPE_OF[dataType]]: records };
-  if (dataType === 'properties' && job?.auto_trace) credits.people = records;
-  return credits;
+  return creditsFor({ type: dataType, auto_trace: job?.auto_trace }, records);
 }
 
 /** The `credits` JSON of an attempt; anything but counts of known credit types is left out. */

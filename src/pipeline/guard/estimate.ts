@@ -1,7 +1,8 @@
-import { CREDIT_TYPE_OF, type CreditType } from '../../catalog.js';
+import type { CreditType } from '../../catalog.js';
 import type { SearchRequest, ServiceClient } from '../../client/types.js';
 import type { Budget, JobSpec } from '../spec/spec.js';
 import { type BudgetStanding, budgetText } from './budget.js';
+import { creditsFor, recordsToBuy, totalCredits } from './figures.js';
 
 /**
  * What a job would cost and whether the credit guard lets it start, before anything is spent:
@@ -76,13 +77,6 @@ export function capsOf(
   return caps;
 }
 
-/** Credits a download of `records` records of the job costs, per type. */
-export function creditsFor(job: JobSpec, records: number): Partial<Record<CreditType, number>> {
-  return job.auto_trace
-    ? { property: records, people: records }
-    : { [CREDIT_TYPE_OF[job.type]]: records };
-}
-
 /**
  * What the account says is left: per type, or nothing on a legacy plan (one total counter and
  * no allotment per type) or through v3 (no account operation).
@@ -128,7 +122,7 @@ export function checkCredits(
   budgets: readonly BudgetLeft[] = [],
 ): CreditEstimate {
   const refusals: Refusal[] = [];
-  const total = Object.values(needed).reduce((a, b) => a + (b ?? 0), 0);
+  const total = totalCredits(needed);
   const lookup = job.people_keys_from !== undefined;
   const verb = lookup ? 'could' : 'would';
   const needs = lookup ? 'could need up to' : 'needs';
@@ -201,7 +195,7 @@ export async function estimateJob(
 ): Promise<CreditEstimate> {
   const request = options.request ?? searchRequestOf(job);
   const { numFound } = await client.count(request, { signal: options.signal });
-  const records = Math.min(job.records ?? numFound, numFound);
+  const records = recordsToBuy(job, numFound);
   const account = await accountCredits(client, options.signal);
   const budgets = (options.budgets ?? []).map((b) => ({ ...b, planned: 0 }));
   return checkCredits(job, numFound, records, creditsFor(job, records), account, budgets);

@@ -7,8 +7,8 @@ import {
   accountCredits,
   type CreditEstimate,
   checkCredits,
-  creditsFor,
 } from './estimate.js';
+import { creditsFor, recordsToBuy } from './figures.js';
 
 /**
  * The credit guard of a whole run, whose jobs start at once. The account's credits are read
@@ -65,7 +65,7 @@ export class RunGuard {
     budgets: readonly BudgetStanding[] = [],
   ): Promise<CreditEstimate> {
     const { numFound } = await this.#client.count(request, { signal });
-    const records = Math.min(job.records ?? numFound, numFound);
+    const records = recordsToBuy(job, numFound);
     const needed = creditsFor(job, records);
     this.#account ??= accountCredits(this.#client, signal);
     let account: AccountCredits;

@@ -1,18 +1,12 @@
 import type { TableContract, WriteTarget } from '../../load/destination.js';
-import type { Logger } from '../../log.js';
 import type { JobTables, RelatedTable } from '../../records/tables.js';
-import type { RunContext } from '../context.js';
-import type { JobOutcome } from '../outcome.js';
-import type { JobSpec } from '../spec/spec.js';
+import type { JobRun } from '../job-run.js';
 import { contractOf } from './contract.js';
 
-/** A job being loaded: what writing each of its files needs. */
-export interface JobLoad {
-  ctx: RunContext;
-  job: JobSpec;
-  tables: JobTables;
-  outcome: JobOutcome;
-  log: Logger;
+/** A job whose records land in tables: the JobRun every stage takes, with its tables. */
+export interface JobLoad extends JobRun {
+  /** Its tables, from its shape plan: what writing each of its files needs. */
+  readonly tables: JobTables;
 }
 
 /** Where rows of `table` go for this job. */

@@ -8,7 +8,7 @@ import type { ParseJob } from '../../records/index.js';
 import { checkpoint } from '../checkpoints.js';
 import { isoAt } from '../clock.js';
 import { jobRow, type RunContext } from '../context.js';
-import { creditsFor } from '../guard/estimate.js';
+import { creditsFor } from '../guard/figures.js';
 import { inStage, type JobOutcome, markStage } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
 import { inSpan } from '../trace.js';
@@ -90,6 +90,8 @@ export async function prepareTables(load: JobLoad): Promise<void> {
  * Loads every file of the download not yet loaded, each in one transaction. `source`: where
  * the files are read (the service, unless a scrape's saved answer).
  */
+// Over 80 lines on purpose: the files of one download go through one pool (FilesInFlight) whose
+// start, stop on the first failure, and settling of what committed share its locals.
 export async function loadFiles(
   load: JobLoad,
   attempt: Attempt,
@@ -200,6 +202,9 @@ export async function loadFiles(
  * loaded again alone. `records`: the download's records, which its last file checks. Undefined
  * when another file failed before this one began, or while it waited to be loaded again alone.
  */
+// Over 80 lines on purpose: one retry loop whose branches (a conflict lost, a file damaged or
+// short, too many rejects, a failure elsewhere) each decide the next attempt from the same
+// local state (alone or shared, faults so far, the open parse job, which must be closed).
 async function loadFile(
   load: JobLoad,
   reader: FileReader,

@@ -1,5 +1,6 @@
 import { SluiceError } from '../../errors.js';
 import type { TableOwnerChanges, TableOwnerRow } from '../../load/destination.js';
+import { foldCase } from '../../schema/naming.js';
 import { isoAt } from '../clock.js';
 import type { RunContext } from '../context.js';
 import type { JobSpec, PipelineSpec, TableClaim } from '../spec/spec-format.js';
@@ -56,10 +57,10 @@ export function settleClaims(
   const drop = new Map<string, TableOwnerRow>();
   const refusals: string[] = [];
   for (const { claim, row } of wanted) {
-    const name = row.table_name.toLowerCase();
+    const name = foldCase(row.table_name);
     for (const owner of owners) {
       if (key(owner) === key(row) && owner.role === row.role) continue;
-      const other = owner.table_name.toLowerCase();
+      const other = foldCase(owner.table_name);
       const clash: Clash | 'around' | undefined =
         clashOf(name, other) ?? (clashOf(other, name) === undefined ? undefined : 'around');
       if (clash === undefined) continue;

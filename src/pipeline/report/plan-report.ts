@@ -10,9 +10,15 @@ import {
   type BudgetLeft,
   type CreditEstimate,
   checkCredits,
-  creditsFor,
   searchRequestOf,
 } from '../guard/estimate.js';
+import {
+  creditsFor,
+  lookupCredits,
+  recordsAsked,
+  recordsToBuy,
+  totalCredits,
+} from '../guard/figures.js';
 import { type ContractBreach, contractBreaches } from '../load/contract.js';
 import { rangeOf, rangeQuery } from '../load/incremental.js';
 import { plannedTables } from '../load/job-columns.js';
@@ -109,12 +115,16 @@ function serviceViews(spec: PipelineSpec): Map<string, string> {
   return names;
 }
 
-export async function planPipeline(
+/**
+ * What `run` would do to each declared view a job downloads with (views.ts): create or update
+ * it, or leave it (`unchanged`). Throws for a view jobs name that the service does not list, or
+ * that autotrace cannot use.
+ */
+async function planViews(
   spec: PipelineSpec,
   client: ServiceClient,
-  options: PlanOptions = {},
-): Promise<PlanReport> {
-  const { signal } = options;
+  signal: AbortSignal | undefined,
+): Promise<{ viewState: Map<string, 'create' | 'update'>; unchanged: string[] }> {
   /** What run would do to each declared view a job downloads with (views.ts). */
   const viewState = new Map<string, 'create' | 'update'>();
   const unchanged: string[] = [];
@@ -147,6 +157,16 @@ export async function planPipeline(
       );
     }
   }
+  return { viewState, unchanged };
+}
+
+export async function planPipeline(
+  spec: PipelineSpec,
+  client: ServiceClient,
+  options: PlanOptions = {},
+): Promise<PlanReport> {
+  const { signal } = options;
+  const { viewState, unchanged } = await planViews(spec, client, signal);
   const notThere = new Set(viewState.keys());
   const views: PlanReport['views'] = { create: [], update: [], unchanged };
   const account = await accountCredits(client, signal);
@@ -164,44 +184,19 @@ export async function planPipeline(
         job,
         properties,
         properties,
-        { people: properties },
+        lookupCredits(properties),
         account,
         budgets,
       );
     } else if (reattached(job, options.open?.get(job.name))) {
       const open = options.open!.get(job.name)!;
-      const records = Number(open.num_requested ?? open.num_found ?? 0);
+      const records = recordsAsked(job, open) ?? 0;
       estimate = {
         ...checkCredits(job, Number(open.num_found ?? records), records, {}, account),
         reattaches: open.download_id!,
       };
     } else {
-      const range = rangeOf(
-        job,
-        options.cursors?.get(job.name),
-        options.fullRefresh === true,
-        client.serviceTime(),
-      );
-      const count = async (query: string) => {
-        const request = searchRequestOf(job, query);
-        if (request.view !== undefined && notThere.has(request.view)) delete request.view;
-        const { numFound } = await client.count(request, { signal });
-        return { numFound, records: Math.min(job.records ?? numFound, numFound) };
-      };
-      const { numFound, records } = await count(rangeQuery(job.query, range));
-      estimate = checkCredits(job, numFound, records, creditsFor(job, records), account, budgets);
-      if (range) {
-        const full = range.from === null ? records : (await count(job.query)).records;
-        const total = (n: number) =>
-          Object.values(creditsFor(job, n)).reduce((a, b) => a + (b ?? 0), 0);
-        estimate.incremental = {
-          cursor: range.cursor,
-          last: range.last,
-          from: range.from,
-          full_records: full,
-          credits_saved: total(full) - total(records),
-        };
-      }
+      estimate = await countedEstimate(job, client, options, notThere, account, budgets);
     }
     if (Object.keys(job.columns).length > 0) estimate.pinned = { ...job.columns };
     const breaches = options.breaches?.get(job.name);
@@ -231,6 +226,54 @@ export async function planPipeline(
     jobs,
     budgets: budgets.map((b) => ({ ...b, left: b.limit - b.spent - b.planned })),
   };
+}
+
+/**
+ * A job's estimate from free counts: of the records it would buy now (since its cursor, if it
+ * is incremental), and of a full refresh, to say what the cursor saves.
+ */
+async function countedEstimate(
+  job: PipelineSpec['jobs'][number],
+  client: ServiceClient,
+  options: PlanOptions,
+  notThere: ReadonlySet<string>,
+  account: AccountCredits,
+  budgets: readonly BudgetLeft[],
+): Promise<PlannedJob> {
+  const { signal } = options;
+  const range = rangeOf(
+    job,
+    options.cursors?.get(job.name),
+    options.fullRefresh === true,
+    client.serviceTime(),
+  );
+  const count = async (query: string) => {
+    const request = searchRequestOf(job, query);
+    if (request.view !== undefined && notThere.has(request.view)) delete request.view;
+    const { numFound } = await client.count(request, { signal });
+    return { numFound, records: recordsToBuy(job, numFound) };
+  };
+  const { numFound, records } = await count(rangeQuery(job.query, range));
+  const estimate: PlannedJob = checkCredits(
+    job,
+    numFound,
+    records,
+    creditsFor(job, records),
+    account,
+    budgets,
+  );
+  if (range) {
+    const full = range.from === null ? records : (await count(job.query)).records;
+    const total = (n: number) => totalCredits(creditsFor(job, n));
+    estimate.incremental = {
+      cursor: range.cursor,
+      last: range.last,
+      from: range.from,
+      full_records: full,
+      credits_saved: total(full) - total(records),
+    };
+  }
+  return estimate;
 }
 
 /**

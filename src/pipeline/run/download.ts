@@ -1,11 +1,10 @@
 import type { DownloadInfo } from '../../client/types.js';
 import { ApiError, SluiceError } from '../../errors.js';
 import type { Attempt } from '../../load/destination.js';
-import type { Logger } from '../../log.js';
-import type { JobTables } from '../../records/tables.js';
 import type { RunContext } from '../context.js';
 import { ensureDownload } from '../extract/extract.js';
 import { waitForDownload } from '../extract/poll-download.js';
+import { recordsAsked } from '../guard/figures.js';
 import { breachError, contractBreaches } from '../load/contract.js';
 import {
   countCredits,
@@ -20,22 +19,14 @@ import type { JobSpec } from '../spec/spec.js';
 import { inSpan } from '../trace.js';
 
 /** A job that downloads: its own, or one part of an owner lookup. */
-export async function runDownloadJob(
-  ctx: RunContext,
-  job: JobSpec,
-  tables: JobTables,
-  outcome: JobOutcome,
-  log: Logger,
-): Promise<void> {
-  const load: JobLoad = { ctx, job, tables, outcome, log };
+export async function runDownloadJob(load: JobLoad): Promise<void> {
+  const { ctx, job, tables, outcome, log } = load;
   // A frozen table the job's declared columns would change fails it before anything is bought.
   const breaches = await contractBreaches(ctx.destination, job, tables);
   if (breaches.length > 0) throw breachError(job, breaches);
   outcome.stage = 'extract';
   const ensure = () =>
-    inStage('extract', () =>
-      ensureDownload(ctx, job, outcome, log, () => inStage('load', () => dropStaging(load))),
-    );
+    inStage('extract', () => ensureDownload(load, () => inStage('load', () => dropStaging(load))));
   let download = await ensure();
   outcome.stage = 'load';
   await inStage('load', () => prepareTables(load));
@@ -62,7 +53,7 @@ export async function runDownloadJob(
   outcome.stage = 'extract';
   const at = { 'sluice.download_id': download.attempt.download_id ?? undefined };
   const polled = await inSpan('poll', at, () =>
-    inStage('extract', () => waitForDownload(ctx, job, download.attempt, log)),
+    inStage('extract', () => waitForDownload(load, download.attempt)),
   );
   countCredits(ctx, job, download.attempt, polled.info, outcome);
   // The download is ready: the job waits for its turn at the destination's writers.
@@ -105,8 +96,8 @@ function cancelledOnService(
   info: DownloadInfo,
   outcome: JobOutcome,
 ): SluiceError {
-  const asked = attempt.num_requested ?? job.records ?? attempt.num_found;
-  const of = asked === null || asked === undefined ? '' : ` of the ${Number(asked)} asked for`;
+  const asked = recordsAsked(job, attempt);
+  const of = asked === undefined ? '' : ` of the ${asked} asked for`;
   return new SluiceError(
     `download ${attempt.download_id} was cancelled on the service, not by this run: loaded the ${outcome.loaded + outcome.rejected} records it holds${of} (${info.numRecords} paid for); run again to buy the job anew`,
     { code: 'SLUICE_DOWNLOAD_CANCELLED' },

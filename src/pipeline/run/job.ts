@@ -2,6 +2,8 @@ import { CreditGuardError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { JobTables } from '../../records/tables.js';
 import { type RunContext, shapePlanOf } from '../context.js';
+import type { JobRun } from '../job-run.js';
+import type { JobLoad } from '../load/job-load.js';
 import { errorInfo, isCommitted, type JobOutcome, newOutcome } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
 import { inSpan } from '../trace.js';
@@ -31,13 +33,14 @@ async function runUntraced(ctx: RunContext, job: JobSpec): Promise<JobOutcome> {
   const started = ctx.clock.now();
   const log = ctx.logger.child({ job: job.name });
   const outcome = newOutcome(job.name);
+  const run: JobRun = { ctx, job, outcome, log };
   try {
-    if (job.people_keys_from) await runOwnerLookup(ctx, job, outcome, log);
-    else if (job.kind === 'targeted_update') await runRefreshStep(ctx, job, outcome, log);
+    if (job.people_keys_from) await runOwnerLookup(run);
+    else if (job.kind === 'targeted_update') await runRefreshStep(run);
     else {
-      const tables = new JobTables(shapePlanOf(job, ctx.spec));
-      if (job.kind === 'scrape') await runScrapeJob(ctx, job, tables, outcome, log);
-      else await runDownloadJob(ctx, job, tables, outcome, log);
+      const load: JobLoad = { ...run, tables: new JobTables(shapePlanOf(job, ctx.spec)) };
+      if (job.kind === 'scrape') await runScrapeJob(load);
+      else await runDownloadJob(load);
     }
   } catch (error) {
     settle(ctx, outcome, error, log);

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { UsageError } from '../../errors.js';
-import type { Logger } from '../../log.js';
 import { JobTables, type ShapePlan } from '../../records/tables.js';
 import { ColumnNames } from '../../schema/naming.js';
 import { isoAt } from '../clock.js';
 import { type RunContext, shapePlanOf } from '../context.js';
+import type { JobRun } from '../job-run.js';
 import { prepareTables } from '../load/load.js';
-import { addCredits, type IncrementalRange, type JobOutcome, newOutcome } from '../outcome.js';
+import { addCredits, type IncrementalRange, newOutcome } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
 import { runDownloadJob } from './download.js';
 import { skippable } from './resume.js';
@@ -21,12 +21,8 @@ const OWNER_KEY_FIELD = 'mostRecentOwnerPeopleKey';
  * job loaded, looks them up in chunks (one download per chunk, each re-attachable like any
  * job's), and merges the people found into the people and link tables that autotrace fills.
  */
-export async function runOwnerLookup(
-  ctx: RunContext,
-  job: JobSpec,
-  outcome: JobOutcome,
-  log: Logger,
-): Promise<void> {
+export async function runOwnerLookup(run: JobRun): Promise<void> {
+  const { ctx, job, outcome, log } = run;
   const from = ctx.spec.jobs.find((j) => j.name === job.people_keys_from)!;
   const propertyKey = from.key[0]!;
   const named = ctx.destination.naming.table(from.table);
@@ -80,7 +76,7 @@ export async function runOwnerLookup(
     log.info(`looking up ${chunk.length} owners' people keys (part ${i + 1})`);
     try {
       const tables = new JobTables(plan(chunk.map((k) => [k, owners.get(k) ?? []])));
-      await runDownloadJob(ctx, part, tables, partOutcome, log);
+      await runDownloadJob({ ctx, job: part, tables, outcome: partOutcome, log });
     } finally {
       if (partOutcome.download_id) ids.push(partOutcome.download_id);
       outcome.stage = partOutcome.stage;

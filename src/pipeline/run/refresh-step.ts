@@ -9,7 +9,8 @@ import type { RunContext } from '../context.js';
 import { passGuard } from '../extract/extract.js';
 import { buyRealTime, closeAttempt, earlierRealTime } from '../extract/real-time.js';
 import { creditsOfAttempt } from '../guard/budget.js';
-import { inStage, type JobOutcome } from '../outcome.js';
+import type { JobRun } from '../job-run.js';
+import { inStage } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
 
 /**
@@ -18,19 +19,15 @@ import type { JobSpec } from '../spec/spec.js';
  * job's place in the file's order, and the step ends when the service says the records are
  * refreshed; its job, which waits for it, then downloads them (schedule.ts).
  */
-export async function runRefreshStep(
-  ctx: RunContext,
-  job: JobSpec,
-  outcome: JobOutcome,
-  log: Logger,
-): Promise<void> {
+export async function runRefreshStep(run: JobRun): Promise<void> {
+  const { ctx, job, outcome, log } = run;
   // Asked for in the file's order, as downloads are started (RunGuard).
   await ctx.guard.turn(job.name);
   let attempt: Attempt | undefined;
   try {
     outcome.stage = 'extract';
     attempt = await inStage('extract', () =>
-      earlierRealTime(ctx, job, log, (a) => adoptUpdate(ctx, job, a, log)),
+      earlierRealTime(run, (a) => adoptUpdate(ctx, job, a, log)),
     );
     if (attempt) {
       outcome.reattached = true;
@@ -40,7 +37,7 @@ export async function runRefreshStep(
         `re-attaching to targeted update ${attempt.download_id} asked for at ${attempt.requested_at}`,
       );
     } else {
-      const { estimate } = await passGuard(ctx, job, outcome, log, undefined);
+      const { estimate } = await passGuard(run, undefined);
       outcome.stage = 'extract';
       if (estimate.found === 0) {
         log.info('no records match the query; nothing to refresh');
@@ -49,7 +46,7 @@ export async function runRefreshStep(
         return;
       }
       attempt = await inStage('extract', () =>
-        buyRealTime(ctx, job, outcome, log, estimate, async (records) => {
+        buyRealTime(run, estimate, async (records) => {
           const update = await ctx.client.createTargetedUpdate(
             { query: job.query, numRecords: records, type: job.type },
             { signal: ctx.signal },

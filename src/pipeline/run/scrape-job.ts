@@ -4,14 +4,14 @@ import type { DownloadInfo, ServiceClient } from '../../client/types.js';
 import { SluiceError } from '../../errors.js';
 import type { Attempt } from '../../load/destination.js';
 import type { Logger } from '../../log.js';
-import type { JobTables } from '../../records/tables.js';
 import type { RunContext } from '../context.js';
 import { passGuard } from '../extract/extract.js';
 import { buyRealTime, closeAttempt, earlierRealTime } from '../extract/real-time.js';
 import { creditsOfAttempt } from '../guard/budget.js';
+import type { JobRun } from '../job-run.js';
 import { breachError, contractBreaches } from '../load/contract.js';
 import { dropStaging, finishJob, type JobLoad, loadFiles, prepareTables } from '../load/load.js';
-import { inStage, type JobOutcome, markCommitted } from '../outcome.js';
+import { inStage, markCommitted } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
 
 /**
@@ -22,20 +22,14 @@ import type { JobSpec } from '../spec/spec.js';
  * load that fails (too many rejects, say) or a crash after the answer loads it on the next run
  * without buying it again.
  */
-export async function runScrapeJob(
-  ctx: RunContext,
-  job: JobSpec,
-  tables: JobTables,
-  outcome: JobOutcome,
-  log: Logger,
-): Promise<void> {
-  const load: JobLoad = { ctx, job, tables, outcome, log };
+export async function runScrapeJob(load: JobLoad): Promise<void> {
+  const { ctx, job, tables, outcome } = load;
   // A frozen table the job's declared columns would change fails it before anything is bought.
   const breaches = await contractBreaches(ctx.destination, job, tables);
   if (breaches.length > 0) throw breachError(job, breaches);
   outcome.stage = 'extract';
   const attempt = await inStage('extract', () =>
-    ensureScrape(ctx, job, outcome, log, () => inStage('load', () => dropStaging(load))),
+    ensureScrape(load, () => inStage('load', () => dropStaging(load))),
   );
   outcome.stage = 'load';
   await inStage('load', () => prepareTables(load));
@@ -67,15 +61,13 @@ export async function runScrapeJob(
 
 /** The scrape to load: the one an earlier run bought and saved, or a new one bought now. */
 async function ensureScrape(
-  ctx: RunContext,
-  job: JobSpec,
-  outcome: JobOutcome,
-  log: Logger,
+  run: JobRun,
   beforeNew: () => Promise<void>,
 ): Promise<Attempt | undefined> {
+  const { ctx, job, outcome, log } = run;
   await ctx.guard.turn(job.name);
   try {
-    const earlier = await earlierRealTime(ctx, job, log, (a) => unanswered(ctx, job, a, log));
+    const earlier = await earlierRealTime(run, (a) => unanswered(ctx, job, a, log));
     if (earlier) {
       outcome.reattached = true;
       outcome.found = earlier.num_found;
@@ -85,7 +77,7 @@ async function ensureScrape(
       );
       return earlier;
     }
-    const { estimate } = await passGuard(ctx, job, outcome, log, undefined);
+    const { estimate } = await passGuard(run, undefined);
     outcome.stage = 'extract';
     await beforeNew();
     if (estimate.found === 0) {
@@ -94,10 +86,7 @@ async function ensureScrape(
     }
     const usedBefore = await creditsUsed(ctx, job);
     return await buyRealTime(
-      ctx,
-      job,
-      outcome,
-      log,
+      run,
       estimate,
       async (records) => {
         const result = await ctx.client.scrape(

@@ -13,7 +13,7 @@ import {
 import { QueryError } from '../../errors.js';
 import { destinations } from '../../load/index.js';
 import { checkQuery } from '../../query/index.js';
-import { type NamingStyle, snakeCase } from '../../schema/naming.js';
+import { foldCase, type NamingStyle, snakeCase } from '../../schema/naming.js';
 import type { ColumnType } from '../../schema/types.js';
 import { autotraceViewMessage, viewCarriesPeopleKeys } from './autotrace-view.js';
 import type {
@@ -603,7 +603,7 @@ function checkV3Job(
  * destination's, not only the file's: SLUICE_DESTINATION may send the pipeline to another.
  */
 function reservedBy(table: string): string | undefined {
-  const folded = table.toLowerCase();
+  const folded = foldCase(table);
   if (folded.startsWith('_sluice'))
     return 'sluice keeps names beginning _sluice for its state tables';
   for (const destination of destinations()) {

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { PipelineSpecError } from '../../errors.js';
 import { destinationEntryOf } from '../../load/index.js';
-import { type NamingStyle, snakeCase } from '../../schema/naming.js';
+import { foldCase, type NamingStyle, snakeCase } from '../../schema/naming.js';
 import type { PipelineSpec, TableClaim, TableRole } from './spec-format.js';
 
 /**
@@ -38,7 +38,7 @@ interface Placed extends TableClaim {
 
 function place(c: TableClaim, file: string, pipeline: string, naming: NamingStyle): Placed {
   const spelt = naming === 'snake_case' ? snakeCase(c.table) : c.table;
-  return { ...c, file, pipeline, naming, spelt, name: spelt.toLowerCase() };
+  return { ...c, file, pipeline, naming, spelt, name: foldCase(spelt) };
 }
 
 /** What a claim is, for messages: `the people table of job 'homes'`. */

@@ -1,11 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
-import {
-  type CreditEstimate,
-  capsOf,
-  checkCredits,
-  creditsFor,
-} from '../../../src/pipeline/guard/estimate.js';
+import { type CreditEstimate, capsOf, checkCredits } from '../../../src/pipeline/guard/estimate.js';
+import { creditsFor } from '../../../src/pipeline/guard/figures.js';
 import { rangeOf, rangeQuery } from '../../../src/pipeline/load/incremental.js';
 import { parsePipeline } from '../../../src/pipeline/spec/spec.js';
 

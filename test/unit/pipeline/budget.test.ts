@@ -7,7 +7,8 @@ import {
   budgetStandings,
   periodBounds,
 } from '../../../src/pipeline/guard/budget.js';
-import { checkCredits, creditsFor } from '../../../src/pipeline/guard/estimate.js';
+import { checkCredits } from '../../../src/pipeline/guard/estimate.js';
+import { creditsFor } from '../../../src/pipeline/guard/figures.js';
 import { parsePipeline, pipelineJsonSchema } from '../../../src/pipeline/spec/spec.js';
 
 const env = {

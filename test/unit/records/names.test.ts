@@ -2,10 +2,10 @@ import { strict as assert } from 'node:assert';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { packBatch, packedBatches, recordBatches } from '../../../src/records/index.js';
-import { ParserPool } from '../../../src/records/parallel.js';
 import { OwnNames } from '../../../src/records/shape.js';
 import { JobTables } from '../../../src/records/tables.js';
 import type { PackedBatch } from '../../../src/records/types.js';
+import { ParserPool } from '../../../src/records/workers/parallel.js';
 import { type Row, unpackRow } from '../../../src/schema/types.js';
 import { propertiesPlan } from '../../helpers/pipeline.js';
 

@@ -1,14 +1,14 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { PackedBatch } from '../../../src/records/types.js';
 import {
   fromWire,
   type PostedBatch,
   packValues,
   toWire,
   unpackValues,
-} from '../../../src/records/posted-batch.js';
-import type { PackedBatch } from '../../../src/records/types.js';
+} from '../../../src/records/workers/posted-batch.js';
 import type { RowValue } from '../../../src/schema/types.js';
 
 /** Posts `batch` as a parse worker does, through a real message port, and takes it back. */

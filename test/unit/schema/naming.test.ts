@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { ColumnNames, Naming, snakeCase } from '../../../src/schema/naming.js';
+import { ColumnNames, childTableName, Naming, snakeCase } from '../../../src/schema/naming.js';
 
 const unlimited = new Naming(Number.POSITIVE_INFINITY);
 const postgres = new Naming(63);
@@ -115,5 +115,22 @@ describe('naming: snake_case', () => {
 
   it('keep leaves names as they are', () => {
     assert.equal(new Naming(63).column('firstName'), 'firstName');
+  });
+});
+
+describe('child table names', () => {
+  it('keep the rule existing child tables were named by: ASCII camelCase, lowercased', () => {
+    const cases: [string, string][] = [
+      ['phoneNumbers', 'homes__phone_numbers'],
+      ['HTTPStatus', 'homes__http_status'],
+      // Where snakeCase differs, the child table keeps the name it always had.
+      ['phone numbers', 'homes__phone numbers'],
+      ['éA', 'homes__éa'],
+      ['a-b', 'homes__a-b'],
+    ];
+    for (const [field, expected] of cases) assert.equal(childTableName('homes', field), expected);
+    // Under naming: snake_case the whole name is spelt as every table's is.
+    const snake = new Naming(63, 'snake_case');
+    assert.equal(snake.table(childTableName('homes', 'phone numbers')), 'homes__phone_numbers');
   });
 });

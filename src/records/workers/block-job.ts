@@ -1,11 +1,11 @@
 import type { Readable } from 'node:stream';
+import { boundedLines, isLongLine, MAX_RECORD_BYTES } from '../record-size.js';
+import type { PackedBatch } from '../types.js';
 import { BlockCutter } from './block-cutter.js';
 import type { ParsedBlock, ParseJob, ParseRequest } from './parse-protocol.js';
 import type { BlockLane, ParseWorker } from './parse-thread.js';
 import { fromWire } from './posted-batch.js';
 import { afterNewlines } from './record-ends.js';
-import { boundedLines, isLongLine, MAX_RECORD_BYTES } from './record-size.js';
-import type { PackedBatch } from './types.js';
 
 /**
  * A file is cut into blocks of whole records of at least this size (a block ends with the last

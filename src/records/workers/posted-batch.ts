@@ -7,8 +7,8 @@
  * text value ends and what each value is. The writing thread takes the text values back as
  * slices of the one string.
  */
-import type { PackedRows, RowValue } from '../schema/types.js';
-import type { PackedBatch, PackedRelated } from './types.js';
+import type { PackedRows, RowValue } from '../../schema/types.js';
+import type { PackedBatch, PackedRelated } from '../types.js';
 
 /** Values as one string and one buffer (see `packValues`). */
 export interface PostedValues {

@@ -5,16 +5,16 @@
  */
 import { PassThrough } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
-import { encodeCopyText } from '../schema/copy-text.js';
-import { CsvReader, csvBlock } from './csv.js';
-import { packedBatches } from './index.js';
-import { NdjsonPacker, ndjsonBlock, ndjsonPackedBlock } from './ndjson.js';
+import { encodeCopyText } from '../../schema/copy-text.js';
+import { CsvReader, csvBlock } from '../csv.js';
+import { packedBatches } from '../index.js';
+import { NdjsonPacker, ndjsonBlock, ndjsonPackedBlock } from '../ndjson.js';
+import { MAX_RECORD_BYTES, tooLongReject } from '../record-size.js';
+import { packBatch } from '../shape.js';
+import { JobTables } from '../tables.js';
+import type { PackedBatch } from '../types.js';
 import type { ParseRequest, ToMain, ToWorker } from './parse-protocol.js';
 import { type PostedBatch, toWire } from './posted-batch.js';
-import { MAX_RECORD_BYTES, tooLongReject } from './record-size.js';
-import { packBatch } from './shape.js';
-import { JobTables } from './tables.js';
-import type { PackedBatch } from './types.js';
 
 const port = parentPort;
 if (!port) throw new Error('parse-worker.ts runs in a worker thread');

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Worker } from 'node:worker_threads';
+import type { PackedBatch } from '../types.js';
 import {
   type ParseJob,
   type ParseRequest,
@@ -8,7 +9,6 @@ import {
   workerError,
 } from './parse-protocol.js';
 import { fromWire } from './posted-batch.js';
-import type { PackedBatch } from './types.js';
 
 /** Chunks sent to a worker and not yet parsed; reading the source pauses beyond this. */
 const MAX_CHUNKS_IN_FLIGHT = 16;

@@ -1,6 +1,6 @@
+import { isLongLine, type LongLine } from '../record-size.js';
 import type { BlockToSend } from './parse-protocol.js';
 import { countNewlines, RecordEnds } from './record-ends.js';
-import { isLongLine, type LongLine } from './record-size.js';
 
 /**
  * A block sent and not yet taken: where it ends in the file, its first line and, for CSV, its

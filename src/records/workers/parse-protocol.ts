@@ -1,7 +1,7 @@
-import type { RowEncoding } from '../schema/copy-text.js';
+import type { RowEncoding } from '../../schema/copy-text.js';
+import type { ShapePlan } from '../tables.js';
+import type { FileFormat, PackedBatch } from '../types.js';
 import type { PostedBatch } from './posted-batch.js';
-import type { ShapePlan } from './tables.js';
-import type { FileFormat, PackedBatch } from './types.js';
 
 /**
  * Parsing in worker threads. Parsing and decoding cost several times what writing a row costs:
