@@ -16,7 +16,7 @@ import { registerViews } from './commands/views.js';
 import type { CliContext } from './context.js';
 import { useEnvFiles } from './env-files.js';
 import { ARGUMENTS_CODE, describeError, EXIT, errorDocument, exitCodeFor } from './exit-codes.js';
-import { processIo, writeJson, writeLine, wroteJson } from './output.js';
+import { dropOutputWhenReaderGoes, processIo, writeJson, writeLine, wroteJson } from './output.js';
 import { Terminal } from './terminal.js';
 
 export type { CliContext } from './context.js';
@@ -176,6 +176,8 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
   const io = partial.io ?? processIo;
   const env = partial.env ?? process.env;
   const flags = reportFlags(argv, env);
+  dropOutputWhenReaderGoes(io.stdout);
+  dropOutputWhenReaderGoes(io.stderr);
   const terminal =
     partial.terminal ??
     new Terminal(io.stderr, {

@@ -8,8 +8,31 @@ export interface Io {
 
 export const processIo: Io = { stdout: process.stdout, stderr: process.stderr };
 
+/** Streams whose reader went away (`sluice status FILE | head -1`): what follows is dropped. */
+const readerGone = new WeakSet<Writable>();
+const watched = new WeakSet<Writable>();
+
+/**
+ * Makes a closed reader end the output quietly, as Unix tools do: once a write fails with EPIPE,
+ * the rest of the output is dropped, without a stack trace; the command still finishes what it
+ * was doing (a run still records its outcome) and exits with its own code, 0 when it did its work.
+ */
+export function dropOutputWhenReaderGoes(stream: Writable): void {
+  if (watched.has(stream)) return;
+  watched.add(stream);
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    readerGone.add(stream);
+  });
+}
+
+function write(stream: Writable, text: string): void {
+  if (readerGone.has(stream) || stream.destroyed) return;
+  stream.write(text);
+}
+
 export function writeLine(stream: Writable, text = ''): void {
-  stream.write(`${text}\n`);
+  write(stream, `${text}\n`);
 }
 
 /** Streams a JSON document was written to: a command's one document, never a second. */
@@ -17,7 +40,7 @@ const documented = new WeakSet<Writable>();
 
 export function writeJson(stream: Writable, value: unknown): void {
   documented.add(stream);
-  stream.write(`${JSON.stringify(value, null, 2)}\n`);
+  write(stream, `${JSON.stringify(value, null, 2)}\n`);
 }
 
 export function wroteJson(stream: Writable): boolean {
