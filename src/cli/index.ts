@@ -104,7 +104,9 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
       .option('version', { type: 'boolean', describe: 'Show the version of sluice' })
       .wrap(Math.min(110, process.stdout.columns ?? 100))
       .fail((message, error) => {
-        // Validation failures from yargs arrive as a message; errors from handlers pass through.
+        // Validation failures from yargs arrive as a message, a flag's refused value (its coerce
+        // threw) as a YError with that message; errors from handlers pass through.
+        if (error?.name === 'YError') throw new UsageError(error.message, ARGUMENTS_CODE);
         throw error ?? new UsageError(arguments_(message, argv), ARGUMENTS_CODE);
       })
   );

@@ -178,6 +178,8 @@ export function registerGet(y: Argv, ctx: CliContext): Argv {
         .option('records', {
           type: 'string',
           describe: 'How many records to buy, or all (required)',
+          coerce: (value: unknown) =>
+            String(value) === 'all' ? 'all' : String(intArg(value, '--records', 1)),
         })
         .option('into', {
           type: 'string',

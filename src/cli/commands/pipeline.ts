@@ -19,7 +19,7 @@ import {
 import type { CliContext } from '../context.js';
 import { credentialSources, writeCredentials } from '../credential-report.js';
 import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '../exit-codes.js';
-import { creditsText, plural, rangeText, tablesText } from '../format.js';
+import { creditsText, numberFlag, plural, rangeText, tablesText } from '../format.js';
 import { formatTable, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
 import {
@@ -461,11 +461,14 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             array: true,
             describe: 'Run only these jobs: names or globs such as "homes_*" (repeatable)',
           })
-          .option('parallel', {
-            type: 'number',
-            describe:
-              "Jobs in flight at once, in place of the file's max_parallel_jobs (default 8)",
-          })
+          .option(
+            'parallel',
+            numberFlag(
+              'parallel',
+              { min: 1, max: 64 },
+              "Jobs in flight at once, 1 to 64, in place of the file's max_parallel_jobs (default 8)",
+            ),
+          )
           .option('run-key', {
             type: 'string',
             describe:
@@ -515,11 +518,7 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
       'Recent runs, downloads and loaded files of a pipeline, from its state tables (read-only)',
       (c) =>
         pipelineFileArg(c)
-          .option('limit', {
-            type: 'number',
-            default: 10,
-            describe: 'How many runs',
-          })
+          .option('limit', numberFlag('limit', { min: 1 }, 'How many runs', 10))
           .option('job', {
             type: 'string',
             array: true,

@@ -24,6 +24,7 @@ import {
   fieldCheck,
   intArg,
   listArg,
+  numberFlag,
   queryArg,
   recordsTable,
   strictFieldsFlag,
@@ -185,10 +186,7 @@ function realTimeOptions<T>(y: Argv<T>, what: string) {
       demandOption: true,
       describe: 'Query, e.g. "city:Austin" (quote it)',
     })
-    .option('records', {
-      type: 'number',
-      describe: `Records to ${what} (required)`,
-    })
+    .option('records', numberFlag('records', { min: 1 }, `Records to ${what} (required)`))
     .option('type', { type: 'string', describe: 'Data type (default: properties)' })
     .option('strict-fields', strictFieldsFlag) as Argv<
     T & ConnectionArgs & RealTimeArgs & { query: string[] }

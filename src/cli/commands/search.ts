@@ -15,6 +15,7 @@ import {
   fieldCheck,
   intArg,
   listArg,
+  numberFlag,
   queryArg,
   recordsTable,
   strictFieldsFlag,
@@ -225,11 +226,15 @@ export function registerSearch(y: Argv, ctx: CliContext): Argv {
       'Show up to 10 matching records (one credit each; two with --auto-trace)',
       (c) =>
         searchOptions(typeAndQuery(connectionOptions(c)))
-          .option('records', {
-            type: 'number',
-            default: PREVIEW_MAX,
-            describe: 'Records to show, 0 to 10',
-          })
+          .option(
+            'records',
+            numberFlag(
+              'records',
+              { min: 0, max: PREVIEW_MAX },
+              'Records to show, 0 to 10',
+              PREVIEW_MAX,
+            ),
+          )
           .option('columns', {
             type: 'string',
             array: true,
