@@ -212,6 +212,10 @@ async function loadFile(
     let tooMany: TooManyRejects | undefined;
     let parsing: ParseJob | undefined;
     try {
+      log.debug(
+        { file: file.name, attempt, alone },
+        `loading ${file.name}${attempt > 1 || faults > 0 ? ` again (try ${attempt + faults})` : ''}${alone ? ', alone' : ''}: fetching and parsing it into one transaction`,
+      );
       parsing = await inStage('normalize', () => reader.open(file));
       const batches = parsing.batches;
       const done = await inStage('load', () =>
