@@ -75,7 +75,7 @@ function searchRequestOf(type: DataType, query: string, args: SearchArgs): Searc
 export interface CountDocument {
   type: DataType;
   query: string;
-  numFound: number;
+  num_found: number;
 }
 
 /** `sluice count`: matching records, at no cost. Text mode prints the bare number for scripts. */
@@ -90,7 +90,7 @@ export async function countCommand(
   const query = queryArg(args.query);
   checkQueryArg(type, query, fields);
   const { numFound } = await client.count(searchRequestOf(type, query, args), { signal });
-  const doc: CountDocument = { type, query, numFound };
+  const doc: CountDocument = { type, query, num_found: numFound };
   if (args.json) writeJson(io.stdout, doc);
   else writeLine(io.stdout, String(numFound));
   return doc;
@@ -106,8 +106,8 @@ export interface PreviewArgs extends SearchArgs {
 export interface PreviewDocument {
   type: DataType;
   query: string;
-  numFound: number;
-  totalCost: number;
+  num_found: number;
+  total_cost: number;
   records: Record<string, unknown>[];
 }
 
@@ -130,8 +130,8 @@ export async function previewCommand(
   const doc: PreviewDocument = {
     type,
     query,
-    numFound: result.numFound,
-    totalCost: result.totalCost,
+    num_found: result.numFound,
+    total_cost: result.totalCost,
     records: result.records,
   };
   if (args.json) {
