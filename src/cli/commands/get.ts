@@ -172,6 +172,8 @@ export function registerGet(y: Argv, ctx: CliContext): Argv {
         .positional('query', {
           type: 'string',
           array: true,
+          // Else help says `[default: []]` of an argument it requires.
+          default: undefined,
           demandOption: true,
           describe: 'Query, e.g. "city:Austin" (quote it)',
         })

@@ -447,6 +447,8 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
           .positional('files', {
             type: 'string',
             array: true,
+            // Else help says `[default: []]` of an argument it requires.
+            default: undefined,
             demandOption: true,
             describe:
               'Pipeline files (YAML), run one after another as one command: run again after it stopped, it finishes what it had not',

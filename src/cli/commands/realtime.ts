@@ -183,6 +183,8 @@ function realTimeOptions<T>(y: Argv<T>, what: string) {
     .positional('query', {
       type: 'string',
       array: true,
+      // Else help says `[default: []]` of an argument it requires.
+      default: undefined,
       demandOption: true,
       describe: 'Query, e.g. "city:Austin" (quote it)',
     })

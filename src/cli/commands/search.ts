@@ -160,6 +160,8 @@ export function typeAndQuery<T>(y: Argv<T>): Argv<T & { type: string; query: str
     .positional('query', {
       type: 'string',
       array: true,
+      // Else help says `[default: []]` of an argument it requires.
+      default: undefined,
       demandOption: true,
       describe: 'Query, e.g. "city:Austin AND province:TX" (quote it)',
     }) as Argv<T & { type: string; query: string[] }>;
