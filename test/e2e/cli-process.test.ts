@@ -111,7 +111,11 @@ test('a reader that goes away (| head -1) ends the output quietly, exit 0', asyn
 });
 
 test('help shows a required list argument as required, with no default', async () => {
-  for (const args of [['run', '--help'], ['count', '--help'], ['get', '--help']]) {
+  for (const args of [
+    ['run', '--help'],
+    ['count', '--help'],
+    ['get', '--help'],
+  ]) {
     const r = await sluice(args, emulatorEnv(h));
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /\[array\] \[required\]\n/, args.join(' '));
