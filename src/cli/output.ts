@@ -47,6 +47,35 @@ export function wroteJson(stream: Writable): boolean {
   return documented.has(stream);
 }
 
+/** A number a table shows with so many decimals, aligned right as numbers are: `2.70`, `2.49`. */
+export class Fixed {
+  constructor(
+    readonly value: number,
+    readonly digits = 2,
+  ) {}
+
+  toString(): string {
+    return this.value.toLocaleString('en-US', {
+      minimumFractionDigits: this.digits,
+      maximumFractionDigits: this.digits,
+    });
+  }
+}
+
+/** Seconds as every table and summary shows them: two decimals (`2.70`, not `2.7`). */
+export function secondsText(seconds: number): string {
+  return new Fixed(seconds).toString();
+}
+
+/** The widest a table's cell of free text (an error message) is shown; `--json` has it whole. */
+export const TEXT_CELL_MAX = 80;
+
+/** `text` on one line, cut to `max` characters with an ellipsis: a table stays readable. */
+export function clipCell(text: string, max = TEXT_CELL_MAX): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length <= max ? line : `${line.slice(0, max - 1).trimEnd()}…`;
+}
+
 /** A plain text table: columns padded to their widest cell, numbers aligned right. */
 export function formatTable(headers: string[], rows: unknown[][]): string {
   const cells = rows.map((row) => row.map(cellText));
@@ -54,7 +83,8 @@ export function formatTable(headers: string[], rows: unknown[][]): string {
     Math.max(h.length, ...cells.map((row) => (row[i] ?? '').length)),
   );
   const numeric = headers.map(
-    (_, i) => rows.length > 0 && rows.every((row) => typeof row[i] === 'number'),
+    (_, i) =>
+      rows.length > 0 && rows.every((row) => typeof row[i] === 'number' || row[i] instanceof Fixed),
   );
   const line = (row: string[]) =>
     row
@@ -67,6 +97,7 @@ export function formatTable(headers: string[], rows: unknown[][]): string {
 function cellText(value: unknown): string {
   if (value === undefined || value === null) return '';
   if (typeof value === 'number') return value.toLocaleString('en-US');
+  if (value instanceof Fixed) return value.toString();
   if (typeof value === 'string') return value.replace(/\s+/g, ' ');
   return JSON.stringify(value);
 }

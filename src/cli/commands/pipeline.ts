@@ -20,7 +20,7 @@ import type { CliContext } from '../context.js';
 import { credentialSources, writeCredentials } from '../credential-report.js';
 import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '../exit-codes.js';
 import { creditsText, numberFlag, plural, rangeText, tablesText } from '../format.js';
-import { formatTable, writeJson, writeLine } from '../output.js';
+import { Fixed, formatTable, secondsText, writeJson, writeLine } from '../output.js';
 import { demoCommand } from './demo.js';
 import {
   type PipelineArgs,
@@ -344,7 +344,7 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
     // A replay bought nothing now: the table is the earlier run's, and says so.
     writeLine(
       stdout,
-      `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status}, replayed in ${summary.seconds}s (0 credits spent now) -> ${summary.destination}`,
+      `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status}, replayed in ${secondsText(summary.seconds)}s (0 credits spent now) -> ${summary.destination}`,
     );
     writeLine(stdout, `${replayText(summary)}; what that run did:`);
     printJobs(original.jobs, 'credits spent then', ctx);
@@ -352,7 +352,7 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
   }
   writeLine(
     stdout,
-    `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status} in ${summary.seconds}s -> ${summary.destination}`,
+    `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status} in ${secondsText(summary.seconds)}s -> ${summary.destination}`,
   );
   const v = summary.views;
   if (v.created.length + v.updated.length + v.unchanged.length > 0) {
@@ -393,7 +393,7 @@ function printJobs(jobs: readonly JobOutcome[], creditsHeader: string, ctx: CliC
         j.loaded,
         j.rejected,
         creditsText(j.credits),
-        j.seconds,
+        new Fixed(j.seconds),
         tablesText(j.tables),
       ]),
     ),
