@@ -76,6 +76,13 @@ export function clipCell(text: string, max = TEXT_CELL_MAX): string {
   return line.length <= max ? line : `${line.slice(0, max - 1).trimEnd()}…`;
 }
 
+/** A time as tables and lines show it: `-` when the service sent none, or the epoch (0). */
+export function dateText(iso: string | null | undefined): string {
+  if (iso === null || iso === undefined || iso === '') return '-';
+  const ms = Date.parse(iso);
+  return Number.isNaN(ms) || ms <= 0 ? '-' : iso;
+}
+
 /** A plain text table: columns padded to their widest cell, numbers aligned right. */
 export function formatTable(headers: string[], rows: unknown[][]): string {
   const cells = rows.map((row) => row.map(cellText));

@@ -204,9 +204,17 @@ describe('views', () => {
     assert.deepEqual(await json('views', 'delete', 'v1'), { deleted: 'v1' });
   });
 
-  test('pre-made views can be shown', async () => {
-    const view = await json<{ fields: string[] }>('views', 'show', 'products_basicFields');
+  test('pre-made views can be shown, with a real creation date', async () => {
+    const view = await json<{ fields: string[]; created_at: string }>(
+      'views',
+      'show',
+      'products_basicFields',
+    );
     assert.ok(view.fields.includes('brand'));
+    assert.ok(Date.parse(view.created_at) > Date.parse('2020-01-01'), view.created_at);
+    const r = await sluice('views', 'show', 'products_basicFields');
+    assert.match(r.stdout, /^View 'products_basicFields', created \d{4}-\d\d-\d\dT/);
+    assert.doesNotMatch(r.stdout, /1970/);
   });
 
   test('unknown view: the service says so, exit 2, one line', async () => {

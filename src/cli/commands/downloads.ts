@@ -7,7 +7,7 @@ import { num } from '../../util/words.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { plural } from '../format.js';
-import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import { dateText, formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 /**
  * A download as the CLI reports it. File URLs are left out: they are pre-signed, change on every
@@ -59,7 +59,7 @@ export async function downloadsListCommand(
       ['records', (d) => d.num_records],
       ['found', (d) => d.num_found],
       ['files', (d) => d.files.length],
-      ['created', (d) => d.created_at],
+      ['created', (d) => (d.created_at === null ? null : dateText(d.created_at))],
       ['type', (d) => d.type],
       ['query', (d) => d.query],
     ];
@@ -107,7 +107,7 @@ export async function downloadsShowCommand(
         : `${num(doc.num_records)} of ${num(doc.num_found)} found`,
     ],
   ];
-  if (doc.created_at) rows.push(['created', doc.created_at]);
+  if (doc.created_at) rows.push(['created', dateText(doc.created_at)]);
   if (doc.type) rows.push(['type', doc.type]);
   if (doc.query) rows.push(['query', doc.query]);
   if (doc.format) rows.push(['format', doc.format]);

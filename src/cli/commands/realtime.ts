@@ -29,7 +29,7 @@ import {
   recordsTable,
   strictFieldsFlag,
 } from '../format.js';
-import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import { dateText, formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 export interface RealTimeArgs extends JsonArgs {
   query: string | string[];
@@ -117,7 +117,7 @@ export async function targetedUpdateListCommand(
           u.num_records,
           u.num_updated ?? '',
           u.total_cost ?? '',
-          u.created_at ?? '',
+          dateText(u.created_at),
           u.query,
         ]),
       ),

@@ -19,7 +19,7 @@ import {
   STRICT_FIELDS_HINT,
   strictFieldsFlag,
 } from '../format.js';
-import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import { dateText, formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 export interface ViewDocument {
   name: string;
@@ -48,7 +48,7 @@ export async function viewsListCommand(
       io.stdout,
       formatTable(
         ['name', 'fields', 'created'],
-        views.map((v) => [v.name, summarizeFields(v.fields), v.created_at ?? '']),
+        views.map((v) => [v.name, summarizeFields(v.fields), dateText(v.created_at)]),
       ),
     );
   }
@@ -177,10 +177,7 @@ function summarizeFields(fields: readonly string[]): string {
 }
 
 function printView(view: ViewDocument, io: Io): void {
-  writeLine(
-    io.stdout,
-    `View '${view.name}'${view.created_at ? `, created ${view.created_at}` : ''}`,
-  );
+  writeLine(io.stdout, `View '${view.name}', created ${dateText(view.created_at)}`);
   writeLine(io.stdout, `${plural(view.fields.length, 'field')}:`);
   for (const field of view.fields) writeLine(io.stdout, `  ${field}`);
 }

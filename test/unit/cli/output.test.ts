@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { clipCell, Fixed, formatTable, secondsText } from '../../../src/cli/output.js';
+import { clipCell, dateText, Fixed, formatTable, secondsText } from '../../../src/cli/output.js';
 
 describe('tables', () => {
   it('seconds with two decimals, aligned right as numbers', () => {
@@ -28,5 +28,12 @@ describe('tables', () => {
     assert.ok(cell.endsWith('…'));
     assert.ok(!cell.includes('\n'));
     assert.equal(clipCell('short'), 'short');
+  });
+
+  it('a date missing or at the epoch shows as -', () => {
+    assert.equal(dateText(undefined), '-');
+    assert.equal(dateText(null), '-');
+    assert.equal(dateText('1970-01-01T00:00:00Z'), '-');
+    assert.equal(dateText('2026-11-28T12:00:00Z'), '2026-11-28T12:00:00Z');
   });
 });
