@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs';
 import { connectionFromEnv, createServiceClient } from '../client/index.js';
 import type { ConnectionSettings, ServiceClient } from '../client/types.js';
-import { logClientEvent } from '../pipeline/run/client-log.js';
+import { logClientEvent, logExchange } from '../pipeline/run/client-log.js';
 import type { CliContext } from './context.js';
 
 /** Flags every command that talks to the service takes; each falls back to the environment. */
@@ -73,6 +73,7 @@ export async function withClient<R>(
   const clock = ctx.clock;
   const client = createServiceClient(settingsFrom(args, ctx.env), {
     onEvent: logClientEvent(ctx.logger),
+    onExchange: logExchange(ctx.logger),
     ...(clock ? { now: () => clock.now() } : {}),
   });
   try {

@@ -11,7 +11,7 @@ import {
 import { UsageError } from '../errors.js';
 import type { IncrementalRange } from '../pipeline/index.js';
 import { checkQuery } from '../query/index.js';
-import { plural } from '../util/words.js';
+import { num, plural } from '../util/words.js';
 import { formatTable } from './output.js';
 
 /** Helpers the service commands share: argument checks and the readable form of records. */
@@ -52,20 +52,68 @@ export function listArg(value: string | readonly string[] | undefined): string[]
   return parts.map((p) => p.trim()).filter((p) => p !== '');
 }
 
-export function intArg(
-  value: unknown,
-  flag: string,
-  min: number,
-  max = Number.MAX_SAFE_INTEGER,
-): number {
+export function intArg(value: unknown, flag: string, min: number, max?: number): number {
   if (value === undefined)
     throw new UsageError(`give ${flag} N, a whole number of at least ${min}`);
-  const n = typeof value === 'number' ? value : Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
-    throw new UsageError(`${flag} must be a whole number ${range}, not ${String(value)}`);
-  }
-  return n;
+  return numberArg(value, flag, max === undefined ? { min } : { min, max });
+}
+
+/** The numbers a flag takes: from `min` (or above `over`) to `max`; whole ones unless told. */
+export interface NumberRange {
+  min?: number;
+  over?: number;
+  max?: number;
+  whole?: boolean;
+}
+
+/**
+ * The flag's value as a number in its range, or a UsageError that says the range and what was
+ * given (`--parallel must be a whole number from 1 to 64, not abc`).
+ */
+export function numberArg(value: unknown, flag: string, range: NumberRange): number {
+  const { min, over, max, whole = true } = range;
+  const text = Array.isArray(value) ? value.join(' ') : String(value);
+  const n =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\s*[-+]?\d+(\.\d+)?\s*$/.test(value)
+        ? Number(value)
+        : Number.NaN;
+  const fits =
+    Number.isFinite(n) &&
+    (!whole || Number.isInteger(n)) &&
+    (min === undefined || n >= min) &&
+    (over === undefined || n > over) &&
+    (max === undefined || n <= max);
+  if (fits) return n;
+  if (Array.isArray(value)) throw new UsageError(`give ${flag} once, not ${value.length} times`);
+  const bounds = [
+    min !== undefined && max !== undefined ? `from ${num(min)} to ${num(max)}` : undefined,
+    min !== undefined && max === undefined ? `at least ${num(min)}` : undefined,
+    over !== undefined ? `above ${num(over)}` : undefined,
+    min === undefined && max !== undefined ? `at most ${num(max)}` : undefined,
+  ].filter((b) => b !== undefined);
+  const given = value === true || text.trim() === '' ? 'nothing' : text;
+  throw new UsageError(
+    `${flag} must be ${whole ? 'a whole number' : 'a number'}${bounds.length > 0 ? ` ${bounds.join(' and ')}` : ''}, not ${given}`,
+  );
+}
+
+/**
+ * A flag that takes a number in a range, checked as the command line is read: a value out of
+ * range is a usage error (exit 2) before the command does anything, e.g. writes a run's state.
+ */
+export function numberFlag(
+  flag: string,
+  range: NumberRange,
+  describe: string,
+  defaultValue?: number,
+) {
+  return {
+    describe,
+    ...(defaultValue === undefined ? {} : { default: defaultValue }),
+    coerce: (value: unknown): number => numberArg(value, `--${flag}`, range),
+  };
 }
 
 /** A query given as several words (`city:Austin AND province:TX` unquoted) is one query. */

@@ -17,7 +17,7 @@ import { registerViews } from './commands/views.js';
 import type { CliContext } from './context.js';
 import { useEnvFiles } from './env-files.js';
 import { ARGUMENTS_CODE, describeError, EXIT, errorDocument, exitCodeFor } from './exit-codes.js';
-import { processIo, writeJson, writeLine, wroteJson } from './output.js';
+import { dropOutputWhenReaderGoes, processIo, writeJson, writeLine, wroteJson } from './output.js';
 import { Terminal } from './terminal.js';
 
 export type { CliContext } from './context.js';
@@ -106,7 +106,9 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
       .option('version', { type: 'boolean', describe: 'Show the version of sluice' })
       .wrap(Math.min(110, process.stdout.columns ?? 100))
       .fail((message, error) => {
-        // Validation failures from yargs arrive as a message; errors from handlers pass through.
+        // Validation failures from yargs arrive as a message, a flag's refused value (its coerce
+        // threw) as a YError with that message; errors from handlers pass through.
+        if (error?.name === 'YError') throw new UsageError(error.message, ARGUMENTS_CODE);
         throw error ?? new UsageError(arguments_(message, argv), ARGUMENTS_CODE);
       })
   );
@@ -178,6 +180,8 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
   const io = partial.io ?? processIo;
   const env = partial.env ?? process.env;
   const flags = reportFlags(argv, env);
+  dropOutputWhenReaderGoes(io.stdout);
+  dropOutputWhenReaderGoes(io.stderr);
   const terminal =
     partial.terminal ??
     new Terminal(io.stderr, {

@@ -16,6 +16,8 @@ export type ClientEvent =
       /** `HTTP 503` or the network error code. */
       reason: string;
     }
+  /** A result file read to its end: its bytes as received (before gunzip), and resumes. */
+  | { type: 'file-fetched'; downloadId: string; file: string; bytes: number; resumes: number }
   /** The service answered 401 (an expired token): the client logged in again and resent. */
   | { type: 'reauthenticated'; method: string; path: string }
   /** A result file's URL was refused (403, expired): the download was read again for a fresh one. */

@@ -11,7 +11,7 @@ import type { DownloadInfo, ServiceClient } from './types.js';
 export interface FetchDocument {
   id: string;
   state: DownloadInfo['state'];
-  numRecords: number;
+  num_records: number;
   dir: string;
   /**
    * `index` is the file's position in the download: `name` may not be the service's name.
@@ -107,7 +107,7 @@ export async function fetchDownload(
   const doc: FetchDocument = {
     id: info.id,
     state: info.state,
-    numRecords: info.numRecords,
+    num_records: info.numRecords,
     dir,
     files: saved,
     bytes: saved.reduce((sum, f) => sum + f.bytes, 0),

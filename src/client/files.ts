@@ -177,7 +177,10 @@ export async function openResultFile(options: OpenFileOptions): Promise<Readable
             res = await get(received, etag);
             break;
           }
-          if (chunk === undefined) return;
+          if (chunk === undefined) {
+            emit({ type: 'file-fetched', downloadId, file: file.name, bytes: received, resumes });
+            return;
+          }
           if (skip > 0) {
             if (chunk.length <= skip) {
               skip -= chunk.length;

@@ -40,6 +40,25 @@ export interface TransportOptions {
    * CLOCK_SKEW_WORTH_SAYING_MS away from `now`: `offsetMs` is the service's time less this one's.
    */
   onClockSkew?: (offsetMs: number) => void;
+  /**
+   * Called after each attempt of a request, answered or not (for the debug log): its method,
+   * path and query (values that may be secrets redacted), status, and how long it took.
+   */
+  onExchange?: (event: ExchangeEvent) => void;
+}
+
+/** One attempt of a request, as the debug log shows it: never a header, a body or a secret. */
+export interface ExchangeEvent {
+  method: HttpMethod;
+  /** Path and query string, values of parameters that may be secrets (`sig`, `token`) redacted. */
+  path: string;
+  /** The answer's status; undefined when none came (`error` says why). */
+  status?: number;
+  /** The network error code when no answer came. */
+  error?: string;
+  /** From sending the request to its answer's headers (a body is read afterwards). */
+  ms: number;
+  attempt: number;
 }
 
 /**
@@ -142,8 +161,8 @@ export class HttpTransport {
   readonly #agent: Agent;
   /** Per origin: no request before this time, as the service asked (see `#send`). */
   readonly #pausedUntil = new Map<string, number>();
-  readonly #options: Required<Omit<TransportOptions, 'onRetry' | 'onClockSkew'>> &
-    Pick<TransportOptions, 'onRetry' | 'onClockSkew'>;
+  readonly #options: Required<Omit<TransportOptions, 'onRetry' | 'onClockSkew' | 'onExchange'>> &
+    Pick<TransportOptions, 'onRetry' | 'onClockSkew' | 'onExchange'>;
   /** The service's clock less `now`, from the `Date` header of its latest answer. */
   #serviceOffset: number | undefined;
   #skewSaid = false;
@@ -272,14 +291,30 @@ export class HttpTransport {
         waited = Math.max(waited, o.now() + wait);
         await o.sleep(wait, req.signal);
       }
-      try {
-        const res = await request(req.url, {
+      const sent = performance.now();
+      const exchanged = (outcome: { status: number } | { error: string }) =>
+        o.onExchange?.({
           method: req.method,
-          headers,
-          body,
-          signal: req.signal,
-          dispatcher: this.#agent,
+          path: loggedPath(req.url),
+          ...outcome,
+          ms: Math.round(performance.now() - sent),
+          attempt,
         });
+      try {
+        let res: Dispatcher.ResponseData;
+        try {
+          res = await request(req.url, {
+            method: req.method,
+            headers,
+            body,
+            signal: req.signal,
+            dispatcher: this.#agent,
+          });
+        } catch (error) {
+          exchanged({ error: errorCode(error) ?? (req.signal?.aborted ? 'aborted' : 'error') });
+          throw error;
+        }
+        exchanged({ status: res.statusCode });
         this.#noteServiceClock(res.headers.date);
         const retryable =
           RETRY_STATUSES.has(res.statusCode) &&
@@ -454,6 +489,28 @@ export function pathOf(url: string): string {
   } catch {
     return url.split('?')[0] ?? '';
   }
+}
+
+/** Query parameters whose values may be secrets: a signed URL's signature, a key, a token. */
+const SECRET_PARAM = /sig|token|key|secret|pass|credential|auth|session/i;
+
+/**
+ * A URL's path and query for the log: the values of parameters that may be secrets (a signed
+ * result-file URL's signature, an API key) are `[redacted]`, and the host is left out.
+ */
+export function loggedPath(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return pathOf(url);
+  }
+  const params = [...parsed.searchParams].map(([name, value]) =>
+    SECRET_PARAM.test(name)
+      ? `${name}=[redacted]`
+      : new URLSearchParams({ [name]: value }).toString(),
+  );
+  return params.length === 0 ? parsed.pathname : `${parsed.pathname}?${params.join('&')}`;
 }
 
 function originOf(url: string): string {

@@ -8,6 +8,7 @@ import { V4Client } from './v4.js';
 export { DownloadUncertainError, UnsupportedError, urlApiVersion } from './errors.js';
 export type { ClientEvent } from './events.js';
 export { FILE_TRIES, isTransferFault } from './files.js';
+export type { ExchangeEvent } from './http.js';
 export type * from './types.js';
 
 export interface ClientOptions extends TransportOptions {

@@ -64,7 +64,7 @@ describe('account', () => {
     const doc = await json<{
       email: string;
       credits: Record<string, { allotted: number; used: number; remaining: number }>;
-      totalUsed: number | null;
+      total_used: number | null;
     }>('account');
     assert.equal(doc.email, h.credentials.email);
     assert.deepEqual(Object.keys(doc.credits).sort(), [
@@ -76,7 +76,7 @@ describe('account', () => {
     for (const c of Object.values(doc.credits)) {
       assert.equal(c.remaining, c.allotted - c.used);
     }
-    assert.ok('totalUsed' in doc);
+    assert.ok('total_used' in doc);
   });
 
   test('text: a table of credits', async () => {
@@ -92,11 +92,11 @@ describe('account', () => {
     try {
       const named = await json<{
         changed: string[];
-        account: { firstName: string; lastName: string };
+        account: { first_name: string; last_name: string };
       }>('account', 'update', '--first-name', 'Ada', '--last-name', 'Lovelace');
-      assert.deepEqual(named.changed, ['firstName', 'lastName']);
-      assert.equal(named.account.firstName, 'Ada');
-      assert.equal(named.account.lastName, 'Lovelace');
+      assert.deepEqual(named.changed, ['first_name', 'last_name']);
+      assert.equal(named.account.first_name, 'Ada');
+      assert.equal(named.account.last_name, 'Lovelace');
 
       const r = await sluice(
         'account',
@@ -190,11 +190,11 @@ describe('views', () => {
   test('create, list, show, update, delete (json)', async () => {
     const created = await json('views', 'create', 'v1', '--fields', 'id,name');
     assert.deepEqual(
-      { ...created, createdAt: typeof created.createdAt },
+      { ...created, created_at: typeof created.created_at },
       {
         name: 'v1',
         fields: ['id', 'name'],
-        createdAt: 'string',
+        created_at: 'string',
       },
     );
     assert.deepEqual(await json('views', 'list'), { views: [created] });
@@ -204,9 +204,17 @@ describe('views', () => {
     assert.deepEqual(await json('views', 'delete', 'v1'), { deleted: 'v1' });
   });
 
-  test('pre-made views can be shown', async () => {
-    const view = await json<{ fields: string[] }>('views', 'show', 'products_basicFields');
+  test('pre-made views can be shown, with a real creation date', async () => {
+    const view = await json<{ fields: string[]; created_at: string }>(
+      'views',
+      'show',
+      'products_basicFields',
+    );
     assert.ok(view.fields.includes('brand'));
+    assert.ok(Date.parse(view.created_at) > Date.parse('2020-01-01'), view.created_at);
+    const r = await sluice('views', 'show', 'products_basicFields');
+    assert.match(r.stdout, /^View 'products_basicFields', created \d{4}-\d\d-\d\dT/);
+    assert.doesNotMatch(r.stdout, /1970/);
   });
 
   test('unknown view: the service says so, exit 2, one line', async () => {
@@ -249,10 +257,10 @@ describe('count and preview', () => {
     assert.deepEqual(await json('count', 'properties', 'city:Austin'), {
       type: 'properties',
       query: 'city:Austin',
-      numFound: n,
+      num_found: n,
     });
     // An unquoted query is one query.
-    const words = await json<{ query: string; numFound: number }>(
+    const words = await json<{ query: string; num_found: number }>(
       'count',
       'properties',
       'city:Austin',
@@ -260,7 +268,7 @@ describe('count and preview', () => {
       'city:Austin',
     );
     assert.equal(words.query, 'city:Austin AND city:Austin');
-    assert.equal(words.numFound, n);
+    assert.equal(words.num_found, n);
     const afterCount = await json<{ credits: { property: { used: number } } }>('account');
     assert.equal(afterCount.credits.property.used, before.credits.property.used);
   });
@@ -289,12 +297,12 @@ describe('count and preview', () => {
 
   test('preview --json: the records whole', async () => {
     const doc = await json<{
-      numFound: number;
-      totalCost: number;
+      num_found: number;
+      total_cost: number;
       records: Record<string, unknown>[];
     }>('preview', 'businesses', 'city:Austin', '--records', '2');
-    assert.equal(doc.records.length, Math.min(2, doc.numFound));
-    assert.equal(doc.totalCost, doc.records.length);
+    assert.equal(doc.records.length, Math.min(2, doc.num_found));
+    assert.equal(doc.total_cost, doc.records.length);
     assert.equal(doc.records[0]?.city, 'Austin');
     assert.ok('name' in doc.records[0]!);
   });
@@ -327,17 +335,17 @@ describe('count and preview', () => {
       await json('views', 'delete', 'slim');
     }
     const traced = await json<{
-      totalCost: number;
+      total_cost: number;
       records: { people?: { title?: string; emails?: string[] }[] }[];
     }>('preview', 'properties', '*', '--records', '2', '--auto-trace');
     assert.ok(traced.records.length > 0, 'some properties have an owner to trace');
-    assert.equal(traced.totalCost, traced.records.length * 2);
+    assert.equal(traced.total_cost, traced.records.length * 2);
     for (const record of traced.records) assert.ok(record.people?.some((p) => p.title === 'owner'));
   });
 
   test('count and preview take the search options of a job: format, view, autotrace, address matching', async () => {
     const n = async (...argv: string[]) =>
-      (await json<{ numFound: number }>('count', 'properties', ...argv)).numFound;
+      (await json<{ num_found: number }>('count', 'properties', ...argv)).num_found;
     const all = await n('city:Austin');
     const withPeople = await n('city:Austin', '--require-people-data');
     const traced = await n('city:Austin', '--auto-trace');
@@ -358,14 +366,14 @@ describe('count and preview', () => {
     assert.equal(await n(address, '--address-matching', 'on'), 1);
     assert.equal(await n(address, '--address-matching', 'off'), 0);
     assert.equal(await n(address, '--address-matching', 'retry'), 1);
-    const exact = await json<{ numFound: number; records: unknown[] }>(
+    const exact = await json<{ num_found: number; records: unknown[] }>(
       'preview',
       'properties',
       address,
       '--address-matching',
       'off',
     );
-    assert.deepEqual([exact.numFound, exact.records.length], [0, 0]);
+    assert.deepEqual([exact.num_found, exact.records.length], [0, 0]);
 
     // CSV: the records as a CSV download holds them, lists as text.
     const shops = async (...argv: string[]) =>
@@ -493,7 +501,7 @@ describe('targeted updates and scrape', () => {
       /^Targeted update \S+ \w+: 2 properties matching city:Austin \(cost: 2 credits\)\./,
     );
 
-    const created = await json<{ id: string; numRecords: number; type: string; query: string }>(
+    const created = await json<{ id: string; num_records: number; type: string; query: string }>(
       'targeted-updates',
       'create',
       'city:Austin',
@@ -502,15 +510,15 @@ describe('targeted updates and scrape', () => {
       '--type',
       'businesses',
     );
-    assert.equal(created.numRecords, 1);
+    assert.equal(created.num_records, 1);
     assert.equal(created.type, 'businesses');
 
-    const list = await json<{ targetedUpdates: { id: string; status: string }[] }>(
+    const list = await json<{ targeted_updates: { id: string; status: string }[] }>(
       'targeted-updates',
       'list',
     );
-    assert.equal(list.targetedUpdates.length, 2);
-    assert.ok(list.targetedUpdates.some((u) => u.id === created.id));
+    assert.equal(list.targeted_updates.length, 2);
+    assert.ok(list.targeted_updates.some((u) => u.id === created.id));
 
     const text = await sluice('targeted-updates', 'list');
     assert.match(text.stdout, /^id\s+status\s+type\s+records\s+updated\s+cost\s+created\s+query\n/);
@@ -543,7 +551,7 @@ describe('targeted updates and scrape', () => {
       r.stdout,
       /^Scrape \S+ completed: 2 properties matching city:Austin \(cost: 2 credits\)\.\nid\s+city\n/,
     );
-    const doc = await json<{ numRecords: number; records: { city: string }[] }>(
+    const doc = await json<{ num_records: number; records: { city: string }[] }>(
       'scrape',
       'city:Austin',
       '--records',
@@ -551,7 +559,7 @@ describe('targeted updates and scrape', () => {
       '--type',
       'businesses',
     );
-    assert.equal(doc.numRecords, 1);
+    assert.equal(doc.num_records, 1);
     assert.equal(doc.records[0]?.city, 'Austin');
   });
 });

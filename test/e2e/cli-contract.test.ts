@@ -268,6 +268,44 @@ describe('the machine contract: pipeline commands', () => {
     }
   });
 
+  test('a numeric flag out of range (--parallel abc, 1.5, 0, -3, 100): exit 2, nothing written', async () => {
+    const env = emulatorEnv(harness);
+    const file = simple('parallel', 'sqlite:parallel.sqlite');
+    for (const value of ['abc', '1.5', '0', '-3', '100']) {
+      const { doc } = await machine(['run', file, '--parallel', value], env, {
+        exit: 2,
+        code: 'SLUICE_USAGE_ARGUMENTS',
+        step: 'arguments',
+      });
+      assert.equal(
+        (doc.error as { message: string }).message,
+        `--parallel must be a whole number from 1 to 64, not ${value}`,
+      );
+    }
+    await machine(['status', file, '--limit', '0'], env, {
+      exit: 2,
+      code: 'SLUICE_USAGE_ARGUMENTS',
+    });
+    await machine(['preview', 'properties', '*', '--records', '11'], env, {
+      exit: 2,
+      code: 'SLUICE_USAGE_ARGUMENTS',
+    });
+    await machine(['emulator', '--port', '70000'], env, {
+      exit: 2,
+      code: 'SLUICE_USAGE_ARGUMENTS',
+    });
+    assert.equal(existsSync(join(dir, 'parallel.sqlite')), false, 'no database, no run in it');
+    assert.deepEqual(
+      (await harness.requests()).filter((r) => r.path.startsWith('/v4')),
+      [],
+      'not one request',
+    );
+    const done = await machine(['run', file, '--parallel', '64', '--no-progress'], env, {
+      exit: 0,
+    });
+    assert.equal(done.doc.status, 'succeeded');
+  });
+
   test('plan works before any run: views the service lacks are named, counts are free', async () => {
     const file = pipelineFile(
       'planned',

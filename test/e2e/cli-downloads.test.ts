@@ -72,15 +72,32 @@ async function servedFiles(id: string): Promise<Map<string, Buffer>> {
 }
 
 describe('downloads', () => {
-  test('list (text and json)', async () => {
+  test('list (text and json), newest first', async () => {
+    const newer = await client.startDownload({
+      type: 'products',
+      query: '*',
+      numRecords: 5,
+      format: 'csv',
+    });
     const doc = await json<{
-      downloads: { id: string; state: string; numRecords: number; files: unknown[] }[];
+      downloads: {
+        id: string;
+        state: string;
+        num_records: number;
+        created_at: string;
+        files: unknown[];
+      }[];
     }>('downloads', 'list');
     const mine = doc.downloads.find((d) => d.id === completed);
     assert.ok(mine, 'the download is listed');
     assert.equal(mine?.state, 'completed');
-    assert.equal(mine?.numRecords, 700);
+    assert.equal(mine?.num_records, 700);
     assert.equal(mine?.files.length, 3);
+    assert.deepEqual(
+      doc.downloads.map((d) => d.id).slice(0, 2),
+      [newer.id, completed],
+      'newest first',
+    );
 
     const r = await sluice('downloads', 'list');
     assert.equal(r.code, 0, r.stderr);
@@ -159,7 +176,7 @@ describe('downloads', () => {
       files: { name: string; path: string; bytes: number }[];
       bytes: number;
       dir: string;
-    }>('downloads', 'fetch', completed, '--out', dir, '--force');
+    }>('downloads', 'fetch', completed, dir, '--force');
     assert.equal(doc.files.length, 3);
     assert.equal(doc.dir, dir);
     const served = await servedFiles(completed);
@@ -200,7 +217,7 @@ describe('downloads', () => {
     await h.advanceClock(QUEUE_MS + 1000);
     const doc = await fetching;
     assert.equal(doc.state, 'completed');
-    assert.equal(doc.numRecords, 50);
+    assert.equal(doc.num_records, 50);
     assert.match(stderr.text, /is queued: 0 records so far/);
     const lines = readFileSync(join(dir, `${start.id}_0.txt`), 'utf8')
       .trimEnd()
@@ -232,7 +249,7 @@ describe('downloads', () => {
       numRecords: 10,
       format: 'csv',
     });
-    const doc = await json<{ id: string; state: string; numRecords: number }>(
+    const doc = await json<{ id: string; state: string; num_records: number }>(
       'downloads',
       'cancel',
       other.id,
@@ -313,10 +330,18 @@ describe('downloads', () => {
     assert.match(error.message, new RegExp(`^cannot save ${out}: not a directory \\(ENOTDIR\\)`));
   });
 
-  test('missing --out is a usage error', async () => {
+  test('no directory (DIR or --out) is a usage error; two different ones too', async () => {
     const r = await sluice('downloads', 'fetch', completed);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /--out DIR/);
+    assert.match(
+      r.stderr,
+      new RegExp(`sluice downloads fetch ${completed} DIR \\(or --out DIR\\)`),
+    );
+    const two = await sluice('downloads', 'fetch', completed, 'a', '--out', 'b');
+    assert.equal(two.code, 2);
+    assert.match(two.stderr, /give the directory once: a \(after the id\) or --out b, not both/);
+    const help = await sluice('downloads', 'fetch', '--help');
+    assert.match(help.stdout, /downloads fetch ID files\//);
   });
 });
 

@@ -61,3 +61,64 @@ test('a user mistake in a subprocess: exit 2, one message, no stack trace', asyn
   assert.match(bad.stderr, /\^/);
   assert.doesNotMatch(bad.stderr, /\n\s+at /);
 });
+
+/**
+ * `sluice fields properties | head -1`: the reader goes after the first line (or before the
+ * first write), and sluice drops the rest of its output quietly, exit 0, no stack trace.
+ */
+function readFirstLineThenClose(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  closeAtOnce: boolean,
+): Promise<{ code: number | null; signal: string | null; first: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SLUICE_BIN, ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let first = '';
+    let stderr = '';
+    if (closeAtOnce) child.stdout.destroy();
+    child.stdout.on('data', (chunk) => {
+      first += chunk;
+      if (first.includes('\n')) {
+        first = first.slice(0, first.indexOf('\n'));
+        child.stdout.destroy();
+      }
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, first, stderr }));
+  });
+}
+
+test('a reader that goes away (| head -1) ends the output quietly, exit 0', async () => {
+  for (const closeAtOnce of [false, true]) {
+    for (const args of [
+      ['fields', 'properties'],
+      ['fields', 'properties', '--json'],
+    ]) {
+      const r = await readFirstLineThenClose(args, emulatorEnv(h), closeAtOnce);
+      const what = `${args.join(' ')}${closeAtOnce ? ', reader gone before the first line' : ''}`;
+      assert.equal(r.stderr, '', what);
+      assert.equal(r.code, 0, what);
+      if (!closeAtOnce) assert.notEqual(r.first, '', what);
+    }
+  }
+});
+
+test('help shows a required list argument as required, with no default', async () => {
+  for (const args of [
+    ['run', '--help'],
+    ['count', '--help'],
+    ['get', '--help'],
+  ]) {
+    const r = await sluice(args, emulatorEnv(h));
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /\[array\] \[required\]\n/, args.join(' '));
+    assert.doesNotMatch(r.stdout, /\[default: \[\]\]/, args.join(' '));
+  }
+});

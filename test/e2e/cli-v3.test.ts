@@ -53,7 +53,7 @@ describe('v3', () => {
     assert.deepEqual(await json('count', 'businesses', 'city:Austin'), {
       type: 'businesses',
       query: 'city:Austin',
-      numFound: Number(r.stdout),
+      num_found: Number(r.stdout),
     });
   });
 
@@ -64,7 +64,7 @@ describe('v3', () => {
       r.stdout,
       /^Found [\d,]+ products matching \*; showing 2 \(cost: 2 credits\)\.\nid\s+name\s+brand\n/,
     );
-    const doc = await json<{ records: Record<string, unknown>[]; totalCost: number }>(
+    const doc = await json<{ records: Record<string, unknown>[]; total_cost: number }>(
       'preview',
       'products',
       '*',

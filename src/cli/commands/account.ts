@@ -13,13 +13,13 @@ import { formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 export interface AccountDocument {
   email: string;
-  firstName: string | null;
-  lastName: string | null;
-  /** `per-type` allotments, or a `legacy` plan with one total counter (`totalUsed`). */
+  first_name: string | null;
+  last_name: string | null;
+  /** `per-type` allotments, or a `legacy` plan with one total counter (`total_used`). */
   plan: AccountPlan;
   credits: Record<CreditType, { allotted: number; used: number; remaining: number }>;
   /** `num_credits_used` of legacy plans; null when the service does not send it. */
-  totalUsed: number | null;
+  total_used: number | null;
 }
 
 export function accountDocument(info: AccountInfo): AccountDocument {
@@ -30,11 +30,11 @@ export function accountDocument(info: AccountInfo): AccountDocument {
   }
   return {
     email: info.email,
-    firstName: info.firstName ?? null,
-    lastName: info.lastName ?? null,
+    first_name: info.firstName ?? null,
+    last_name: info.lastName ?? null,
     plan: info.plan,
     credits,
-    totalUsed: info.totalUsed ?? null,
+    total_used: info.totalUsed ?? null,
   };
 }
 
@@ -52,7 +52,7 @@ export async function accountCommand(
 }
 
 function printAccount(doc: AccountDocument, io: Io): void {
-  const name = [doc.firstName, doc.lastName].filter(Boolean).join(' ');
+  const name = [doc.first_name, doc.last_name].filter(Boolean).join(' ');
   writeLine(io.stdout, `Account ${doc.email}${name ? ` (${name})` : ''}`);
   if (doc.plan === 'legacy') {
     // Its per-type fields are zeros: a table of them would say nothing is left of anything.
@@ -60,7 +60,7 @@ function printAccount(doc: AccountDocument, io: Io): void {
       io.stdout,
       'Legacy plan: one total for every data type; the service does not say how much is left.',
     );
-    writeLine(io.stdout, `Total used: ${(doc.totalUsed ?? 0).toLocaleString('en-US')} credits`);
+    writeLine(io.stdout, `Total used: ${(doc.total_used ?? 0).toLocaleString('en-US')} credits`);
     return;
   }
   writeLine(
@@ -75,10 +75,10 @@ function printAccount(doc: AccountDocument, io: Io): void {
       ]),
     ),
   );
-  if (doc.totalUsed !== null) {
+  if (doc.total_used !== null) {
     writeLine(
       io.stdout,
-      `Total used (legacy plan counter): ${doc.totalUsed.toLocaleString('en-US')}`,
+      `Total used (legacy plan counter): ${doc.total_used.toLocaleString('en-US')}`,
     );
   }
 }
@@ -92,7 +92,7 @@ export interface AccountUpdateArgs extends JsonArgs {
 
 export interface AccountUpdateDocument {
   /** What was asked to change; never the new password itself. */
-  changed: ('email' | 'password' | 'firstName' | 'lastName')[];
+  changed: ('email' | 'password' | 'first_name' | 'last_name')[];
   account: AccountDocument;
 }
 
@@ -108,7 +108,9 @@ export async function accountUpdateCommand(
   if (args['new-password'] !== undefined) changes.password = args['new-password'];
   if (args['first-name'] !== undefined) changes.firstName = args['first-name'];
   if (args['last-name'] !== undefined) changes.lastName = args['last-name'];
-  const changed = Object.keys(changes) as AccountUpdateDocument['changed'];
+  const changed = Object.keys(changes).map((key) =>
+    key === 'firstName' ? 'first_name' : key === 'lastName' ? 'last_name' : key,
+  ) as AccountUpdateDocument['changed'];
   if (changed.length === 0) {
     throw new UsageError(
       'nothing to change: give --new-email, --new-password, --first-name or --last-name',
@@ -124,7 +126,7 @@ export async function accountUpdateCommand(
   if (changes.email !== undefined) said.push(`email is now ${account.email}`);
   if (changes.password !== undefined) said.push('password changed');
   if (changes.firstName !== undefined || changes.lastName !== undefined) {
-    said.push(`name is now ${[account.firstName, account.lastName].filter(Boolean).join(' ')}`);
+    said.push(`name is now ${[account.first_name, account.last_name].filter(Boolean).join(' ')}`);
   }
   writeLine(io.stdout, `Account updated: ${said.join('; ')}.`);
   if (changes.email !== undefined || changes.password !== undefined) {

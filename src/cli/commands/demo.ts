@@ -4,7 +4,7 @@ import { loadPipeline, runPipeline } from '../../pipeline/index.js';
 import type { CliContext } from '../context.js';
 import { exitCodeOfRun } from '../exit-codes.js';
 import { tablesText } from '../format.js';
-import { writeJson, writeLine } from '../output.js';
+import { secondsText, writeJson, writeLine } from '../output.js';
 
 /** pipelines/demo.yaml of this package, wherever it is run from (src/ or dist/). */
 export const DEMO_PIPELINE = fileURLToPath(
@@ -51,7 +51,7 @@ export async function demoCommand(
       return exitCodeOfRun(summary);
     }
     writeLine(io.stdout);
-    writeLine(io.stdout, `Done: ${summary.status} in ${summary.seconds}s.`);
+    writeLine(io.stdout, `Done: ${summary.status} in ${secondsText(summary.seconds)}s.`);
     for (const job of summary.jobs) {
       writeLine(
         io.stdout,

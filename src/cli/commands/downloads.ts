@@ -7,7 +7,7 @@ import { num } from '../../util/words.js';
 import { connectionOptions, type JsonArgs, withClient } from '../connection.js';
 import type { CliContext } from '../context.js';
 import { plural } from '../format.js';
-import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import { dateText, formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 /**
  * A download as the CLI reports it. File URLs are left out: they are pre-signed, change on every
@@ -16,9 +16,9 @@ import { formatTable, type Io, writeJson, writeLine } from '../output.js';
 export interface DownloadDocument {
   id: string;
   state: DownloadInfo['state'];
-  numRecords: number;
-  numFound: number | null;
-  createdAt: string | null;
+  num_records: number;
+  num_found: number | null;
+  created_at: string | null;
   type: string | null;
   query: string | null;
   format: string | null;
@@ -30,9 +30,9 @@ export function downloadDocument(d: DownloadInfo): DownloadDocument {
   return {
     id: d.id,
     state: d.state,
-    numRecords: d.numRecords,
-    numFound: d.numFound ?? null,
-    createdAt: d.createdAt ?? null,
+    num_records: d.numRecords,
+    num_found: d.numFound ?? null,
+    created_at: d.createdAt ?? null,
     type: d.type ?? null,
     query: d.query ?? null,
     format: d.format ?? null,
@@ -47,7 +47,7 @@ export async function downloadsListCommand(
   io: Io,
   signal?: AbortSignal,
 ): Promise<{ downloads: DownloadDocument[] }> {
-  const downloads = (await client.listDownloads({ signal })).map(downloadDocument);
+  const downloads = newestFirst((await client.listDownloads({ signal })).map(downloadDocument));
   const doc = { downloads };
   if (args.json) writeJson(io.stdout, doc);
   else if (downloads.length === 0) writeLine(io.stdout, 'No downloads yet.');
@@ -56,10 +56,10 @@ export async function downloadsListCommand(
     const columns: [string, (d: DownloadDocument) => unknown][] = [
       ['id', (d) => d.id],
       ['state', (d) => d.state],
-      ['records', (d) => d.numRecords],
-      ['found', (d) => d.numFound],
+      ['records', (d) => d.num_records],
+      ['found', (d) => d.num_found],
       ['files', (d) => d.files.length],
-      ['created', (d) => d.createdAt],
+      ['created', (d) => (d.created_at === null ? null : dateText(d.created_at))],
       ['type', (d) => d.type],
       ['query', (d) => d.query],
     ];
@@ -73,6 +73,18 @@ export async function downloadsListCommand(
     );
   }
   return doc;
+}
+
+/**
+ * Newest first, as people look for the download they just made: by creation time, those the
+ * service gives none for last; the service's own order (oldest first) reversed among equals.
+ */
+function newestFirst(downloads: DownloadDocument[]): DownloadDocument[] {
+  const time = (d: DownloadDocument) => {
+    const ms = d.created_at === null ? Number.NaN : Date.parse(d.created_at);
+    return Number.isNaN(ms) ? Number.NEGATIVE_INFINITY : ms;
+  };
+  return [...downloads].reverse().sort((a, b) => time(b) - time(a));
 }
 
 export async function downloadsShowCommand(
@@ -90,12 +102,12 @@ export async function downloadsShowCommand(
     ['state', doc.state],
     [
       'records',
-      doc.numFound === null
-        ? num(doc.numRecords)
-        : `${num(doc.numRecords)} of ${num(doc.numFound)} found`,
+      doc.num_found === null
+        ? num(doc.num_records)
+        : `${num(doc.num_records)} of ${num(doc.num_found)} found`,
     ],
   ];
-  if (doc.createdAt) rows.push(['created', doc.createdAt]);
+  if (doc.created_at) rows.push(['created', dateText(doc.created_at)]);
   if (doc.type) rows.push(['type', doc.type]);
   if (doc.query) rows.push(['query', doc.query]);
   if (doc.format) rows.push(['format', doc.format]);
@@ -122,9 +134,9 @@ export async function downloadsCancelCommand(
   else {
     writeLine(
       io.stdout,
-      doc.numRecords === 0
+      doc.num_records === 0
         ? `Cancelled download ${doc.id} before any record was delivered.`
-        : `Cancelled download ${doc.id}: the ${plural(doc.numRecords, 'record')} delivered before the cancellation stay retrievable and are charged.`,
+        : `Cancelled download ${doc.id}: the ${plural(doc.num_records, 'record')} delivered before the cancellation stay retrievable and are charged.`,
     );
   }
   return doc;
@@ -132,7 +144,8 @@ export async function downloadsCancelCommand(
 
 export interface DownloadsFetchArgs extends JsonArgs {
   id: string;
-  /** Required; checked by the command so the message can say what to give. */
+  /** The directory, after the id or as `--out` (one is required; checked by the command). */
+  dir?: string;
   out?: string;
   force?: boolean;
   /** Wait for a queued or running download to finish instead of refusing. */
@@ -154,10 +167,20 @@ export async function downloadsFetchCommand(
   signal?: AbortSignal,
   logger?: Logger,
 ): Promise<FetchDocument> {
-  if (!args.out) throw new UsageError('give the directory to save the files in: --out DIR');
+  if (args.dir !== undefined && args.out !== undefined && args.dir !== args.out) {
+    throw new UsageError(
+      `give the directory once: ${args.dir} (after the id) or --out ${args.out}, not both`,
+    );
+  }
+  const out = args.dir ?? args.out;
+  if (!out) {
+    throw new UsageError(
+      `give the directory to save the files in: sluice downloads fetch ${args.id} DIR (or --out DIR)`,
+    );
+  }
   const progress = args.json || args.quiet ? undefined : io.stderr;
   const { doc, renamed } = await fetchDownload(client, args.id, {
-    out: args.out,
+    out,
     force: args.force,
     wait: args.wait,
     pollMs: args.pollMs,
@@ -165,7 +188,7 @@ export async function downloadsFetchCommand(
     progress,
     logger,
   });
-  const { id, state, numRecords, dir, files: saved } = doc;
+  const { id, state, num_records: numRecords, dir, files: saved } = doc;
   if (args.json) writeJson(io.stdout, doc);
   else if (saved.length === 0)
     writeLine(io.stdout, `Download ${id} (${state}) has no result files.`);
@@ -223,13 +246,17 @@ export function registerDownloads(y: Argv, ctx: CliContext): Argv {
         },
       )
       .command(
-        'fetch <id>',
+        'fetch <id> [dir]',
         'Save the result files of a download into a directory',
         (c) =>
           idArg(c)
+            .positional('dir', {
+              type: 'string',
+              describe: 'Directory to save the files in (made if missing; or --out DIR)',
+            })
             .option('out', {
               type: 'string',
-              describe: 'Directory to save the files in (required)',
+              describe: 'Directory to save the files in, as DIR after the id does',
             })
             .option('force', {
               type: 'boolean',
@@ -240,7 +267,9 @@ export function registerDownloads(y: Argv, ctx: CliContext): Argv {
               type: 'boolean',
               default: false,
               describe: 'Wait for a running download to complete',
-            }),
+            })
+            .example('$0 downloads fetch ID files/', 'save its result files into files/')
+            .example('$0 downloads fetch ID files/ --wait', 'wait for a running download first'),
         async (args) => {
           await withClient(args, ctx, (client) =>
             // Progress lines are text: with JSON logs, stderr takes JSON lines only.

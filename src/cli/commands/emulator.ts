@@ -9,6 +9,7 @@ import {
 } from '../../emulator/options.js';
 import { UsageError } from '../../errors.js';
 import type { CliContext } from '../context.js';
+import { numberFlag } from '../format.js';
 import { writeJson, writeLine } from '../output.js';
 
 export interface EmulatorArgs {
@@ -41,17 +42,20 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
   const d = DEFAULT_OPTIONS;
   return yargs
     .option('host', { type: 'string', default: d.host, describe: 'Address to listen on' })
-    .option('port', { type: 'number', default: d.port, describe: 'Port (0 picks a free one)' })
-    .option('seed', {
-      type: 'number',
-      default: d.seed,
-      describe: 'Seed of the synthetic data and of faults',
-    })
-    .option('scale', {
-      type: 'number',
-      default: d.scale,
-      describe: 'Data size: 1 = 20k properties, 10k businesses, 5k products, 15k people',
-    })
+    .option('port', numberFlag('port', { min: 0, max: 65535 }, 'Port (0 picks a free one)', d.port))
+    .option(
+      'seed',
+      numberFlag('seed', { min: 0 }, 'Seed of the synthetic data and of faults', d.seed),
+    )
+    .option(
+      'scale',
+      numberFlag(
+        'scale',
+        { over: 0, whole: false },
+        'Data size: 1 = 20k properties, 10k businesses, 5k products, 15k people',
+        d.scale,
+      ),
+    )
     .option('wire', {
       type: 'string',
       choices: WIRE_MODES,
@@ -59,12 +63,15 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
       describe:
         "The forms it answers in: the live service's (live), the interface contract's (contract), or live plus every older variant real clients have met (real)",
     })
-    .option('page-size', {
-      type: 'number',
-      default: d.pageSize,
-      describe:
+    .option(
+      'page-size',
+      numberFlag(
+        'page-size',
+        { min: 0 },
         'Page the lists (downloads, views, v3 requests) N items a page: ?page=N, a Link rel="next" header (0: no paging)',
-    })
+        d.pageSize,
+      ),
+    )
     .option('faults', {
       type: 'string',
       default: '',
@@ -73,41 +80,51 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
     .option('email', { type: 'string', default: d.email, describe: 'v4 login email' })
     .option('password', { type: 'string', default: d.password, describe: 'v4 login password' })
     .option('token', { type: 'string', default: d.token, describe: 'v3 API token' })
-    .option('token-ttl', {
-      type: 'number',
-      default: d.tokenTtlMs / 1000,
-      describe: 'Lifetime of a v4 token, seconds',
-    })
-    .option('file-ttl', {
-      type: 'number',
-      default: d.fileTtlMs / 1000,
-      describe: 'Lifetime of a result-file URL, seconds',
-    })
-    .option('file-records', {
-      type: 'number',
-      default: d.fileRecords,
-      describe: 'Records per result file',
-    })
-    .option('rate', {
-      type: 'number',
-      default: d.rate,
-      describe: 'Download progress, records per second',
-    })
-    .option('queue-ms', {
-      type: 'number',
-      default: d.queueMs,
-      describe: 'Time a download stays queued, ms',
-    })
+    .option(
+      'token-ttl',
+      numberFlag(
+        'token-ttl',
+        { over: 0, whole: false },
+        'Lifetime of a v4 token, seconds',
+        d.tokenTtlMs / 1000,
+      ),
+    )
+    .option(
+      'file-ttl',
+      numberFlag(
+        'file-ttl',
+        { over: 0, whole: false },
+        'Lifetime of a result-file URL, seconds',
+        d.fileTtlMs / 1000,
+      ),
+    )
+    .option(
+      'file-records',
+      numberFlag('file-records', { min: 1 }, 'Records per result file', d.fileRecords),
+    )
+    .option(
+      'rate',
+      numberFlag(
+        'rate',
+        { over: 0, whole: false },
+        'Download progress, records per second',
+        d.rate,
+      ),
+    )
+    .option(
+      'queue-ms',
+      numberFlag('queue-ms', { min: 0 }, 'Time a download stays queued, ms', d.queueMs),
+    )
     .option('churn', {
       type: 'string',
       default: `${d.churn * 100}%/day`,
       describe:
         'How fast the data changes with emulator time: the share of records updated per day, and of new records added (0.2%/day, 0.002, 0 for none)',
     })
-    .option('credits', {
-      type: 'number',
-      describe: 'Credits allotted to each data type (default 1,000,000)',
-    })
+    .option(
+      'credits',
+      numberFlag('credits', { min: 0 }, 'Credits allotted to each data type (default 1,000,000)'),
+    )
     .option('plan', {
       type: 'string',
       choices: ['per-type', 'legacy'],
@@ -115,11 +132,15 @@ export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
       describe:
         "The account's plan: an allotment per data type, or a legacy plan with one total for every type (its per-type fields answer 0)",
     })
-    .option('total-credits', {
-      type: 'number',
-      default: d.totalCredits,
-      describe: "A legacy plan's total credits: past it, searches are refused with 402",
-    })
+    .option(
+      'total-credits',
+      numberFlag(
+        'total-credits',
+        { min: 0 },
+        "A legacy plan's total credits: past it, searches are refused with 402",
+        d.totalCredits,
+      ),
+    )
     .option('gzip', {
       type: 'boolean',
       default: false,

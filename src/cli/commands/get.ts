@@ -179,12 +179,16 @@ export function registerGet(y: Argv, ctx: CliContext): Argv {
         .positional('query', {
           type: 'string',
           array: true,
+          // Else help says `[default: []]` of an argument it requires.
+          default: undefined,
           demandOption: true,
           describe: 'Query, e.g. "city:Austin" (quote it)',
         })
         .option('records', {
           type: 'string',
           describe: 'How many records to buy, or all (required)',
+          coerce: (value: unknown) =>
+            String(value) === 'all' ? 'all' : String(intArg(value, '--records', 1)),
         })
         .option('into', {
           type: 'string',

@@ -21,8 +21,8 @@ import {
 import type { CliContext } from '../context.js';
 import { credentialSources, writeCredentials } from '../credential-report.js';
 import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '../exit-codes.js';
-import { creditsText, plural, rangeText, tablesText } from '../format.js';
-import { formatTable, writeJson, writeLine } from '../output.js';
+import { creditsText, numberFlag, plural, rangeText, tablesText } from '../format.js';
+import { Fixed, formatTable, secondsText, writeJson, writeLine } from '../output.js';
 import { type RunTelemetry, withTelemetry } from '../telemetry/telemetry.js';
 import { demoCommand } from './demo.js';
 import { alertRun } from './notify.js';
@@ -372,7 +372,7 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
     // A replay bought nothing now: the table is the earlier run's, and says so.
     writeLine(
       stdout,
-      `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status}, replayed in ${summary.seconds}s (0 credits spent now) -> ${summary.destination}`,
+      `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status}, replayed in ${secondsText(summary.seconds)}s (0 credits spent now) -> ${summary.destination}`,
     );
     writeLine(stdout, `${replayText(summary)}; what that run did:`);
     printJobs(original.jobs, 'credits spent then', ctx);
@@ -380,7 +380,7 @@ export function printSummary(summary: RunSummary, ctx: CliContext): void {
   }
   writeLine(
     stdout,
-    `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status} in ${summary.seconds}s -> ${summary.destination}`,
+    `Run ${summary.run_id} of '${summary.pipeline}': ${summary.status} in ${secondsText(summary.seconds)}s -> ${summary.destination}`,
   );
   const v = summary.views;
   if (v.created.length + v.updated.length + v.unchanged.length > 0) {
@@ -421,7 +421,7 @@ function printJobs(jobs: readonly JobOutcome[], creditsHeader: string, ctx: CliC
         j.loaded,
         j.rejected,
         creditsText(j.credits),
-        j.seconds,
+        new Fixed(j.seconds),
         tablesText(j.tables),
       ]),
     ),
@@ -475,6 +475,8 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
           .positional('files', {
             type: 'string',
             array: true,
+            // Else help says `[default: []]` of an argument it requires.
+            default: undefined,
             demandOption: true,
             describe:
               'Pipeline files (YAML), run one after another as one command: run again after it stopped, it finishes what it had not',
@@ -489,11 +491,14 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             array: true,
             describe: 'Run only these jobs: names or globs such as "homes_*" (repeatable)',
           })
-          .option('parallel', {
-            type: 'number',
-            describe:
-              "Jobs in flight at once, in place of the file's max_parallel_jobs (default 8)",
-          })
+          .option(
+            'parallel',
+            numberFlag(
+              'parallel',
+              { min: 1, max: 64 },
+              "Jobs in flight at once, 1 to 64, in place of the file's max_parallel_jobs (default 8)",
+            ),
+          )
           .option('run-key', {
             type: 'string',
             describe:
@@ -548,11 +553,7 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
       'Recent runs, downloads and loaded files of a pipeline, from its state tables (read-only)',
       (c) =>
         pipelineFileArg(c)
-          .option('limit', {
-            type: 'number',
-            default: 10,
-            describe: 'How many runs',
-          })
+          .option('limit', numberFlag('limit', { min: 1 }, 'How many runs', 10))
           .option('job', {
             type: 'string',
             array: true,

@@ -24,11 +24,12 @@ import {
   fieldCheck,
   intArg,
   listArg,
+  numberFlag,
   queryArg,
   recordsTable,
   strictFieldsFlag,
 } from '../format.js';
-import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import { dateText, formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 export interface RealTimeArgs extends JsonArgs {
   query: string | string[];
@@ -54,10 +55,10 @@ export interface TargetedUpdateDocument {
   status: string;
   type: DataType | null;
   query: string;
-  numRecords: number;
-  numUpdated: number | null;
-  totalCost: number | null;
-  createdAt: string | null;
+  num_records: number;
+  num_updated: number | null;
+  total_cost: number | null;
+  created_at: string | null;
 }
 
 function updateDocument(u: TargetedUpdateInfo): TargetedUpdateDocument {
@@ -66,10 +67,10 @@ function updateDocument(u: TargetedUpdateInfo): TargetedUpdateDocument {
     status: u.status,
     type: u.type ?? null,
     query: u.query,
-    numRecords: u.numRecords,
-    numUpdated: u.numUpdated ?? null,
-    totalCost: u.totalCost ?? null,
-    createdAt: u.createdAt ?? null,
+    num_records: u.numRecords,
+    num_updated: u.numUpdated ?? null,
+    total_cost: u.totalCost ?? null,
+    created_at: u.createdAt ?? null,
   };
 }
 
@@ -87,7 +88,7 @@ export async function targetedUpdateCreateCommand(
   else {
     writeLine(
       io.stdout,
-      `Targeted update ${doc.id} ${doc.status}: ${countOf(doc.numRecords, doc.type ?? 'properties')} matching ${doc.query} (cost: ${credits(doc.totalCost)}).`,
+      `Targeted update ${doc.id} ${doc.status}: ${countOf(doc.num_records, doc.type ?? 'properties')} matching ${doc.query} (cost: ${credits(doc.total_cost)}).`,
     );
     writeLine(io.stdout, 'Follow it with: sluice targeted-updates list');
   }
@@ -99,9 +100,9 @@ export async function targetedUpdateListCommand(
   args: JsonArgs,
   io: Io,
   signal?: AbortSignal,
-): Promise<{ targetedUpdates: TargetedUpdateDocument[] }> {
+): Promise<{ targeted_updates: TargetedUpdateDocument[] }> {
   const updates = (await client.listTargetedUpdates({ signal })).map(updateDocument);
-  const doc = { targetedUpdates: updates };
+  const doc = { targeted_updates: updates };
   if (args.json) writeJson(io.stdout, doc);
   else if (updates.length === 0) writeLine(io.stdout, 'No targeted updates yet.');
   else {
@@ -113,10 +114,10 @@ export async function targetedUpdateListCommand(
           u.id,
           u.status,
           u.type ?? '',
-          u.numRecords,
-          u.numUpdated ?? '',
-          u.totalCost ?? '',
-          u.createdAt ?? '',
+          u.num_records,
+          u.num_updated ?? '',
+          u.total_cost ?? '',
+          dateText(u.created_at),
           u.query,
         ]),
       ),
@@ -134,8 +135,8 @@ export interface ScrapeDocument {
   status: string;
   type: DataType | null;
   query: string;
-  numRecords: number;
-  totalCost: number | null;
+  num_records: number;
+  total_cost: number | null;
   records: Record<string, unknown>[];
 }
 
@@ -156,8 +157,8 @@ export async function scrapeCommand(
     status: result.status,
     type: request.type ?? null,
     query: request.query,
-    numRecords: result.numRecords,
-    totalCost: result.totalCost ?? null,
+    num_records: result.numRecords,
+    total_cost: result.totalCost ?? null,
     records: result.records,
   };
   if (args.json) {
@@ -166,7 +167,7 @@ export async function scrapeCommand(
   }
   writeLine(
     io.stdout,
-    `Scrape ${doc.id} ${doc.status}: ${countOf(doc.numRecords, type)} matching ${doc.query} (cost: ${credits(result.totalCost)}).`,
+    `Scrape ${doc.id} ${doc.status}: ${countOf(doc.num_records, type)} matching ${doc.query} (cost: ${credits(result.totalCost)}).`,
   );
   if (result.records.length > 0) {
     writeLine(
@@ -182,13 +183,12 @@ function realTimeOptions<T>(y: Argv<T>, what: string) {
     .positional('query', {
       type: 'string',
       array: true,
+      // Else help says `[default: []]` of an argument it requires.
+      default: undefined,
       demandOption: true,
       describe: 'Query, e.g. "city:Austin" (quote it)',
     })
-    .option('records', {
-      type: 'number',
-      describe: `Records to ${what} (required)`,
-    })
+    .option('records', numberFlag('records', { min: 1 }, `Records to ${what} (required)`))
     .option('type', { type: 'string', describe: 'Data type (default: properties)' })
     .option('strict-fields', strictFieldsFlag) as Argv<
     T & ConnectionArgs & RealTimeArgs & { query: string[] }

@@ -15,6 +15,7 @@ import {
   fieldCheck,
   intArg,
   listArg,
+  numberFlag,
   queryArg,
   recordsTable,
   strictFieldsFlag,
@@ -74,7 +75,7 @@ function searchRequestOf(type: DataType, query: string, args: SearchArgs): Searc
 export interface CountDocument {
   type: DataType;
   query: string;
-  numFound: number;
+  num_found: number;
 }
 
 /** `sluice count`: matching records, at no cost. Text mode prints the bare number for scripts. */
@@ -89,7 +90,7 @@ export async function countCommand(
   const query = queryArg(args.query);
   checkQueryArg(type, query, fields);
   const { numFound } = await client.count(searchRequestOf(type, query, args), { signal });
-  const doc: CountDocument = { type, query, numFound };
+  const doc: CountDocument = { type, query, num_found: numFound };
   if (args.json) writeJson(io.stdout, doc);
   else writeLine(io.stdout, String(numFound));
   return doc;
@@ -105,8 +106,8 @@ export interface PreviewArgs extends SearchArgs {
 export interface PreviewDocument {
   type: DataType;
   query: string;
-  numFound: number;
-  totalCost: number;
+  num_found: number;
+  total_cost: number;
   records: Record<string, unknown>[];
 }
 
@@ -129,8 +130,8 @@ export async function previewCommand(
   const doc: PreviewDocument = {
     type,
     query,
-    numFound: result.numFound,
-    totalCost: result.totalCost,
+    num_found: result.numFound,
+    total_cost: result.totalCost,
     records: result.records,
   };
   if (args.json) {
@@ -159,6 +160,8 @@ export function typeAndQuery<T>(y: Argv<T>): Argv<T & { type: string; query: str
     .positional('query', {
       type: 'string',
       array: true,
+      // Else help says `[default: []]` of an argument it requires.
+      default: undefined,
       demandOption: true,
       describe: 'Query, e.g. "city:Austin AND province:TX" (quote it)',
     }) as Argv<T & { type: string; query: string[] }>;
@@ -225,11 +228,15 @@ export function registerSearch(y: Argv, ctx: CliContext): Argv {
       'Show up to 10 matching records (one credit each; two with --auto-trace)',
       (c) =>
         searchOptions(typeAndQuery(connectionOptions(c)))
-          .option('records', {
-            type: 'number',
-            default: PREVIEW_MAX,
-            describe: 'Records to show, 0 to 10',
-          })
+          .option(
+            'records',
+            numberFlag(
+              'records',
+              { min: 0, max: PREVIEW_MAX },
+              'Records to show, 0 to 10',
+              PREVIEW_MAX,
+            ),
+          )
           .option('columns', {
             type: 'string',
             array: true,

@@ -8,7 +8,7 @@ import {
 } from '../credential-report.js';
 import { EXIT } from '../exit-codes.js';
 import { creditsText } from '../format.js';
-import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import { clipCell, formatTable, type Io, writeJson, writeLine } from '../output.js';
 import { type PipelineArgs, withPipeline } from './pipeline-args.js';
 
 /**
@@ -103,7 +103,7 @@ async function status(
         r.status,
         r.stage ?? '-',
         creditsText(paid.get(r.run_id) ?? {}),
-        r.error_message ?? '',
+        clipCell(r.error_message ?? ''),
       ]),
     ),
   );

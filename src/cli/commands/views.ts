@@ -19,16 +19,16 @@ import {
   STRICT_FIELDS_HINT,
   strictFieldsFlag,
 } from '../format.js';
-import { formatTable, type Io, writeJson, writeLine } from '../output.js';
+import { dateText, formatTable, type Io, writeJson, writeLine } from '../output.js';
 
 export interface ViewDocument {
   name: string;
   fields: string[];
-  createdAt: string | null;
+  created_at: string | null;
 }
 
 function viewDocument(view: ViewInfo): ViewDocument {
-  return { name: view.name, fields: [...view.fields], createdAt: view.createdAt ?? null };
+  return { name: view.name, fields: [...view.fields], created_at: view.createdAt ?? null };
 }
 
 /** `sluice views list`: the account's own views. */
@@ -48,7 +48,7 @@ export async function viewsListCommand(
       io.stdout,
       formatTable(
         ['name', 'fields', 'created'],
-        views.map((v) => [v.name, summarizeFields(v.fields), v.createdAt ?? '']),
+        views.map((v) => [v.name, summarizeFields(v.fields), dateText(v.created_at)]),
       ),
     );
   }
@@ -177,7 +177,7 @@ function summarizeFields(fields: readonly string[]): string {
 }
 
 function printView(view: ViewDocument, io: Io): void {
-  writeLine(io.stdout, `View '${view.name}'${view.createdAt ? `, created ${view.createdAt}` : ''}`);
+  writeLine(io.stdout, `View '${view.name}', created ${dateText(view.created_at)}`);
   writeLine(io.stdout, `${plural(view.fields.length, 'field')}:`);
   for (const field of view.fields) writeLine(io.stdout, `  ${field}`);
 }

@@ -1,10 +1,13 @@
 import { CreditGuardError } from '../../errors.js';
 import type { Attempt, CursorRow } from '../../load/destination.js';
-import { budgetStandings } from '../guard/budget.js';
-import { searchRequestOf } from '../guard/estimate.js';
+import type { Logger } from '../../log.js';
+import { num } from '../../util/words.js';
+import { type BudgetStanding, budgetStandings } from '../guard/budget.js';
+import { type CreditEstimate, searchRequestOf } from '../guard/estimate.js';
 import type { JobRun } from '../job-run.js';
 import { describeRange, rangeOf, rangeQuery, reattachedRange } from '../load/incremental.js';
 import { type IncrementalRange, inStage } from '../outcome.js';
+import type { JobSpec } from '../spec/spec.js';
 import { creditAttributes, inSpan } from '../trace.js';
 import { earlierAttempt } from './earlier-attempt.js';
 import { startNewDownload } from './start-download.js';
@@ -121,6 +124,7 @@ async function guard(run: JobRun, range: IncrementalRange | undefined) {
   const budgets = await inStage('guard', () => budgetStandings(ctx.spec, state, ctx.clock.now()));
   const estimate = await inStage('guard', () => ctx.guard.check(job, counted, ctx.signal, budgets));
   outcome.found = estimate.found;
+  if (log.isLevelEnabled('debug')) logGuard(log, job, estimate, budgets);
   const refusal = estimate.refusals[0];
   if (refusal) throw new CreditGuardError(refusal.message, refusal);
   if (estimate.legacy) {
@@ -129,4 +133,44 @@ async function guard(run: JobRun, range: IncrementalRange | undefined) {
     );
   }
   return { request, estimate };
+}
+
+/** The guard's arithmetic, for the debug log: found, to buy, credits needed and left, budgets. */
+function logGuard(
+  log: Logger,
+  job: JobSpec,
+  estimate: CreditEstimate,
+  budgets: readonly BudgetStanding[],
+): void {
+  const credits = (by: Partial<Record<string, number>> | undefined) =>
+    by === undefined
+      ? 'unknown'
+      : Object.entries(by)
+          .map(([type, n]) => `${num(n ?? 0)} ${type}`)
+          .join(', ') || '0';
+  const budgetsLeft = budgets.map((b) => ({
+    budget: `${b.type}/${b.period}`,
+    limit: b.limit,
+    spent: b.spent,
+    left: b.limit - b.spent,
+  }));
+  const parts = [
+    `${num(estimate.found)} found`,
+    `${num(estimate.records)} to buy${job.records === undefined ? '' : ` (records: ${job.records})`}`,
+    `needs ${credits(estimate.needed)}`,
+    `account has ${credits(estimate.remaining)} left`,
+    ...(job.max_credits === undefined ? [] : [`max_credits ${num(job.max_credits)}`]),
+    ...budgetsLeft.map((b) => `budget ${b.budget} ${num(b.left)} of ${num(b.limit)} left`),
+  ];
+  log.debug(
+    {
+      guard: estimate.verdict,
+      found: estimate.found,
+      records: estimate.records,
+      needed: estimate.needed,
+      remaining: estimate.remaining ?? null,
+      budgets: budgetsLeft,
+    },
+    `credit guard: ${parts.join('; ')}: ${estimate.verdict}`,
+  );
 }

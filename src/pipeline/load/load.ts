@@ -226,6 +226,10 @@ async function loadFile(
     let tooMany: TooManyRejects | undefined;
     let parsing: ParseJob | undefined;
     try {
+      log.debug(
+        { file: file.name, attempt, alone },
+        `loading ${file.name}${attempt > 1 || faults > 0 ? ` again (try ${attempt + faults})` : ''}${alone ? ', alone' : ''}: fetching and parsing it into one transaction`,
+      );
       // The file's request, until its body streams (read as the load writes it).
       const at = { 'sluice.file': file.name };
       parsing = await inSpan('fetch', at, () => inStage('normalize', () => reader.open(file)));

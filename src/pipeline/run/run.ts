@@ -24,7 +24,7 @@ import type { Progress } from '../progress.js';
 import { selectJobs } from '../spec/select.js';
 import type { JobSpec, PipelineSpec } from '../spec/spec.js';
 import { inSpan } from '../trace.js';
-import { logClientEvent } from './client-log.js';
+import { logClientEvent, logExchange } from './client-log.js';
 import { priorWork, priorWorkText } from './prior-work.js';
 import { replaySummary, replayText, unitOf } from './replay.js';
 import { loadsAtOnce, runJobs } from './schedule.js';
@@ -110,7 +110,7 @@ export function clientFor(spec: PipelineSpec, logger?: Logger, clock?: Clock): S
   return createServiceClient(
     { api, url, email, password, token },
     {
-      ...(logger ? { onEvent: logClientEvent(logger) } : {}),
+      ...(logger ? { onEvent: logClientEvent(logger), onExchange: logExchange(logger) } : {}),
       ...(clock ? { now: () => clock.now() } : {}),
     },
   );

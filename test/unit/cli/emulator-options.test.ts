@@ -23,10 +23,18 @@ describe('sluice emulator options', () => {
     assert.equal(parse('--page-size', '25').pageSize, 25);
   });
 
-  it('refuses an unknown wire mode and a page size that is not a whole number', () => {
+  it('refuses an unknown wire mode, a page size that is not a whole number, a scale of 0', () => {
     assert.throws(() => parse('--wire', 'guides'), /Choices/);
-    assert.throws(() => parse('--page-size', '2.5'), /pageSize must be a whole number/);
-    assert.throws(() => parse('--page-size', '-1'), /pageSize must be a whole number/);
+    assert.throws(
+      () => parse('--page-size', '2.5'),
+      /--page-size must be a whole number at least 0, not 2.5/,
+    );
+    assert.throws(
+      () => parse('--page-size', '-1'),
+      /--page-size must be a whole number at least 0, not -1/,
+    );
+    assert.throws(() => parse('--scale', '0'), /--scale must be a number above 0, not 0/);
+    assert.throws(() => parse('--port', 'x'), /--port must be a whole number from 0 to 65,535/);
   });
 
   it('--extra-field serves fields beyond the core ones, repeatable', () => {

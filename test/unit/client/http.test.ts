@@ -6,6 +6,7 @@ import {
   backoffDelay,
   errorMessages,
   isAmbiguousFailure,
+  loggedPath,
   parseRetryAfter,
 } from '../../../src/client/http.js';
 import { ApiError } from '../../../src/errors.js';
@@ -41,6 +42,21 @@ describe('parseRetryAfter', () => {
     assert.equal(parseRetryAfter('-1', now), undefined);
     assert.equal(parseRetryAfter('soon', now), undefined);
     assert.equal(parseRetryAfter('5 minutes', now), undefined);
+  });
+});
+
+describe('loggedPath (the debug log of requests)', () => {
+  test('path and query without the host; values that may be secrets redacted', () => {
+    assert.equal(loggedPath('https://api.test/v4/downloads?page=2'), '/v4/downloads?page=2');
+    assert.equal(
+      loggedPath('https://s3.test/f_0.txt?X-Amz-Signature=abc&X-Amz-Credential=k&expires=9'),
+      '/f_0.txt?X-Amz-Signature=[redacted]&X-Amz-Credential=[redacted]&expires=9',
+    );
+    assert.equal(
+      loggedPath('https://api.test/v3/data/x?q=a%20b&api_key=s3cret&access_token=t&sig=z'),
+      '/v3/data/x?q=a+b&api_key=[redacted]&access_token=[redacted]&sig=[redacted]',
+    );
+    assert.equal(loggedPath('https://u:p@api.test/v4/auth'), '/v4/auth');
   });
 });
 

@@ -28,8 +28,11 @@ export function registerViews(v4: FastifyInstance, ctx: EmulatorContext): void {
     const premade = premadeView(request.params.name);
     const own = ctx.state.views.get(request.params.name);
     if (own) return own;
-    if (premade)
-      return { name: request.params.name, fields: premade.fields, created_at: isoDate(0) };
+    // A pre-made view was there before anyone asked: made, say, when the emulator's clock began.
+    if (premade) {
+      const created_at = isoDate(ctx.clock.startedAt);
+      return { name: request.params.name, fields: premade.fields, created_at };
+    }
     throw new HttpProblem(404, `view '${request.params.name}' not found`);
   });
   v4.put<{ Params: { name: string }; Body: { name?: string; fields?: string[] } }>(
