@@ -4,6 +4,7 @@ import type { RowEncoding } from '../schema/copy-text.js';
 import type { Naming, NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType, PackedRows, Row } from '../schema/types.js';
+import type { DashboardReads } from './dashboard-reads.js';
 import type {
   Attempt,
   CursorRow,
@@ -306,6 +307,8 @@ export interface Destination {
 
   /** Creates or migrates the state tables. */
   ensureState(): Promise<void>;
+  /** Paged reads of the state tables for the dashboard (`sluice ui`). */
+  reads(): DashboardReads;
   /** Whether state tables exist (read-only destinations never create them). */
   hasState(): Promise<boolean>;
 

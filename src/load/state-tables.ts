@@ -16,9 +16,11 @@ import type { Kysely } from 'kysely';
  * it belonged to (see `pipeline/run/batch.ts`); and the service's other paid requests beside
  * downloads: an attempt's `kind` (a targeted update, a scrape), a scrape's records as the service
  * answered them (`payload`, kept until they are loaded), and the account's credits used when it
- * was asked for (`used_before`).
+ * was asked for (`used_before`). Version 5 adds `_sluice_phases`: when each job of a run entered
+ and left each phase (waiting, download, queued, load), for the dashboard's timeline; and an
+ index of rejects by time, which the dashboard pages through newest first.
  */
-export const STATE_VERSION = 4;
+export const STATE_VERSION = 5;
 
 type ColumnKind = 'text' | 'bigint';
 
@@ -157,7 +159,11 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('created_at', true),
     ],
     primaryKey: [],
-    indexes: [{ name: '_sluice_rejects_by_download', columns: ['download_id', 'file_name'] }],
+    indexes: [
+      { name: '_sluice_rejects_by_download', columns: ['download_id', 'file_name'] },
+      // v5
+      { name: '_sluice_rejects_by_time', columns: ['created_at'] },
+    ],
   },
   {
     name: '_sluice_cursors',
@@ -190,6 +196,19 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('run_id', true),
     ],
     primaryKey: ['table_name', 'pipeline', 'job'],
+    indexes: [],
+  },
+  {
+    name: '_sluice_phases',
+    columns: [
+      text('run_id', true),
+      text('pipeline', true),
+      text('job', true),
+      text('phase', true),
+      text('started_at', true),
+      text('ended_at'),
+    ],
+    primaryKey: ['run_id', 'job', 'phase', 'started_at'],
     indexes: [],
   },
 ];
@@ -338,6 +357,15 @@ export interface StateDatabase {
     claimed_at: string;
     /** The run that claimed it. */
     run_id: string;
+  };
+  /** When a job of a run entered a phase (`pipeline/progress.ts`) and left it (null: in it). */
+  _sluice_phases: {
+    run_id: string;
+    pipeline: string;
+    job: string;
+    phase: string;
+    started_at: string;
+    ended_at: string | null;
   };
 }
 
