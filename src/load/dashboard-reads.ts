@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import type { Attempt, FileRow, JobRow, RejectRow, RunRow } from './state-store.js';
+import type { Attempt, FileRow, JobRow, PhaseRow, RejectRow, RunRow } from './state-store.js';
 import type { StateDatabase } from './state-tables.js';
 
 /**
@@ -28,8 +28,6 @@ export interface Paged<T> {
   rows: T[];
   total: number;
 }
-
-export type PhaseRow = StateDatabase['_sluice_phases'];
 
 export interface AlertRow {
   run_id: string | null;

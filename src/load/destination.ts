@@ -11,18 +11,21 @@ import type {
   FileRow,
   JobRow,
   NewRun,
+  PhaseRow,
   RejectRow,
   RunRow,
   TableOwnerRow,
 } from './state-store.js';
 
 export type { Column, ColumnType, Row } from '../schema/types.js';
+export type { DashboardReads, Paged, RejectFilter, RunFilter } from './dashboard-reads.js';
 export type {
   Attempt,
   CursorRow,
   FileRow,
   JobRow,
   NewRun,
+  PhaseRow,
   RejectRow,
   RunRow,
   TableOwnerRow,
@@ -209,6 +212,9 @@ export interface State {
   run(runId: string): Promise<RunRow | undefined>;
   runChain(root: string): Promise<RunRow[]>;
   saveJob(row: JobRow): Promise<void>;
+  /** A job entered a phase (`_sluice_phases`), and left it. */
+  startPhase(row: PhaseRow): Promise<void>;
+  endPhase(row: PhaseRow, endedAt: string): Promise<void>;
   jobsOfRuns(runIds: readonly string[]): Promise<JobRow[]>;
   openAttempt(pipeline: string, job: string): Promise<Attempt | undefined>;
   attemptsOfRuns(runIds: readonly string[]): Promise<Attempt[]>;
