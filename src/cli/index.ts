@@ -12,6 +12,7 @@ import { registerInit } from './commands/init.js';
 import { registerPipeline } from './commands/pipeline.js';
 import { registerRealTime } from './commands/realtime.js';
 import { registerSearch } from './commands/search.js';
+import { registerUi } from './commands/ui.js';
 import { registerViews } from './commands/views.js';
 import type { CliContext } from './context.js';
 import { useEnvFiles } from './env-files.js';
@@ -77,6 +78,7 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
     registerPipeline,
     registerGet,
     registerInit,
+    registerUi,
   ]) {
     cli = register(cli, ctx);
   }

@@ -18,7 +18,13 @@ import type {
 } from './state-store.js';
 
 export type { Column, ColumnType, Row } from '../schema/types.js';
-export type { DashboardReads, Paged, RejectFilter, RunFilter } from './dashboard-reads.js';
+export type {
+  AlertRow,
+  DashboardReads,
+  Paged,
+  RejectFilter,
+  RunFilter,
+} from './dashboard-reads.js';
 export type {
   Attempt,
   CursorRow,
