@@ -126,7 +126,7 @@ th{background:#f3f4f6} td.n,th.n{text-align:right;font-variant-numeric:tabular-n
 .status{font-weight:600;padding:0 .3rem;border:1px solid currentColor;border-radius:3px}
 .s-succeeded,.s-loaded,.s-refreshed{color:#065f46} .s-failed,.s-interrupted,.s-refused{color:#991b1b}
 .s-running,.s-loading,.s-started,.s-requested{color:#1e40af} .s-partial,.s-incomplete,.s-cancelled{color:#92400e}
-.skip{position:absolute;left:-999px} .skip:focus{left:1rem;top:.5rem;background:#fff;padding:.25rem}
+.skip{position:absolute;left:-999px} .skip:focus{position:static;display:inline-block;margin:.25rem 1rem;padding:.25rem}
 .error{border-left:4px solid #991b1b;padding:.25rem .75rem;background:#fef2f2;white-space:pre-wrap}
 .empty{color:#444;font-style:italic} .pager a{margin:0 .5rem} .note{color:#444}
 form.filter{display:flex;gap:.75rem;flex-wrap:wrap;align-items:end;margin:.75rem 0}

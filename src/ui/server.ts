@@ -103,10 +103,11 @@ class Dashboard {
     if (url.pathname === '/api/live') {
       const version = await this.#read(source, (dest) => liveVersion(dest));
       res.writeHead(200, { ...headers, 'content-type': 'application/json' });
-      res.end(JSON.stringify({ version: version ?? 'busy' }));
+      res.end(JSON.stringify({ version: version === NO_STATE ? 'none' : (version ?? 'busy') }));
       return;
     }
-    const answer = await this.#read(source, (dest) => this.#page(url, source, dest, d));
+    const read = await this.#read(source, (dest) => this.#page(url, source, dest, d));
+    const answer = read === NO_STATE ? noState() : read;
     const key = `${d} ${url.pathname}${url.search}`;
     let body: string;
     let code = 200;
@@ -164,12 +165,17 @@ class Dashboard {
   }
 
   /** Opens the destination read-only for one answer; undefined while a run holds it. */
-  async #read<T>(source: Source, work: (d: Destination) => Promise<T>): Promise<T | undefined> {
+  async #read<T>(
+    source: Source,
+    work: (d: Destination) => Promise<T>,
+  ): Promise<T | typeof NO_STATE | undefined> {
     let dest: Destination;
     try {
       dest = await source.open();
     } catch (error) {
-      if ((error as { code?: unknown }).code === 'SLUICE_LOCKED') return undefined;
+      const code = (error as { code?: unknown }).code;
+      if (code === 'SLUICE_LOCKED') return undefined;
+      if (code === 'SLUICE_NO_STATE') return NO_STATE;
       throw error;
     }
     try {
@@ -249,6 +255,13 @@ class Dashboard {
         return 'missing';
     }
   }
+}
+
+/** A destination no run has written to (a missing file, no state tables). */
+const NO_STATE = Symbol('no state');
+
+function noState(): Answer {
+  return { title: 'No state', body: hold('No sluice run has written to this destination yet.') };
 }
 
 function hold(text = 'Nothing read yet.'): Html {
