@@ -72,6 +72,8 @@ export interface Span {
   job: string;
   phase: string;
   label: string;
+  /** A word for its bar. */
+  short: string;
   from: number;
   to: number;
 }
@@ -98,8 +100,8 @@ export function timeline(spans: readonly Span[], start: number, end: number): Ht
     const w = Math.max(2, x(s.to) - x1);
     const text = `${s.job}: ${s.label}, ${((s.to - s.from) / 1000).toFixed(1)} s`;
     return html`<g class="bar" data-job="${s.job}" data-phase="${s.phase}"><rect x="${x1.toFixed(1)}" y="${row * rowH + 4}" width="${w.toFixed(1)}" height="${rowH - 8}" fill="${FILL[s.phase] ?? '#e5e7eb'}" stroke="#333"><title>${text}</title></rect>${
-      w > 60
-        ? html`<text x="${(x1 + 4).toFixed(1)}" y="${row * rowH + rowH / 2 + 4}">${s.label}</text>`
+      w > 8 * s.short.length
+        ? html`<text x="${(x1 + 4).toFixed(1)}" y="${row * rowH + rowH / 2 + 4}">${s.short}</text>`
         : ''
     }</g>`;
   });

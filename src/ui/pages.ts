@@ -106,6 +106,14 @@ ${table(
 ${pager('/runs', params, page, PAGE_SIZE, data.total)}`;
 }
 
+/** Each phase's short name (on its bar) and what it is (in the table). */
+const SHORT: Record<string, string> = {
+  waiting: 'queued',
+  download: 'polling',
+  queued: 'fetched',
+  load: 'loading',
+};
+
 const PHASES: Record<string, string> = {
   waiting: 'queued (waiting for its turn)',
   download: 'polling (the service prepares it)',
@@ -120,6 +128,7 @@ export function runBody(r: RunDetail, page: number, params: Params, now: number)
     job: p.job,
     phase: p.phase,
     label: PHASES[p.phase] ?? p.phase,
+    short: SHORT[p.phase] ?? p.phase,
     from: Date.parse(p.started_at),
     to: Date.parse(p.ended_at ?? '') || end,
   }));

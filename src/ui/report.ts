@@ -14,7 +14,7 @@ export async function overviewReport(source: Source, now: number): Promise<strin
     return page(
       {
         title: `Overview at ${new Date(now).toISOString().replace('T', ' ').slice(0, 16)} UTC`,
-        destination: source.label,
+        destination: dest.description,
       },
       overviewBody(o, () => undefined),
     );

@@ -178,6 +178,8 @@ class Dashboard {
       if (code === 'SLUICE_NO_STATE') return NO_STATE;
       throw error;
     }
+    // Where it is as the destination says it (a file's full path, no password).
+    source.label = dest.description;
     try {
       return await work(dest);
     } finally {

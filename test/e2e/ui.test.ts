@@ -168,7 +168,7 @@ for (const kind of destinationKinds()) {
 
       const { url, child } = await startUi([file], env);
       const page = await browser.newPage();
-      page.setDefaultTimeout(10_000);
+      page.setDefaultTimeout(90_000);
       /** Follows a link to its page. */
       const follow = async (selector: string) => {
         const href = await page.locator(selector).first().getAttribute('href');
