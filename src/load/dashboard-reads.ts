@@ -27,7 +27,12 @@ export interface RejectFilter {
 export interface Paged<T> {
   rows: T[];
   total: number;
+  /** There are more than `total` (a count that stopped at COUNT_CAP). */
+  more?: boolean;
 }
+
+/** Where a filtered count of rejects stops. */
+export const COUNT_CAP = 10_000;
 
 export interface AlertRow {
   run_id: string | null;
@@ -184,9 +189,26 @@ export class DashboardReads {
         .limit(limit)
         .offset(offset)
         .execute(),
-      query.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst(),
+      // Filtered, the count stops at COUNT_CAP: counting every match of a million rows would
+      // take longer than the page itself.
+      filter.search || filter.pipeline
+        ? this.#db
+            .selectFrom(
+              query
+                .select(sql<number>`1`.as('one'))
+                .limit(COUNT_CAP + 1)
+                .as('c'),
+            )
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirst()
+        : query.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst(),
     ]);
-    return { rows: rows.map((r) => ({ ...r, line: Number(r.line) })), total: Number(count?.n) };
+    const total = Number(count?.n ?? 0);
+    return {
+      rows: rows.map((r) => ({ ...r, line: Number(r.line) })),
+      total: Math.min(total, COUNT_CAP),
+      ...(total > COUNT_CAP ? { more: true } : {}),
+    };
   }
 
   /** What each paid request cost, with when and for which pipeline and data type. */

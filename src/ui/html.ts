@@ -100,13 +100,14 @@ export function pager(
   page: number,
   size: number,
   total: number,
+  more = false,
 ): Html {
-  const last = Math.max(0, Math.ceil(total / size) - 1);
+  const last = more ? Number.POSITIVE_INFINITY : Math.max(0, Math.ceil(total / size) - 1);
   const from = total === 0 ? 0 : page * size + 1;
-  const to = Math.min(total, (page + 1) * size);
+  const to = more ? (page + 1) * size : Math.min(total, (page + 1) * size);
   return html`<nav class="pager" aria-label="Pages of the list">
 ${page > 0 ? html`<a href="${link(path, { ...params, page: page - 1 })}" rel="prev">Previous</a>` : ''}
-<span>${num(from)} to ${num(to)} of ${num(total)}</span>
+<span>${num(from)} to ${num(to)} of ${more ? 'more than ' : ''}${num(total)}</span>
 ${page < last ? html`<a href="${link(path, { ...params, page: page + 1 })}" rel="next">Next</a>` : ''}
 </nav>`;
 }

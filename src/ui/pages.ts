@@ -244,7 +244,7 @@ ${params.d !== undefined ? html`<input type="hidden" name="d" value="${params.d}
 <label>Text, reason or file contains <input type="search" name="q" value="${search.q ?? ''}"></label>
 <label>Pipeline <select name="pipeline">${['', ...pipelines].map((p) => html`<option value="${p}"${p === (search.pipeline ?? '') ? html` selected` : ''}>${p || 'any'}</option>`)}</select></label>
 <button type="submit">Search</button></form>
-${rejectsTable(rejects)}${pager('/rejects', params, page, PAGE_SIZE, rejects.total)}`;
+${rejectsTable(rejects)}${pager('/rejects', params, page, PAGE_SIZE, rejects.total, rejects.more)}`;
 }
 
 export function creditsBody(data: { since: string; series: CreditSeries[] }, now: number): Html {
