@@ -140,7 +140,7 @@ const SCRIPT = `
 function localTimes(root){for(const t of root.querySelectorAll('time[datetime]')){const d=new Date(t.getAttribute('datetime'));if(!isNaN(d))t.textContent=d.toLocaleString();}}
 localTimes(document);
 const main=document.getElementById('main');const live=main&&main.dataset.live;
-if(live){let seen=null;const say=document.getElementById('live');
+if(live){let seen=main.dataset.version||null;const say=document.getElementById('live');
 setInterval(async()=>{try{const r=await fetch(live,{credentials:'same-origin'});const v=(await r.json()).version;
 if(seen!==null&&v!==seen){const page=await fetch(location.href,{credentials:'same-origin'});const doc=new DOMParser().parseFromString(await page.text(),'text/html');
 const next=doc.getElementById('main');if(next){main.innerHTML=next.innerHTML;localTimes(main);}
@@ -155,6 +155,8 @@ export interface Layout {
   /** The JSON the page polls while it is open (none in a static report). */
   live?: string;
   pollMs?: number;
+  /** The state the page shows, as the live JSON names it. */
+  version?: string | undefined;
   notice?: string;
 }
 
@@ -174,7 +176,7 @@ ${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content
 }
 <p>sluice: state of ${layout.destination} (read-only)${layout.live ? html` · <span id="live" aria-live="polite">live: updates while a run goes on</span>` : ''}</p>
 ${layout.notice ? html`<p role="status"><strong>${layout.notice}</strong></p>` : ''}</header>
-<main id="main"${layout.live ? html` data-live="${layout.live}"` : ''}><h1>${layout.title}</h1>
+<main id="main"${layout.live ? html` data-live="${layout.live}"` : ''}${layout.version ? html` data-version="${layout.version}"` : ''}><h1>${layout.title}</h1>
 ${body}</main>
 <script>${raw(script)}</script></body></html>`}`;
 }

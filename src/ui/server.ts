@@ -33,6 +33,8 @@ const NAV = [
 interface Answer {
   title: string;
   body: Html;
+  /** The state it was read from (see liveVersion). */
+  version?: string;
 }
 
 export async function startUi(options: UiOptions): Promise<{ url: string; server: Server }> {
@@ -106,7 +108,11 @@ class Dashboard {
       res.end(JSON.stringify({ version: version === NO_STATE ? 'none' : (version ?? 'busy') }));
       return;
     }
-    const read = await this.#read(source, (dest) => this.#page(url, source, dest, d));
+    // The page carries the state it shows, so that its script sees any change after it.
+    const read = await this.#read(source, async (dest) => {
+      const shown = await this.#page(url, source, dest, d);
+      return shown === 'missing' ? shown : { ...shown, version: await liveVersion(dest) };
+    });
     const answer = read === NO_STATE ? noState() : read;
     const key = `${d} ${url.pathname}${url.search}`;
     let body: string;
@@ -133,6 +139,7 @@ class Dashboard {
           destination: source.label,
           nav: this.#nav(url.pathname, d),
           live: link('/api/live', { d: d || undefined }),
+          version: answer.version,
         },
         answer.body,
       );

@@ -288,15 +288,35 @@ for (const kind of destinationKinds()) {
       }
       assert.equal(await fingerprint(t), before, 'the dashboard wrote nothing');
 
+      // Live: the open overview shows a run that ends while it is open, without a reload.
+      const again = await startUi([file], env);
+      const live = await browser.newPage();
+      try {
+        await live.goto(again.url);
+        const run = await runCli(
+          ['run', file, '--json', '--no-progress', '--wait'],
+          env,
+          undefined,
+          harness.clock(),
+        );
+        assert.equal(run.code, 0, run.stderr);
+        const newest = (JSON.parse(run.stdout) as { run_id: string }).run_id;
+        await live.locator('#last-runs', { hasText: newest }).waitFor({ timeout: 90_000 });
+      } finally {
+        await live.close();
+        await stop(again.child);
+      }
+      const loaded = await fingerprint(t);
+
       // The static report: the same overview, one file that needs nothing else.
       const out = join(dir, `${kind}-report.html`);
       const report = await runCli(['report', file, '--out', out], env);
       assert.equal(report.code, 0, report.stderr);
       const html = readFileSync(out, 'utf8');
-      assert.ok(html.includes(last.run_id));
+      assert.match(html, /id="last-runs"/);
       assert.doesNotMatch(html, /<link |src="http|href="http/);
       for (const secret of secrets) assert.ok(!html.includes(secret));
-      assert.equal(await fingerprint(t), before, 'the report wrote nothing');
+      assert.equal(await fingerprint(t), loaded, 'the report wrote nothing');
     });
   });
 }
