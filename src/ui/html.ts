@@ -157,7 +157,6 @@ export interface Layout {
   pollMs?: number;
   /** The state the page shows, as the live JSON names it. */
   version?: string | undefined;
-  notice?: string;
 }
 
 export function page(layout: Layout, body: Html): string {
@@ -175,7 +174,7 @@ ${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content
     : ''
 }
 <p>sluice: state of ${layout.destination} (read-only)${layout.live ? html` · <span id="live" aria-live="polite">live: updates while a run goes on</span>` : ''}</p>
-${layout.notice ? html`<p role="status"><strong>${layout.notice}</strong></p>` : ''}</header>
+</header>
 <main id="main"${layout.live ? html` data-live="${layout.live}"` : ''}${layout.version ? html` data-version="${layout.version}"` : ''}><h1>${layout.title}</h1>
 ${body}</main>
 <script>${raw(script)}</script></body></html>`}`;
