@@ -8,6 +8,7 @@
  *   records                               result files to rows (no database, no pipeline)
  *   load                                  the sealed destination: the only SQL and drivers
  *   pipeline                              the run's stages and the run loop
+ *   ui                                    the dashboard (`sluice ui`, `sluice report`): read-only
  *   cli, index                            the command line and the public API
  *
  * The emulator stands beside them: it may use the base and the records' CSV writer, never the
@@ -22,14 +23,16 @@ const layers = [
   layer('records', '^src/records/'),
   layer('load', '^src/load/'),
   layer('pipeline', '^src/pipeline/'),
+  layer('ui', '^src/ui/'),
 ];
 const HIGHER = {
-  base: '^src/(schema|client|records|load|pipeline|cli|emulator)/|^src/index\\.ts$',
-  schema: '^src/(client|records|load|pipeline|cli|emulator)/|^src/index\\.ts$',
-  client: '^src/(schema|records|load|pipeline|cli|emulator)/|^src/index\\.ts$',
-  records: '^src/(client|load|pipeline|cli|emulator)/|^src/index\\.ts$',
-  load: '^src/(client|pipeline|cli|emulator)/|^src/index\\.ts$',
-  pipeline: '^src/(cli|emulator)/|^src/index\\.ts$',
+  base: '^src/(schema|client|records|load|pipeline|ui|cli|emulator)/|^src/index\\.ts$',
+  schema: '^src/(client|records|load|pipeline|ui|cli|emulator)/|^src/index\\.ts$',
+  client: '^src/(schema|records|load|pipeline|ui|cli|emulator)/|^src/index\\.ts$',
+  records: '^src/(client|load|pipeline|ui|cli|emulator)/|^src/index\\.ts$',
+  load: '^src/(client|pipeline|ui|cli|emulator)/|^src/index\\.ts$',
+  pipeline: '^src/(ui|cli|emulator)/|^src/index\\.ts$',
+  ui: '^src/(cli|emulator)/|^src/index\\.ts$',
 };
 
 module.exports = {
@@ -53,7 +56,7 @@ module.exports = {
       severity: 'error',
       comment: 'The emulator is a stand-in for the service: it knows nothing of runs or databases',
       from: { path: '^src/emulator/' },
-      to: { path: '^src/(pipeline|load|cli)/|^src/index\\.ts$' },
+      to: { path: '^src/(pipeline|load|ui|cli)/|^src/index\\.ts$' },
     },
     {
       name: 'no-circular',

@@ -13,6 +13,7 @@ import { registerNotify } from './commands/notify.js';
 import { registerPipeline } from './commands/pipeline.js';
 import { registerRealTime } from './commands/realtime.js';
 import { registerSearch } from './commands/search.js';
+import { registerUi } from './commands/ui.js';
 import { registerViews } from './commands/views.js';
 import type { CliContext } from './context.js';
 import { useEnvFiles } from './env-files.js';
@@ -79,6 +80,7 @@ export function buildCli(argv: string[], ctx: CliContext): Argv {
     registerGet,
     registerInit,
     registerNotify,
+    registerUi,
   ]) {
     cli = register(cli, ctx);
   }

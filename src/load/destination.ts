@@ -4,6 +4,7 @@ import type { RowEncoding } from '../schema/copy-text.js';
 import type { Naming, NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType, PackedRows, Row } from '../schema/types.js';
+import type { DashboardReads } from './dashboard-reads.js';
 import type {
   AlertRow,
   Attempt,
@@ -11,6 +12,7 @@ import type {
   FileRow,
   JobRow,
   NewRun,
+  PhaseRow,
   RejectRow,
   RunRow,
   TableOwnerRow,
@@ -18,12 +20,19 @@ import type {
 
 export type { Column, ColumnType, Row } from '../schema/types.js';
 export type {
+  DashboardReads,
+  Paged,
+  RejectFilter,
+  RunFilter,
+} from './dashboard-reads.js';
+export type {
   AlertRow,
   Attempt,
   CursorRow,
   FileRow,
   JobRow,
   NewRun,
+  PhaseRow,
   RejectRow,
   RunRow,
   TableOwnerRow,
@@ -211,6 +220,9 @@ export interface State {
   runChain(root: string): Promise<RunRow[]>;
   recordAlerts(rows: readonly AlertRow[]): Promise<void>;
   saveJob(row: JobRow): Promise<void>;
+  /** A job entered a phase (`_sluice_phases`), and left it. */
+  startPhase(row: PhaseRow): Promise<void>;
+  endPhase(row: PhaseRow, endedAt: string): Promise<void>;
   jobsOfRuns(runIds: readonly string[]): Promise<JobRow[]>;
   openAttempt(pipeline: string, job: string): Promise<Attempt | undefined>;
   attemptsOfRuns(runIds: readonly string[]): Promise<Attempt[]>;
@@ -314,6 +326,8 @@ export interface Destination {
 
   /** Creates or migrates the state tables. */
   ensureState(): Promise<void>;
+  /** Paged reads of the state tables for the dashboard (`sluice ui`). */
+  reads(): DashboardReads;
   /** Whether state tables exist (read-only destinations never create them). */
   hasState(): Promise<boolean>;
 

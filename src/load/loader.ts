@@ -5,6 +5,7 @@ import { SluiceError } from '../errors.js';
 import { ColumnNames, Naming, type NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType } from '../schema/types.js';
+import { DashboardReads } from './dashboard-reads.js';
 import type {
   Destination,
   FileOptions,
@@ -66,6 +67,12 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   }
   get readOnly() {
     return this.#dialect.readOnly;
+  }
+
+  /** The dashboard's reads (PostgreSQL: in the destination's schema; DuckDB: `main`). */
+  reads(): DashboardReads {
+    const schema = (this.#dialect.schema as { session?: { schema?: string } }).session?.schema;
+    return new DashboardReads(this.#dialect.db, this.#dialect.name, schema);
   }
 
   async ensureState(): Promise<void> {

@@ -28,6 +28,7 @@ export type CursorRow = StateDatabase['_sluice_cursors'];
 export type LeaseRow = StateDatabase['_sluice_leases'];
 export type TableOwnerRow = StateDatabase['_sluice_tables'];
 export type AlertRow = StateDatabase['_sluice_alerts'];
+export type PhaseRow = StateDatabase['_sluice_phases'];
 
 /** A run as it starts: what it was asked to do, and why. */
 export interface NewRun {
@@ -230,6 +231,23 @@ export class StateStore {
       .selectAll()
       .where('run_id', 'in', runIds)
       .orderBy('started_at')
+      .execute();
+  }
+
+  // --- phases of jobs (state version 5) ----------------------------------------------------
+
+  async startPhase(row: PhaseRow): Promise<void> {
+    await this.db.insertInto('_sluice_phases').values(row).execute();
+  }
+
+  async endPhase(row: PhaseRow, endedAt: string): Promise<void> {
+    await this.db
+      .updateTable('_sluice_phases')
+      .set({ ended_at: endedAt })
+      .where('run_id', '=', row.run_id)
+      .where('job', '=', row.job)
+      .where('phase', '=', row.phase)
+      .where('started_at', '=', row.started_at)
       .execute();
   }
 

@@ -17,7 +17,10 @@ import type { Kysely } from 'kysely';
  * downloads: an attempt's `kind` (a targeted update, a scrape), a scrape's records as the service
  * answered them (`payload`, kept until they are loaded), and the account's credits used when it
  * was asked for (`used_before`). Version 5 adds `_sluice_alerts`: each alert a run sent (or
- * failed to send), to which kind of target and host (never its path, which may hold a token).
+ * failed to send), to which kind of target and host (never its path, which may hold a token);
+ * `_sluice_phases`: when each job of a run entered and left each phase (waiting, download, queued,
+ * load), for the dashboard's timeline; and an index of rejects by time, which the dashboard pages
+ * through newest first.
  */
 export const STATE_VERSION = 5;
 
@@ -158,7 +161,11 @@ export const STATE_TABLES: readonly StateTable[] = [
       text('created_at', true),
     ],
     primaryKey: [],
-    indexes: [{ name: '_sluice_rejects_by_download', columns: ['download_id', 'file_name'] }],
+    indexes: [
+      { name: '_sluice_rejects_by_download', columns: ['download_id', 'file_name'] },
+      // v5
+      { name: '_sluice_rejects_by_time', columns: ['created_at'] },
+    ],
   },
   {
     name: '_sluice_cursors',
@@ -208,6 +215,19 @@ export const STATE_TABLES: readonly StateTable[] = [
     ],
     primaryKey: [],
     indexes: [{ name: '_sluice_alerts_by_pipeline', columns: ['pipeline', 'sent_at'] }],
+  },
+  {
+    name: '_sluice_phases',
+    columns: [
+      text('run_id', true),
+      text('pipeline', true),
+      text('job', true),
+      text('phase', true),
+      text('started_at', true),
+      text('ended_at'),
+    ],
+    primaryKey: ['run_id', 'job', 'phase', 'started_at'],
+    indexes: [],
   },
 ];
 
@@ -372,6 +392,15 @@ export interface StateDatabase {
     attempts: number;
     /** Why it was not delivered (no secret in it). */
     error: string | null;
+  };
+  /** When a job of a run entered a phase (`pipeline/progress.ts`) and left it (null: in it). */
+  _sluice_phases: {
+    run_id: string;
+    pipeline: string;
+    job: string;
+    phase: string;
+    started_at: string;
+    ended_at: string | null;
   };
 }
 

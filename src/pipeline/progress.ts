@@ -1,3 +1,4 @@
+import type { PhaseRow, State } from '../load/destination.js';
 import type { Logger } from '../log.js';
 
 /**
@@ -51,5 +52,80 @@ export class LogProgress implements Progress {
 
   done(job: string): void {
     this.#jobs.delete(job);
+  }
+}
+
+/**
+ * Progress that also records, in `_sluice_phases`, when each job entered and left each phase,
+ * for the dashboard's timeline (`sluice ui`), and passes every call on to the progress it wraps.
+ * Its writes go one after another, beside the run: a phase that cannot be recorded is logged at
+ * debug level, and never fails the run.
+ */
+export class PhaseRecorder implements Progress {
+  readonly #inner: Progress;
+  readonly #state: Pick<State, 'startPhase' | 'endPhase'>;
+  readonly #run: { runId: string; pipeline: string };
+  readonly #now: () => string;
+  readonly #logger: Logger;
+  readonly #open = new Map<string, PhaseRow>();
+  #writes: Promise<void> = Promise.resolve();
+
+  constructor(
+    inner: Progress,
+    state: Pick<State, 'startPhase' | 'endPhase'>,
+    run: { runId: string; pipeline: string },
+    now: () => string,
+    logger: Logger,
+  ) {
+    this.#inner = inner;
+    this.#state = state;
+    this.#run = run;
+    this.#now = now;
+    this.#logger = logger;
+  }
+
+  phase(job: string, phase: Phase, total: number | undefined): void {
+    this.#inner.phase(job, phase, total);
+    const at = this.#now();
+    const before = this.#open.get(job);
+    if (before?.phase === phase) return;
+    if (before) this.#write(() => this.#state.endPhase(before, at));
+    const row: PhaseRow = {
+      run_id: this.#run.runId,
+      pipeline: this.#run.pipeline,
+      job,
+      phase,
+      started_at: at,
+      ended_at: null,
+    };
+    this.#open.set(job, row);
+    this.#write(() => this.#state.startPhase(row));
+  }
+
+  update(job: string, value: number, total?: number): void {
+    this.#inner.update(job, value, total);
+  }
+
+  done(job: string, status: string): void {
+    this.#inner.done(job, status);
+    const before = this.#open.get(job);
+    if (before === undefined) return;
+    this.#open.delete(job);
+    const at = this.#now();
+    this.#write(() => this.#state.endPhase(before, at));
+  }
+
+  /** Ends the phases left open (a run stopped) and waits for every write. */
+  async flush(): Promise<void> {
+    const at = this.#now();
+    for (const row of this.#open.values()) this.#write(() => this.#state.endPhase(row, at));
+    this.#open.clear();
+    await this.#writes;
+  }
+
+  #write(work: () => Promise<void>): void {
+    this.#writes = this.#writes.then(work).catch((error: unknown) => {
+      this.#logger.debug({ err: error }, 'a phase of a job could not be recorded');
+    });
   }
 }

@@ -74,7 +74,7 @@ export async function statusReport(
  * Credits each run paid for: a download is paid for by the run that started it, whichever run
  * loads it, so an interrupted run's purchase is counted once, against it.
  */
-function creditsPaid(attempts: { run_id: string; credits: string | null }[]) {
+export function creditsPaid(attempts: { run_id: string; credits: string | null }[]) {
   const paid = new Map<string, Record<string, number>>();
   for (const attempt of attempts) {
     if (!attempt.credits) continue;

@@ -20,7 +20,7 @@ import {
   type RunSummary,
   runStatus,
 } from '../outcome.js';
-import type { Progress } from '../progress.js';
+import { PhaseRecorder, type Progress } from '../progress.js';
 import { selectJobs } from '../spec/select.js';
 import type { JobSpec, PipelineSpec } from '../spec/spec.js';
 import { inSpan } from '../trace.js';
@@ -320,7 +320,22 @@ async function runLocked(
   if (runError === undefined) {
     // Views are synced by the jobs that need them, each once its guard and contract passed.
     summary.views = ctx.views.done;
-    summary.jobs = await runJobs(ctx, selected, parallel);
+    // Each job's phases go to _sluice_phases too, for the dashboard's timeline.
+    const shown = ctx.progress;
+    const phases = new PhaseRecorder(
+      shown,
+      state,
+      { runId: ctx.runId, pipeline: spec.name },
+      () => isoAt(clock),
+      log,
+    );
+    ctx.progress = phases;
+    try {
+      summary.jobs = await runJobs(ctx, selected, parallel);
+    } finally {
+      ctx.progress = shown;
+      await phases.flush();
+    }
     for (const outcome of summary.jobs) addCredits(summary.credits, outcome.credits);
   }
   if (ctx.views.failure !== undefined) {
