@@ -431,8 +431,13 @@ async function duckdbTyped(
     format === 'json'
       ? `read_json([${list}], format = 'newline_delimited', columns = {${declared.join(', ')}})`
       : `read_csv([${list}], header = true, all_varchar = true, union_by_name = true)`;
+  // A CSV list arrives comma-joined (`Range,Oven`) or as JSON text; NDJSON's is JSON already.
+  const json = (c: string) =>
+    format === 'csv'
+      ? `CASE WHEN left(${c}, 1) IN ('[', '{') THEN CAST(${c} AS JSON) ELSE to_json(string_split(${c}, ',')) END`
+      : c;
   const cells = data.map(([n, t]) =>
-    t === 'VARCHAR' || t === 'JSON' ? q(n) : `TRY_CAST(${q(n)} AS ${t})`,
+    t === 'VARCHAR' ? q(n) : t === 'JSON' ? json(q(n)) : `TRY_CAST(${q(n)} AS ${t})`,
   );
   const constants = own.map(([, t]) =>
     t.startsWith('TIMESTAMP') ? 'now()' : t === 'VARCHAR' ? `'download'` : 'NULL',
