@@ -12,8 +12,11 @@
  * with the peak resident memory of each run, and a check that the tables the jobs-at-once run
  * made equal those of the one-at-a-time run (rows and content, less the load columns).
  *
+ * `--loads-at-once 2,4` adds, for PostgreSQL, the jobs-at-once run with that many jobs loading
+ * at once (`SLUICE_JOB_LOADS_AT_ONCE`; one on two cores by default), its tables checked too.
+ *
  *   npx tsx test/bench/jobs.ts [--destinations sqlite,postgres] [--sizes 4,10]
- *       [--queue-ms 4000] [--rate 2000]
+ *       [--queue-ms 4000] [--rate 2000] [--loads-at-once 2,4]
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,6 +35,7 @@ const { values } = parseArgs({
     sizes: { type: 'string', default: '4,10' },
     'queue-ms': { type: 'string', default: '4000' },
     rate: { type: 'string', default: '2000' },
+    'loads-at-once': { type: 'string', default: '' },
   },
 });
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -104,14 +108,24 @@ try {
         true,
       );
       const together = await run(destination, jobs, 'jobs at once (default)', [], true);
-      const same =
-        [...serial.tables!].every(([t, h]) => together.tables!.get(t) === h) &&
-        serial.tables!.size === together.tables!.size;
+      const sameAs = (r: Run) =>
+        [...serial.tables!].every(([t, h]) => r.tables!.get(t) === h) &&
+        serial.tables!.size === r.tables!.size;
+      const same = sameAs(together);
+      const overlapped: Run[] = [];
+      if (destination === 'postgres' && values['loads-at-once']) {
+        for (const n of values['loads-at-once'].split(',').map(Number)) {
+          const r = await run(destination, jobs, `jobs at once, ${n} loads at once`, [], true, {
+            SLUICE_JOB_LOADS_AT_ONCE: String(n),
+          });
+          overlapped.push({ ...r, label: `${r.label}${sameAs(r) ? '' : ' (tables DIFFER)'}` });
+        }
+      }
       console.log(
         `\n${destination}, ${size} jobs (emulator: queued ${values['queue-ms']} ms, ${values.rate} records/s)`,
       );
       console.log('run                                  seconds  x slowest alone  peak MB');
-      for (const r of [...alone, serial, together]) {
+      for (const r of [...alone, serial, together, ...overlapped]) {
         console.log(
           `${r.label.padEnd(36)} ${r.seconds.toFixed(1).padStart(7)}  ${(r.seconds / slowest.seconds).toFixed(2).padStart(15)}  ${r.peakRssMb.toFixed(0).padStart(7)}`,
         );
@@ -134,6 +148,7 @@ async function run(
   label: string,
   args: string[],
   snapshot = false,
+  env: Record<string, string> = {},
 ): Promise<Run> {
   const id = `r${Math.random().toString(36).slice(2, 8)}`;
   const db = join(dir, `${id}.sqlite`);
@@ -166,6 +181,7 @@ ${jobs
     join(ROOT, 'bin/sluice.js'),
     ['run', file, '--no-progress', '--json', ...args],
     ROOT,
+    env,
   );
   if (result.code !== 0)
     throw new Error(`${label}: sluice run failed (${result.code}): ${result.stderr}`);

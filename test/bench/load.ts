@@ -24,7 +24,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -75,6 +75,8 @@ interface Measure {
   peakRssMb: number;
   /** The table a sluice run loaded. */
   table?: string;
+  /** The database file it loaded (SQLite, DuckDB). */
+  db?: string;
 }
 
 const warmed = new Map<'csv' | 'json', { files: string[]; bytes: number }>();
@@ -117,6 +119,11 @@ try {
     // which psql's text columns do not pay: the floor for any loader of such a table.
     const typed = results.find((r) => r.table !== undefined);
     if (destination === 'postgres' && typed) results.push(await psqlTyped(typed.table!));
+    // The server-side path: raw NDJSON lines in, typed rows built by the server.
+    const json = warmed.get('json');
+    if (destination === 'postgres' && typed && json) {
+      results.push(await psqlServerSide(typed.table!, json.files, json.bytes));
+    }
     if (values.peers) results.push(...(await peers(destination)));
     report(destination, results);
   }
@@ -340,8 +347,18 @@ async function duckdbBench(): Promise<void> {
     const { files, bytes } = warmed.get(format)!;
     const results: Measure[] = [];
     for (const threads of [1, 2]) results.push(await duckdbRead(format, files, bytes, threads));
-    results.push(await sluiceRun('duckdb', format, 'json', 'append', bytes));
+    const append = await sluiceRun('duckdb', format, 'json', 'append', bytes);
+    results.push(append);
     results.push(await sluiceRun('duckdb', format, 'json', 'merge', bytes));
+    // DuckDB's settings as they were before sluice set them (80% of memory, every core).
+    const unbounded = await sluiceRun('duckdb', format, 'json', 'append', bytes, {
+      SLUICE_DUCKDB_MEMORY_LIMIT: `${Math.floor((totalmem() * 0.8) / 2 ** 20)}MB`,
+      SLUICE_DUCKDB_THREADS: String(availableParallelism()),
+    });
+    results.push({ ...unbounded, label: `${unbounded.label}, DuckDB unbounded` });
+    for (const threads of [1, 2]) {
+      results.push(await duckdbTyped(format, files, bytes, threads, append));
+    }
     report(`duckdb, ${format}`, results);
   }
 }
@@ -370,6 +387,80 @@ async function duckdbRead(
   if (code !== 0) throw new Error(`DuckDB's ${reader} failed (${code}): ${stderr}`);
   return {
     label: `duckdb ${reader} (${threads} thread${threads === 1 ? '' : 's'})`,
+    rows: await countDuckDb(db, 'homes'),
+    bytes,
+    seconds,
+    peakRssMb,
+  };
+}
+
+/**
+ * The bound of a load in which DuckDB reads the result files itself: its reader, with an
+ * explicit column list (every field as text, nested ones as JSON), into a copy of the table
+ * sluice made, each cell converted by TRY_CAST to its column's type, the load's own columns
+ * constant, in one statement. No reject, no widening, no exactly-once row: what sluice adds
+ * costs on top of this.
+ */
+async function duckdbTyped(
+  format: 'csv' | 'json',
+  files: string[],
+  bytes: number,
+  threads: number,
+  made: Measure,
+): Promise<Measure> {
+  const db = join(dir, `duckdb-typed-${format}-${threads}.duckdb`);
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const instance = await DuckDBInstance.create(made.db!);
+  const conn = await instance.connect();
+  let columns: [string, string][];
+  try {
+    const result = await conn.runAndReadAll(
+      `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = '${made.table}' ORDER BY ordinal_position`,
+    );
+    columns = result.getRows() as [string, string][];
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+  const q = (name: string) => `"${name.replaceAll('"', '""')}"`;
+  const own = columns.filter(([name]) => name.startsWith('_sluice_'));
+  const data = columns.filter(([name]) => !name.startsWith('_sluice_'));
+  const declared = data.map(([n, t]) => `'${n}': '${t === 'JSON' ? 'JSON' : 'VARCHAR'}'`);
+  const list = files.map((f) => `'${f}'`).join(', ');
+  const reader =
+    format === 'json'
+      ? `read_json([${list}], format = 'newline_delimited', columns = {${declared.join(', ')}})`
+      : `read_csv([${list}], header = true, all_varchar = true, union_by_name = true)`;
+  // A CSV list arrives comma-joined (`Range,Oven`) or as JSON text; NDJSON's is JSON already.
+  const json = (c: string) =>
+    format === 'csv'
+      ? `CASE WHEN left(${c}, 1) IN ('[', '{') THEN CAST(${c} AS JSON) ELSE to_json(string_split(${c}, ',')) END`
+      : c;
+  const cells = data.map(([n, t]) =>
+    t === 'VARCHAR' ? q(n) : t === 'JSON' ? json(q(n)) : `TRY_CAST(${q(n)} AS ${t})`,
+  );
+  const constants = own.map(([, t]) =>
+    t.startsWith('TIMESTAMP') ? 'now()' : t === 'VARCHAR' ? `'download'` : 'NULL',
+  );
+  const ddl = columns.map(([n, t]) => `${q(n)} ${t}`).join(', ');
+  const names = [...data, ...own].map(([n]) => q(n)).join(', ');
+  const script = `
+    const { DuckDBInstance } = await import('@duckdb/node-api');
+    const conn = await (await DuckDBInstance.create(${JSON.stringify(db)})).connect();
+    await conn.run('SET threads = ${threads}');
+    await conn.run(${JSON.stringify(`CREATE TABLE homes (${ddl})`)});
+    await conn.run(${JSON.stringify(
+      `INSERT INTO homes (${names}) SELECT ${[...cells, ...constants].join(', ')} FROM ${reader}`,
+    )});
+  `;
+  const { seconds, peakRssMb, code, stderr } = await measure(
+    process.execPath,
+    ['--input-type=module', '-e', script],
+    ROOT,
+  );
+  if (code !== 0) throw new Error(`DuckDB's typed read failed (${code}): ${stderr}`);
+  return {
+    label: `duckdb reader, typed table (${threads} thread${threads === 1 ? '' : 's'})`,
     rows: await countDuckDb(db, 'homes'),
     bytes,
     seconds,
@@ -437,7 +528,7 @@ jobs:
         ? await countDuckDb(db, table)
         : await countPostgres(table);
   const label = `sluice run (${format}, ${write}, nested ${nested})`;
-  return { label, rows, bytes, seconds, peakRssMb, table };
+  return { label, rows, bytes, seconds, peakRssMb, table, db };
 }
 
 async function sqliteImport(files: string[], bytes: number): Promise<Measure> {
@@ -513,6 +604,44 @@ async function psqlTyped(table: string): Promise<Measure> {
     label: "psql \\copy into sluice's typed table",
     rows: await countPostgres('psql_typed_homes'),
     bytes: statSync(file).size,
+    seconds,
+    peakRssMb,
+  };
+}
+
+/**
+ * The bound of a PostgreSQL load that parses on the server: each NDJSON file's lines copied as
+ * they are into a staging table of one text column (CSV mode with a quote and a delimiter no
+ * line holds, so backslashes stay), then one INSERT ... SELECT through jsonb_populate_record
+ * into a table of the columns sluice made for `table`, per file in one transaction; psql's
+ * time. No reject, no widening, no exactly-once row, the load's own columns left empty.
+ */
+async function psqlServerSide(table: string, files: string[], bytes: number): Promise<Measure> {
+  const source = `"${schema}"."${table}"`;
+  const typed = `"${schema}".psql_server_homes`;
+  await queryPostgres(`CREATE TABLE ${typed} (LIKE ${source})`, [], PG_URL);
+  const script = join(dir, 'server-side.sql');
+  const lines = ['CREATE TEMP TABLE staging (line text);'];
+  for (const file of files) {
+    lines.push(
+      'BEGIN;',
+      `\\copy staging (line) FROM '${file}' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')`,
+      `INSERT INTO ${typed} SELECT r.* FROM staging, jsonb_populate_record(NULL::${typed}, staging.line::jsonb) r;`,
+      'TRUNCATE staging;',
+      'COMMIT;',
+    );
+  }
+  writeFileSync(script, `${lines.join('\n')}\n`);
+  const { seconds, peakRssMb, code, stderr } = await measure(
+    'psql',
+    [PG_URL, '-q', '-v', 'ON_ERROR_STOP=1', '-f', script],
+    dir,
+  );
+  if (code !== 0) throw new Error(`psql failed (${code}): ${stderr}`);
+  return {
+    label: 'psql: raw NDJSON lines, typed on the server',
+    rows: await countPostgres('psql_server_homes'),
+    bytes,
     seconds,
     peakRssMb,
   };

@@ -24,6 +24,7 @@ import { translateDuckDbError } from './errors.js';
 import { readOnlyInstance } from './left-log.js';
 import { DUCKDB_INSTALL } from './package.js';
 import { removeDeadScratch, ScratchFolder } from './scratch.js';
+import { duckDbBudget } from './settings.js';
 
 type DuckDbApi = typeof import('@duckdb/node-api');
 
@@ -171,6 +172,7 @@ export interface OpenDuckDbOptions {
 export async function openDuckDb(path: string, options: OpenDuckDbOptions): Promise<DuckDbSession> {
   const api = await loadDuckDb();
   const readOnly = options.readOnly === true;
+  const budget = duckDbBudget();
   let announced = false;
   for (;;) {
     try {
@@ -193,6 +195,9 @@ export async function openDuckDb(path: string, options: OpenDuckDbOptions): Prom
         // 12% faster, merges 18% (docs/speed.md).
         if (!readOnly) {
           await writer.run("SET checkpoint_threshold = '1GB'");
+          // What the run may use beside its parse workers (settings.ts).
+          await writer.run(`SET memory_limit = '${budget.memoryLimit}'`);
+          await writer.run(`SET threads = ${budget.threads}`);
           // A run starts here: the scratch folders of runs killed before are tidied.
           removeDeadScratch();
         }
