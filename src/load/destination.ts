@@ -29,9 +29,9 @@ export type {
 
 /**
  * A destination is sealed: the run talks to it in terms of tables, files and state, and
- * nothing outside `src/load/` sees SQL, Kysely or a driver. SQLite and PostgreSQL are two
- * dialects under one implementation (`loader.ts`), like Kysely's, and one contract suite
- * (`test/contract/`) runs against both.
+ * nothing outside `src/load/` sees SQL, Kysely or a driver. Each kind is a dialect under one
+ * implementation (`loader.ts`), like Kysely's, and one contract suite (`test/contract/`) runs
+ * against every kind.
  */
 
 export interface DestinationCapabilities {
@@ -237,21 +237,17 @@ export interface State {
 }
 
 export interface OpenDestinationOptions {
-  /** PostgreSQL schema for the tables (default `public`). */
-  schema?: string;
   /** Open for reading only: create nothing, write nothing (`sluice status`). */
   readOnly?: boolean;
   /** Where a relative path of a file destination starts from (default: the working directory). */
   baseDir?: string;
-  /** SQLite: how long to wait for another program's lock (default 10 s). */
-  busyTimeoutMs?: number;
-  /** Stops a statement that waits (PostgreSQL: on another session's lock). */
+  /** Stops a statement that waits (on another session's lock, say). */
   signal?: AbortSignal;
   /** Where waits on other sessions' locks are reported. */
   logger?: Logger;
   /**
-   * Wait while another process holds the destination itself (DuckDB: one process at a time
-   * opens a file for writing), instead of failing with SLUICE_LOCKED.
+   * Wait while another process holds the destination itself (a database that one process at a
+   * time opens for writing), instead of failing with SLUICE_LOCKED.
    */
   wait?: boolean;
   /** Called once when the destination is held by another process and `wait` is set. */
@@ -261,39 +257,17 @@ export interface OpenDestinationOptions {
    * they are (`keep`, the default) or `snake_case` (`firstName` -> `first_name`).
    */
   naming?: NamingStyle;
-}
-
-/**
- * A kind of destination sluice loads into: one folder of `src/load/` (its parts: see
- * `dialect.ts`) and one entry of the registry (`registry.ts`). The entry is small and loads
- * nothing heavy: the driver is imported when a destination of the kind is opened.
- */
-export interface DestinationEntry {
-  /** Its name in run summaries and the registry: `sqlite`, `postgres`. */
-  readonly name: string;
-  /** As messages name it: `SQLite`, `PostgreSQL`. */
-  readonly displayName: string;
-  /** How its URLs look, for messages: `sqlite:PATH`. */
-  readonly example: string;
-  /** Whether a destination URL is one of this kind. */
-  matches(url: string): boolean;
   /**
-   * Prefixes of table names it keeps for itself (lower case), with why: a job's table may not
-   * begin with one, whatever the pipeline's destination (`keeps names beginning pg_ for ...`).
+   * The destination's own settings, as a pipeline file gives them beside `url` (see
+   * `DestinationEntry.settings`): each kind reads those it declares into options of its own.
    */
-  readonly reservedPrefixes?: readonly (readonly [prefix: string, why: string])[];
-  /**
-   * One text per database its URLs name (a file's absolute path; a server and a database), so
-   * that two URLs of one database are known as one: pipeline files run together check their
-   * tables against each other's there. Without it, the URL itself is the database's text.
-   */
-  identity?(url: string, options: { baseDir?: string }): string;
-  /** Opens the destination a URL of this kind names. */
-  open(url: string, options: OpenDestinationOptions): Promise<Destination>;
+  settings?: Readonly<Record<string, unknown>>;
+  /** Where the destination reads variables of its own (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface Destination {
-  /** Its kind's name in the registry (`sqlite`, `postgres`, ...). */
+  /** Its kind's name in the registry (`DestinationEntry.name`). */
   readonly kind: string;
   /** Where the data goes, without any password, for messages and summaries. */
   readonly description: string;

@@ -2,7 +2,6 @@ import { strict as assert } from 'node:assert';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import {
   destinationKinds,
-  type Kind,
   skipReason,
   type TestTarget,
   targetFactory,
@@ -28,12 +27,6 @@ beforeEach(() => harness.reset());
 const POLL = 'poll: { interval: 50ms, max_interval: 200ms, timeout: 60s }';
 
 /** How each destination names the types sluice declares (as `TestTarget.columns` reports). */
-const TYPES: Record<Kind, { real: string; text: string; integer: string }> = {
-  sqlite: { real: 'real', text: 'text', integer: 'integer' },
-  postgres: { real: 'double precision', text: 'text', integer: 'bigint' },
-  duckdb: { real: 'double', text: 'varchar', integer: 'bigint' },
-};
-
 async function run(file: string, extra: string[] = []) {
   const result = await runCli(
     ['run', file, '--json', '--no-progress', ...extra],
@@ -81,7 +74,7 @@ for (const kind of destinationKinds()) {
         assert.equal(result.code, 0, result.stderr);
         const job = result.summary.jobs[0];
         assert.equal(job.loaded + job.rejected, 300);
-        const types = TYPES[kind];
+        const types = t.declared;
         assert.equal(await typeOf(t, 'homes', 'latitude'), types.real);
         assert.equal(await typeOf(t, 'homes', 'longitude'), types.real);
         assert.equal(await typeOf(t, 'homes', 'yearBuilt'), types.text);
@@ -223,7 +216,7 @@ ${extra}    ${POLL}
         pipeline(t, 'replace-freeze', job('    schema: { type_changes: freeze }\n')),
       );
       assert.equal(frozen.code, 0, frozen.stderr);
-      assert.equal(await typeOf(t, 'homes', 'yearBuilt'), TYPES[kind].text);
+      assert.equal(await typeOf(t, 'homes', 'yearBuilt'), t.declared.text);
       assert.equal(frozen.summary.jobs[0].loaded, 40);
     });
 

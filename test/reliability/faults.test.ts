@@ -12,7 +12,6 @@ import {
   targetFactory,
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { breakLock } from '../helpers/locks.js';
 import { pipelineHead, tempDir, writePipeline } from '../helpers/pipeline.js';
 import { postgresUrl } from '../helpers/postgres.js';
 import {
@@ -209,7 +208,7 @@ for (const kind of destinationKinds()) {
         env: { SLUICE_CHECKPOINT_WAIT: '3000' },
       });
       await first.reached;
-      await breakLock(t, 'pipeline:lock-lost');
+      await t.breakLock('pipeline:lock-lost');
       if (t.oneProcess) {
         // The database is the first run's while it lives: no other process can take over.
         const second = await startRun(pipeline, harness).finished;
@@ -396,8 +395,8 @@ for (const kind of destinationKinds()) {
         const t = await target('terminated');
         // Its own application name: the backends of runs in other test files are left alone.
         const named = new URL(postgresUrl());
-        named.searchParams.set('application_name', `sluice-${t.schema}`);
-        const pipeline = file(t, 'terminated', `{ url: '${named}', schema: ${t.schema} }`);
+        named.searchParams.set('application_name', `sluice-${t.settings.schema}`);
+        const pipeline = file(t, 'terminated', `{ url: '${named}', schema: ${t.settings.schema} }`);
         const run = startRun(pipeline, harness, {
           checkpoint: 'file-batch:homes@1',
           env: { SLUICE_CHECKPOINT_WAIT: '1500' },
@@ -406,7 +405,7 @@ for (const kind of destinationKinds()) {
         const killed = await pgQuery(
           `select pg_terminate_backend(pid) from pg_stat_activity
            where application_name = $1 and state = 'idle in transaction'`,
-          [`sluice-${t.schema}`],
+          [`sluice-${t.settings.schema}`],
         );
         assert.ok(killed.length > 0, 'a backend in a file transaction was terminated');
         const done = await run.finished;
@@ -430,18 +429,24 @@ for (const kind of destinationKinds()) {
         const t2 = await target('table-locked-2');
         const url2 = new URL(postgresUrl());
         url2.searchParams.set('options', '-c lock_timeout=1s');
-        const pipeline = file(t2, 'table-locked-2', `{ url: '${url2}', schema: ${t2.schema} }`);
-        await pgQuery(`create schema if not exists "${t2.schema}"`);
+        const pipeline = file(
+          t2,
+          'table-locked-2',
+          `{ url: '${url2}', schema: ${t2.settings.schema} }`,
+        );
+        await pgQuery(`create schema if not exists "${t2.settings.schema}"`);
         const holder = new pg.Client({ connectionString: postgresUrl() });
         holder.on('error', () => {});
         await holder.connect();
         try {
           // The state table every file's transaction writes to, locked by another session.
           await holder.query(
-            `create table "${t2.schema}"."_sluice_files" (download_id text not null, file_index bigint not null, file_name text not null, table_name text not null, rows_loaded bigint not null, rows_rejected bigint not null, bytes bigint not null, loaded_at text not null, run_id text not null, primary key (download_id, file_index))`,
+            `create table "${t2.settings.schema}"."_sluice_files" (download_id text not null, file_index bigint not null, file_name text not null, table_name text not null, rows_loaded bigint not null, rows_rejected bigint not null, bytes bigint not null, loaded_at text not null, run_id text not null, primary key (download_id, file_index))`,
           );
           await holder.query('begin');
-          await holder.query(`lock table "${t2.schema}"."_sluice_files" in access exclusive mode`);
+          await holder.query(
+            `lock table "${t2.settings.schema}"."_sluice_files" in access exclusive mode`,
+          );
           const timedOut = await startRun(pipeline, harness).finished;
           assert.equal(timedOut.code, 1, timedOut.stderr);
           assert.equal(JSON.parse(timedOut.stdout).jobs[0].error.code, 'SLUICE_DESTINATION_BUSY');

@@ -63,10 +63,10 @@ export interface RunOptions {
 /** Where a pipeline's data goes: `SLUICE_DESTINATION` overrides the file. */
 export function destinationOf(spec: PipelineSpec, env: NodeJS.ProcessEnv) {
   const override = env.SLUICE_DESTINATION;
-  return override ? { url: override, schema: spec.destination.schema } : spec.destination;
+  return override ? { ...spec.destination, url: override } : spec.destination;
 }
 
-/** Opens the pipeline's destination (relative `sqlite:` paths start at the pipeline file). */
+/** Opens the pipeline's destination (relative paths of file destinations start at the pipeline file). */
 export function openPipelineDestination(
   spec: PipelineSpec,
   env: NodeJS.ProcessEnv,
@@ -79,10 +79,9 @@ export function openPipelineDestination(
   } = {},
 ): Promise<Destination> {
   const where = destinationOf(spec, env);
-  const busy = Number(env.SLUICE_SQLITE_BUSY_TIMEOUT_MS || Number.NaN);
   return openDestination(where.url, {
-    ...(where.schema === undefined ? {} : { schema: where.schema }),
-    ...(Number.isInteger(busy) && busy >= 0 ? { busyTimeoutMs: busy } : {}),
+    settings: where.settings,
+    env,
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
