@@ -35,7 +35,7 @@ export type {
  */
 
 export interface DestinationCapabilities {
-  /** Longest identifier in UTF-8 bytes (PostgreSQL: 63); names beyond it are shortened. */
+  /** Longest identifier in UTF-8 bytes (63 for some servers); names beyond it are shortened. */
   maxIdentifierBytes: number;
   /** Most columns a table may have. */
   maxColumns: number;
@@ -44,20 +44,20 @@ export interface DestinationCapabilities {
    * column is renamed aside, added again with the new type and copied back).
    */
   alterColumnType: 'in-place' | 'rebuild';
-  /** Write transactions that can run at once (SQLite has one writer). */
+  /** Write transactions that can run at once (1 for a database with one writer). */
   concurrentWriters: number;
   /**
    * How the parse workers hand it rows (`schema/copy-text.ts`): bound values, or already in
-   * the text its bulk loader reads (COPY text for PostgreSQL). Its writer takes either.
+   * the text its bulk loader reads (COPY text). Its writer takes either.
    */
   rowEncoding: RowEncoding;
   /**
    * Bytes of a result file in one written batch, where several parse workers share a file (with
    * one or none, a batch is 500 rows): for a job whose rows are only appended, and, by the
    * file's format, for one that merges or replaces rows by a key (a merge writes each batch
-   * through a staging table). A SQLite write costs little, and small batches keep the parsers'
-   * garbage young; a PostgreSQL write is round trips to the server, which larger batches spread
-   * over more rows, at the cost of more held in the parse workers at once.
+   * through a staging table). An embedded database's write costs little, and small batches keep
+   * the parsers' garbage young; a server's is round trips, which larger batches spread over more
+   * rows, at the cost of more held in the parse workers at once (each kind says why its own).
    */
   batchBytes: { appends: number; merges: { csv: number; json: number } };
 }
@@ -288,7 +288,7 @@ export interface Destination {
    * pipeline never both start a download. The operating system or the database server
    * releases it when the process dies. Fails with SLUICE_LOCKED when held and not waiting.
    *
-   * A lock can also be lost while its holder lives (its PostgreSQL session ends, its lock file is
+   * A lock can also be lost while its holder lives (its server session ends, its lock file is
    * deleted), and another run take it: so taking it also makes this handle the holder of the
    * name's lease in the state tables, and from then on every transaction of this handle, and
    * every write of its state, first checks that it still is; if another run has taken the lease,

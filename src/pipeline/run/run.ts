@@ -144,7 +144,7 @@ export async function runPipeline(spec: PipelineSpec, options: RunOptions): Prom
           wait: options.wait === true,
           onWait: (where) =>
             waiting(
-              `another process has ${where} open; waiting for it to end (DuckDB lets one process at a time write to a file)`,
+              `another process has ${where} open, and its database lets one process at a time write to it; waiting for it to end`,
             ),
         }),
       ));
