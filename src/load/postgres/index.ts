@@ -14,17 +14,17 @@ const CAPABILITIES: DestinationCapabilities = {
   batchBytes: { appends: 512 << 10, merges: { csv: 512 << 10, json: 768 << 10 } },
 };
 
-/**
- * PostgreSQL through `pg`: `postgres://...` or `postgresql://...`, with an optional schema.
- * Rows go in through COPY FROM STDIN; every table lives in the destination's schema, with
- * `search_path` set to it and `TimeZone` to UTC on each connection.
- */
 /** Its own options (kysely's dialect config): read from the pipeline file's settings. */
 export interface PostgresOptions {
   /** The schema of the tables (default `public`). */
   schema?: string;
 }
 
+/**
+ * PostgreSQL through `pg`: `postgres://...` or `postgresql://...`, with an optional schema.
+ * Rows go in through COPY FROM STDIN; every table lives in the destination's schema, with
+ * `search_path` set to it and `TimeZone` to UTC on each connection.
+ */
 export const postgres: DestinationEntry<PostgresOptions> = {
   name: 'postgres',
   displayName: 'PostgreSQL',

@@ -12,11 +12,6 @@ const CAPABILITIES: DestinationCapabilities = {
   batchBytes: { appends: 64 << 10, merges: { csv: 64 << 10, json: 64 << 10 } },
 };
 
-/**
- * The embedded default: one SQLite file through better-sqlite3, in WAL mode so that analysts can
- * read while a run loads. `sqlite:PATH`, or a path ending in .sqlite, .sqlite3 or .db; a relative
- * path starts at the pipeline file's folder.
- */
 /** Its own options (kysely's dialect config): read from the environment. */
 export interface SqliteOptions {
   /** How long a statement waits for another program's lock on the file (default 10 s). */
@@ -25,6 +20,11 @@ export interface SqliteOptions {
 
 const BUSY_TIMEOUT = 'SLUICE_SQLITE_BUSY_TIMEOUT_MS';
 
+/**
+ * The embedded default: one SQLite file through better-sqlite3, in WAL mode so that analysts can
+ * read while a run loads. `sqlite:PATH`, or a path ending in .sqlite, .sqlite3 or .db; a relative
+ * path starts at the pipeline file's folder.
+ */
 export const sqlite: DestinationEntry<SqliteOptions> = {
   name: 'sqlite',
   displayName: 'SQLite',
