@@ -39,7 +39,10 @@ export interface DestinationEntry<O extends object = object> {
    * refused.
    */
   readonly settings?: Readonly<Record<string, DestinationSetting>>;
-  /** Variables of the environment it reads, with what each does (for the docs and tests). */
+  /**
+   * Variables of the environment it reads (in its `options()`), with what each does; nothing
+   * outside its folder reads them (test/unit/load/boundary.test.ts).
+   */
   readonly environment?: Readonly<Record<string, string>>;
   /** Its own options, from its settings (already checked) and the environment. */
   options?(settings: Settings, env: NodeJS.ProcessEnv): O;

@@ -63,6 +63,18 @@ describe('the destination boundary', () => {
     assert.deepEqual(found, []);
   });
 
+  test("a destination's variables of the environment are read in its folder only", () => {
+    const found = destinations().flatMap((d) =>
+      Object.keys(d.environment ?? {}).flatMap((variable) =>
+        filesUnder('src')
+          .filter((f) => !f.startsWith(`src/load/${d.name}/`))
+          .filter((f) => readFileSync(join(ROOT, f), 'utf8').includes(variable))
+          .map((f) => `${f}: ${variable}`),
+      ),
+    );
+    assert.deepEqual(found, []);
+  });
+
   test('every destination makes its own test targets', () => {
     assert.deepEqual(
       destinations()
