@@ -16,7 +16,7 @@ interface ParsedArgs {
 /**
  * Before a command's handler: reads its env files and makes `ctx.env` the environment with
  * them. A command given pipeline files reads the `.env` beside each (a scheduled run started
- * from any folder finds it, as it finds its `sqlite:` path); `init` the one of the folder it
+ * from any folder finds it, as it finds its database file); `init` the one of the folder it
  * writes into; any other command the one of the current folder. `--env-file PATH` comes between
  * the environment and those.
  */

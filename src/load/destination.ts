@@ -40,13 +40,13 @@ export type {
 
 /**
  * A destination is sealed: the run talks to it in terms of tables, files and state, and
- * nothing outside `src/load/` sees SQL, Kysely or a driver. SQLite and PostgreSQL are two
- * dialects under one implementation (`loader.ts`), like Kysely's, and one contract suite
- * (`test/contract/`) runs against both.
+ * nothing outside `src/load/` sees SQL, Kysely or a driver. Each kind is a dialect under one
+ * implementation (`loader.ts`), like Kysely's, and one contract suite (`test/contract/`) runs
+ * against every kind.
  */
 
 export interface DestinationCapabilities {
-  /** Longest identifier in UTF-8 bytes (PostgreSQL: 63); names beyond it are shortened. */
+  /** Longest identifier in UTF-8 bytes (63 for some servers); names beyond it are shortened. */
   maxIdentifierBytes: number;
   /** Most columns a table may have. */
   maxColumns: number;
@@ -55,20 +55,20 @@ export interface DestinationCapabilities {
    * column is renamed aside, added again with the new type and copied back).
    */
   alterColumnType: 'in-place' | 'rebuild';
-  /** Write transactions that can run at once (SQLite has one writer). */
+  /** Write transactions that can run at once (1 for a database with one writer). */
   concurrentWriters: number;
   /**
    * How the parse workers hand it rows (`schema/copy-text.ts`): bound values, or already in
-   * the text its bulk loader reads (COPY text for PostgreSQL). Its writer takes either.
+   * the text its bulk loader reads (COPY text). Its writer takes either.
    */
   rowEncoding: RowEncoding;
   /**
    * Bytes of a result file in one written batch, where several parse workers share a file (with
    * one or none, a batch is 500 rows): for a job whose rows are only appended, and, by the
    * file's format, for one that merges or replaces rows by a key (a merge writes each batch
-   * through a staging table). A SQLite write costs little, and small batches keep the parsers'
-   * garbage young; a PostgreSQL write is round trips to the server, which larger batches spread
-   * over more rows, at the cost of more held in the parse workers at once.
+   * through a staging table). An embedded database's write costs little, and small batches keep
+   * the parsers' garbage young; a server's is round trips, which larger batches spread over more
+   * rows, at the cost of more held in the parse workers at once (each kind says why its own).
    */
   batchBytes: { appends: number; merges: { csv: number; json: number } };
 }
@@ -252,21 +252,17 @@ export interface State {
 }
 
 export interface OpenDestinationOptions {
-  /** PostgreSQL schema for the tables (default `public`). */
-  schema?: string;
   /** Open for reading only: create nothing, write nothing (`sluice status`). */
   readOnly?: boolean;
   /** Where a relative path of a file destination starts from (default: the working directory). */
   baseDir?: string;
-  /** SQLite: how long to wait for another program's lock (default 10 s). */
-  busyTimeoutMs?: number;
-  /** Stops a statement that waits (PostgreSQL: on another session's lock). */
+  /** Stops a statement that waits (on another session's lock, say). */
   signal?: AbortSignal;
   /** Where waits on other sessions' locks are reported. */
   logger?: Logger;
   /**
-   * Wait while another process holds the destination itself (DuckDB: one process at a time
-   * opens a file for writing), instead of failing with SLUICE_LOCKED.
+   * Wait while another process holds the destination itself (a database that one process at a
+   * time opens for writing), instead of failing with SLUICE_LOCKED.
    */
   wait?: boolean;
   /** Called once when the destination is held by another process and `wait` is set. */
@@ -276,44 +272,17 @@ export interface OpenDestinationOptions {
    * they are (`keep`, the default) or `snake_case` (`firstName` -> `first_name`).
    */
   naming?: NamingStyle;
-}
-
-/**
- * A kind of destination sluice loads into: one folder of `src/load/` (its parts: see
- * `dialect.ts`) and one entry of the registry (`registry.ts`). The entry is small and loads
- * nothing heavy: the driver is imported when a destination of the kind is opened.
- */
-export interface DestinationEntry {
-  /** Its name in run summaries and the registry: `sqlite`, `postgres`. */
-  readonly name: string;
-  /** As messages name it: `SQLite`, `PostgreSQL`. */
-  readonly displayName: string;
-  /** How its URLs look, for messages: `sqlite:PATH`. */
-  readonly example: string;
-  /** Whether a destination URL is one of this kind. */
-  matches(url: string): boolean;
   /**
-   * Prefixes of table names it keeps for itself (lower case), with why: a job's table may not
-   * begin with one, whatever the pipeline's destination (`keeps names beginning pg_ for ...`).
+   * The destination's own settings, as a pipeline file gives them beside `url` (see
+   * `DestinationEntry.settings`): each kind reads those it declares into options of its own.
    */
-  readonly reservedPrefixes?: readonly (readonly [prefix: string, why: string])[];
-  /**
-   * One text per database its URLs name (a file's absolute path; a server and a database), so
-   * that two URLs of one database are known as one: pipeline files run together check their
-   * tables against each other's there. Without it, the URL itself is the database's text.
-   */
-  identity?(url: string, options: { baseDir?: string }): string;
-  /** Opens the destination a URL of this kind names. */
-  open(url: string, options: OpenDestinationOptions): Promise<Destination>;
-  /**
-   * The types it declares for sluice's column types (`double precision` for `real`), as
-   * `sluice fields PIPELINE` shows them. Without it, sluice's own names are shown.
-   */
-  typeNames?(): Promise<Readonly<Record<ColumnType, string>>>;
+  settings?: Readonly<Record<string, unknown>>;
+  /** Where the destination reads variables of its own (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface Destination {
-  /** Its kind's name in the registry (`sqlite`, `postgres`, ...). */
+  /** Its kind's name in the registry (`DestinationEntry.name`). */
   readonly kind: string;
   /** Where the data goes, without any password, for messages and summaries. */
   readonly description: string;
@@ -336,7 +305,7 @@ export interface Destination {
    * pipeline never both start a download. The operating system or the database server
    * releases it when the process dies. Fails with SLUICE_LOCKED when held and not waiting.
    *
-   * A lock can also be lost while its holder lives (its PostgreSQL session ends, its lock file is
+   * A lock can also be lost while its holder lives (its server session ends, its lock file is
    * deleted), and another run take it: so taking it also makes this handle the holder of the
    * name's lease in the state tables, and from then on every transaction of this handle, and
    * every write of its state, first checks that it still is; if another run has taken the lease,

@@ -17,15 +17,17 @@ import type { StateDatabase } from './state-tables.js';
  * - `schema.ts`: DDL and introspection (`DialectSchema`);
  * - `writer.ts`: rows in bulk, in the encoding the destination wants (`DialectWriter`);
  * - `errors.ts`: a driver's errors as SluiceErrors that say what to do;
- * - `index.ts`: the registry's entry (URLs, display name) and `open`, which puts them together.
+ * - `index.ts`: the registry's entry (URLs, display name, capabilities, its own options) and
+ *   `connect`, which makes the parts (the registry puts them under the loader);
+ * - `test-target.ts`: fresh targets for tests (`DestinationEntry.testTargets`).
  *
  * Names here are physical (already within the identifier limit). Only `src/load/` sees these
  * interfaces. `C` is the dialect's handle on one transaction (a better-sqlite3 handle, a client).
  */
 export interface Dialect<C> {
-  /** The destination's name in the registry (`sqlite`, `postgres`, ...). */
+  /** The destination's name in the registry (`DestinationEntry.name`). */
   readonly name: string;
-  /** As messages name it: `SQLite`, `PostgreSQL`. */
+  /** As messages name it (`DestinationEntry.displayName`). */
   readonly displayName: string;
   /** Where the data goes, without any password. */
   readonly description: string;

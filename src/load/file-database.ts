@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 
-/** What SQLite and DuckDB, the databases in one file, share: their URLs, why a file won't open. */
+/** What the databases in one file share: their URLs, why a file won't open. */
 
 /**
  * The absolute path a file database's URL names (`<scheme>:PATH`, `<scheme>://PATH`, or a bare

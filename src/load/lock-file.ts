@@ -6,8 +6,9 @@ import type { Lock, LockOptions } from './destination.js';
 import { DestinationError } from './errors.js';
 
 /**
- * A file destination's stand-in for PostgreSQL's advisory lock (SQLite's, DuckDB's): a small
- * SQLite database beside the data, held in an exclusive transaction for the life of the run. SQLite's locks are the operating
+ * A file destination's stand-in for a database server's advisory lock: a small embedded
+ * database beside the data (through the driver better-sqlite3, whatever the destination's
+ * kind), held in an exclusive transaction for the life of the run. Its locks are the operating
  * system's file locks, so the lock goes with the process: a run killed with SIGKILL, in a
  * container where every run is PID 1, leaves nothing to take over by hand.
  */
@@ -101,6 +102,10 @@ function replaceOldLockFile(path: string): void {
  */
 export function lockBesideFile(path: string, name: string, options: LockOptions): Promise<Lock> {
   if (path === ':memory:') return Promise.resolve({ where: ':memory:', release: async () => {} });
-  const safe = name.replace(/[^A-Za-z0-9_.-]+/g, '_');
-  return lockFile(`${realpathSync(path)}.${safe}.lock`, options);
+  return lockFile(lockFileOf(path, name), options);
+}
+
+/** The lock file of the lock `name` of the database file at `path` (which must exist). */
+export function lockFileOf(path: string, name: string): string {
+  return `${realpathSync(path)}.${name.replace(/[^A-Za-z0-9_.-]+/g, '_')}.lock`;
 }

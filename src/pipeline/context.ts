@@ -38,7 +38,7 @@ export interface RunContext {
   views: ViewSync;
   /**
    * Jobs loading at once: each takes a turn here once its download is complete, so a destination
-   * with one writer (SQLite) loads them one after another, in the order their downloads end.
+   * with one writer loads them one after another, in the order their downloads end.
    */
   loads: LimitFunction;
   signal?: AbortSignal;

@@ -29,7 +29,7 @@ export function sourcesOf(
   const byUrl = new Map<string, Source>();
   for (const spec of specs) {
     const url = env.SLUICE_DESTINATION ?? spec.destination.url;
-    const key = `${url} ${spec.destination.schema ?? ''}`;
+    const key = `${url} ${JSON.stringify(spec.destination.settings)}`;
     const known = byUrl.get(key);
     if (known) {
       known.specs.set(spec.name, spec);

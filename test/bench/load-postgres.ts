@@ -265,7 +265,7 @@ try {
   const bytes = statSync(csvPath).size;
   console.log(`CSV: ${(bytes / 1e6).toFixed(1)} MB, ${COLUMNS.length} columns, schema ${schema}`);
 
-  dest = await openDestination(url, { schema });
+  dest = await openDestination(url, { settings: { schema } });
   const results: Result[] = [];
 
   // (a) psql \copy into a pre-created table.

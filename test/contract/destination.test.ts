@@ -17,27 +17,23 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import type { FieldMap } from '../../src/catalog.js';
 import { SluiceError } from '../../src/errors.js';
-import type { ColumnType, Destination, Row, WriteTarget } from '../../src/load/destination.js';
+import type {
+  ColumnType,
+  Destination,
+  OpenDestinationOptions,
+  Row,
+  WriteTarget,
+} from '../../src/load/destination.js';
 import { destinations, openDestination, registerDestination } from '../../src/load/index.js';
 import { STATE_VERSION } from '../../src/load/state-tables.js';
 import { silentLogger } from '../../src/log.js';
 import { loadPipeline, noProgress, runPipeline } from '../../src/pipeline/index.js';
 import { encodeCopyText } from '../../src/schema/copy-text.js';
 import { META_COLUMNS, packRows, type TableDef } from '../../src/schema/plan.js';
-import { execDuckDb, queryDuckDb } from '../helpers/duckdb.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { breakLock } from '../helpers/locks.js';
-import {
-  dropSchema,
-  postgresSkipReason,
-  postgresUrl,
-  queryPostgres,
-  randomSchemaName,
-} from '../helpers/postgres.js';
-import { fake } from './fake-destination.js';
+import { fake } from './fake/index.js';
 
 interface Opened {
   dest: Destination;
@@ -51,7 +47,7 @@ interface Opened {
   declared(table: string): Promise<Record<string, string>>;
   indexes(table: string): Promise<string[]>;
   /** Opens the same destination again (another process's view of it). */
-  reopen(options?: { readOnly?: boolean; busyTimeoutMs?: number }): Promise<Destination>;
+  reopen(options?: OpenDestinationOptions): Promise<Destination>;
   /** PostgreSQL: the same destination, with these session settings in the URL's `options`. */
   withSettings?(settings: string): Promise<Destination>;
   /**
@@ -59,7 +55,7 @@ interface Opened {
    * transaction can hold a table while the destination works (PostgreSQL).
    */
   session?(): Promise<{ query(sql: string): Promise<unknown>; end(): Promise<void> }>;
-  /** The arguments of hold-lock.mjs (URL, lock name, schema). */
+  /** The arguments of node for hold-lock.mjs (URL, lock name, settings). */
   lockHolder(name: string): string[];
   /** Takes the lock `name` away from the handle holding it (breakLock). */
   breakLock(name: string): Promise<void>;
@@ -92,23 +88,25 @@ interface Harness {
   open(): Promise<{ opened: Opened; cleanup(): Promise<void> }>;
 }
 
-// A destination of the tests' own, registered as a plugin would be: the suite runs on it too.
+// A destination of the tests' own, registered as a plugin would be (its one line): the suite
+// runs on it too. A second process (hold-lock.mjs) registers it from the same module.
+const PLUGIN = fileURLToPath(new URL('./fake/index.ts', import.meta.url));
 registerDestination(fake);
 
-/** Every registered destination, or those SLUICE_TEST_DESTINATIONS names (the fake one too). */
+/** Every registered destination, or those SLUICE_TEST_DESTINATIONS names (plugins too). */
 const kinds = destinations()
   .map((d) => d.name)
   .filter((name) => {
     const chosen = process.env.SLUICE_TEST_DESTINATIONS;
     return (
-      chosen === undefined || chosen.split(',').some((k) => k.trim() === name) || name === 'fake'
+      chosen === undefined || chosen.split(',').some((k) => k.trim() === name) || name === fake.name
     );
   });
 
 const LOCK_SCRIPT = fileURLToPath(new URL('./hold-lock.mjs', import.meta.url));
 
 /** The state tables of sluice 0.1, as each destination created them (they had drifted). */
-const V1_STATE: Record<'sqlite' | 'postgres', string[]> = {
+const V1_STATE: Record<string, string[]> = {
   sqlite: [
     'create table "_sluice_runs" ("run_id" text primary key, "pipeline" text not null, "started_at" text not null, "finished_at" text, "status" text not null, "summary" text)',
     'create table "_sluice_downloads" ("attempt_id" text primary key, "pipeline" text not null, "job" text not null, "spec_hash" text not null, "api" text not null, "download_id" text, "status" text not null, "target_table" text not null, "load_table" text not null, "num_found" integer, "num_records" integer, "requested_at" text not null, "started_at" text, "updated_at" text not null, "finished_at" text, "run_id" text not null, "message" text)',
@@ -127,265 +125,78 @@ const V1_STATE: Record<'sqlite' | 'postgres', string[]> = {
   ],
 };
 
-const SQLITE_DECLARED = {
-  id: 'integer',
-  flag: 'boolean',
-  price: 'real',
-  seen: 'timestamp',
-  doc: 'json',
-  name: 'text',
-};
-
+/**
+ * The suite's view of a kind: its entry's capabilities, and fresh targets as the entry makes
+ * them (`testTargets`), read back over connections of the test's own.
+ */
 async function harness(kind: string): Promise<Harness> {
-  if (kind === 'sqlite' || kind === 'fake') {
-    return {
-      kind,
-      expects: {
-        maxIdentifierBytes: kind === 'fake' ? 40 : Number.POSITIVE_INFINITY,
-        alterColumnType: 'rebuild',
-        maxColumns: 2000,
-        declared: SQLITE_DECLARED,
-        ...(kind === 'sqlite' ? { v1State: V1_STATE.sqlite } : {}),
-        refusesValues: false,
-        caseTwins: false,
-      },
-      async open() {
-        const dir = mkdtempSync(join(tmpdir(), 'sluice-contract-'));
-        const file = join(dir, 'contract.sqlite');
-        const url = `${kind}:${file}`;
-        const dest = await openDestination(url);
-        const all = async <T>(sql: string) => {
-          const db = new Database(file, { readonly: true });
-          try {
-            return db.prepare(sql).all() as T[];
-          } finally {
-            db.close();
-          }
-        };
-        const opened: Opened = {
-          dest,
-          all,
-          declared: async (table) =>
-            Object.fromEntries(
-              (
-                await all<{ name: string; type: string }>(
-                  `select name, type from pragma_table_info('${table.replaceAll("'", "''")}')`,
-                )
-              ).map((c) => [c.name, c.type.toLowerCase()]),
-            ),
-          indexes: async (table) =>
-            (
-              await all<{ name: string }>(
-                `select name from sqlite_master where type = 'index' and tbl_name = '${table.replaceAll("'", "''")}' and sql is not null order by name`,
-              )
-            ).map((i) => i.name),
-          raw: async (statements) => {
-            const db = new Database(file);
-            try {
-              for (const statement of statements) db.exec(statement);
-            } finally {
-              db.close();
-            }
-          },
-          tables: async () =>
-            (
-              await all<{ name: string }>(
-                `select name from sqlite_master where type = 'table' order by name`,
-              )
-            ).map((t) => t.name),
-          reopen: (options = {}) => openDestination(url, options),
-          // A second process (hold-lock.mjs) knows only the built-in destinations: the lock is
-          // SQLite's, whatever the scheme.
-          lockHolder: (name) => [`sqlite:${file}`, name],
-          breakLock: (name) => breakLock({ kind: 'sqlite', url: `sqlite:${file}` }, name),
-        };
-        return {
-          opened,
-          async cleanup() {
-            await dest.close();
-            rmSync(dir, { recursive: true, force: true });
-          },
-        };
-      },
-    };
+  const entry = destinations().find((d) => d.name === kind)!;
+  const targets = await entry.testTargets?.();
+  if (targets === undefined) {
+    throw new Error(`destination ${kind} is registered, but its entry makes no testTargets()`);
   }
-  if (kind === 'postgres') {
-    const url = postgresUrl();
-    const skip = await postgresSkipReason(url);
-    return {
-      kind,
-      ...(skip === undefined ? {} : { skip }),
-      expects: {
-        maxIdentifierBytes: 63,
-        alterColumnType: 'in-place',
-        maxColumns: 1600,
-        declared: {
-          id: 'bigint',
-          flag: 'boolean',
-          price: 'double precision',
-          seen: 'timestamp with time zone',
-          doc: 'jsonb',
-          name: 'text',
+  const skip = await targets.skipReason();
+  const d = targets.declared;
+  const plugin = kind === fake.name ? PLUGIN : undefined;
+  return {
+    kind,
+    ...(skip === undefined ? {} : { skip }),
+    expects: {
+      maxIdentifierBytes: entry.capabilities.maxIdentifierBytes,
+      alterColumnType: entry.capabilities.alterColumnType,
+      maxColumns: entry.capabilities.maxColumns,
+      declared: {
+        id: d.integer,
+        flag: d.boolean,
+        price: d.real,
+        seen: d.timestamp,
+        doc: d.json,
+        name: d.text,
+      },
+      ...(V1_STATE[kind] === undefined ? {} : { v1State: V1_STATE[kind] }),
+      refusesValues: targets.refusesValues,
+      caseTwins: targets.caseTwins,
+      processExclusive: targets.oneProcess,
+    },
+    async open() {
+      const dir = mkdtempSync(join(tmpdir(), 'sluice-contract-'));
+      const t = await targets.fresh(dir, 'contract');
+      const open = (url: string, options: OpenDestinationOptions = {}) =>
+        openDestination(url, { settings: t.settings, ...options });
+      const dest = await open(t.url);
+      const opened: Opened = {
+        dest,
+        all: (sql) => t.all(sql),
+        declared: async (table) =>
+          Object.fromEntries((await t.columns(table)).map((c) => [c.name, c.type])),
+        indexes: (table) => t.indexes(table),
+        raw: (statements) => t.exec(...statements),
+        tables: () => t.tables(''),
+        reopen: (options = {}) => open(t.url, options),
+        ...(t.session ? { session: () => t.session!() } : {}),
+        ...(t.urlWithSettings
+          ? { withSettings: (settings: string) => open(t.urlWithSettings!(settings)) }
+          : {}),
+        lockHolder: (name) => [
+          ...(plugin ? ['--import', 'tsx'] : []),
+          LOCK_SCRIPT,
+          t.url,
+          name,
+          JSON.stringify(t.settings),
+          ...(plugin ? [plugin] : []),
+        ],
+        breakLock: (name) => t.breakLock(name),
+      };
+      return {
+        opened,
+        async cleanup() {
+          await dest.close();
+          await t.dispose();
+          rmSync(dir, { recursive: true, force: true });
         },
-        v1State: V1_STATE.postgres,
-        refusesValues: true,
-        caseTwins: true,
-      },
-      async open() {
-        const schema = randomSchemaName();
-        const dest = await openDestination(url, { schema });
-        const all = async <T>(sql: string) => {
-          const client = new pg.Client({
-            connectionString: url,
-            types: {
-              getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-                oid === 20 || oid === 1700
-                  ? (v: string) => Number(v)
-                  : oid === 114 || oid === 3802
-                    ? (v: string) => v
-                    : pg.types.getTypeParser(
-                        oid,
-                        format ?? 'text',
-                      )) as typeof pg.types.getTypeParser,
-            },
-          });
-          client.on('error', () => {});
-          await client.connect();
-          try {
-            await client.query(`SET search_path TO "${schema}"`);
-            return (await client.query(sql)).rows as T[];
-          } finally {
-            await client.end();
-          }
-        };
-        const opened: Opened = {
-          dest,
-          all,
-          declared: async (table) =>
-            Object.fromEntries(
-              (
-                await queryPostgres<{ name: string; type: string }>(
-                  'select column_name as name, data_type as type from information_schema.columns where table_schema = $1 and table_name = $2',
-                  [schema, table],
-                )
-              ).map((c) => [c.name, c.type]),
-            ),
-          indexes: async (table) =>
-            (
-              await queryPostgres<{ indexname: string }>(
-                'select indexname from pg_indexes where schemaname = $1 and tablename = $2 order by indexname',
-                [schema, table],
-              )
-            ).map((i) => i.indexname),
-          reopen: (options = {}) => openDestination(url, { schema, ...options }),
-          session: async () => {
-            const client = new pg.Client({ connectionString: url });
-            client.on('error', () => {});
-            await client.connect();
-            await client.query(`SET search_path TO "${schema}"`);
-            return { query: (sql) => client.query(sql), end: () => client.end() };
-          },
-          withSettings: (settings) => {
-            const withOptions = new URL(url);
-            withOptions.searchParams.set('options', settings);
-            return openDestination(withOptions.toString(), { schema });
-          },
-          raw: async (statements) => {
-            const client = new pg.Client({ connectionString: url });
-            client.on('error', () => {});
-            await client.connect();
-            try {
-              await client.query(`SET search_path TO "${schema}"`);
-              for (const statement of statements) await client.query(statement);
-            } finally {
-              await client.end();
-            }
-          },
-          tables: async () =>
-            (
-              await all<{ name: string }>(
-                `select table_name as name from information_schema.tables where table_schema = current_schema() order by 1`,
-              )
-            ).map((t) => t.name),
-          lockHolder: (name) => [url, name, schema],
-          breakLock: (name) => breakLock({ kind: 'postgres', url, schema }, name),
-        };
-        return {
-          opened,
-          async cleanup() {
-            await dest.close();
-            await dropSchema(schema, url);
-          },
-        };
-      },
-    };
-  }
-  if (kind === 'duckdb') {
-    return {
-      kind,
-      expects: {
-        maxIdentifierBytes: Number.POSITIVE_INFINITY,
-        alterColumnType: 'in-place',
-        maxColumns: 2000,
-        declared: {
-          id: 'bigint',
-          flag: 'boolean',
-          price: 'double',
-          seen: 'timestamp with time zone',
-          doc: 'json',
-          name: 'varchar',
-        },
-        refusesValues: true,
-        caseTwins: false,
-        processExclusive: true,
-      },
-      async open() {
-        const dir = mkdtempSync(join(tmpdir(), 'sluice-contract-'));
-        const file = join(dir, 'contract.duckdb');
-        const url = `duckdb:${file}`;
-        const dest = await openDestination(url);
-        const all = <T>(sql: string) => queryDuckDb<T>(file, sql);
-        const opened: Opened = {
-          dest,
-          all,
-          declared: async (table) =>
-            Object.fromEntries(
-              (
-                await all<{ name: string; type: string }>(
-                  `select column_name as name, data_type as type from information_schema.columns where table_name = '${table.replaceAll("'", "''")}'`,
-                )
-              ).map((c) => [c.name, c.type.toLowerCase()]),
-            ),
-          indexes: async (table) =>
-            (
-              await all<{ name: string }>(
-                `select index_name as name from duckdb_indexes() where table_name = '${table.replaceAll("'", "''")}' order by 1`,
-              )
-            ).map((i) => i.name),
-          raw: (statements) => execDuckDb(file, statements),
-          tables: async () =>
-            (
-              await all<{ name: string }>(
-                `select table_name as name from information_schema.tables where table_schema = 'main' order by 1`,
-              )
-            ).map((t) => t.name),
-          reopen: (options = {}) => openDestination(url, options),
-          lockHolder: (name) => [url, name],
-          breakLock: (name) => breakLock({ kind: 'duckdb', url }, name),
-        };
-        return {
-          opened,
-          async cleanup() {
-            await dest.close();
-            rmSync(dir, { recursive: true, force: true });
-          },
-        };
-      },
-    };
-  }
-  throw new Error(
-    `destination ${kind} is registered, but the contract suite has no test adapter for it: add one to harness()`,
-  );
+      };
+    },
+  };
 }
 
 const harnesses = await Promise.all(kinds.map(harness));
@@ -1599,11 +1410,9 @@ for (const h of harnesses) {
         // The database itself is the process's: a second process cannot open it while this
         // one has it, so the holder opens it alone, and this process waits at the open.
         await opened.dest.close();
-        const child = spawn(
-          process.execPath,
-          [LOCK_SCRIPT, ...opened.lockHolder('pipeline:held')],
-          { stdio: ['ignore', 'pipe', 'inherit'] },
-        );
+        const child = spawn(process.execPath, opened.lockHolder('pipeline:held'), {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         try {
           await new Promise<void>((resolve, reject) => {
             child.stdout!.on('data', (d: Buffer) => d.toString().includes('locked') && resolve());
@@ -1633,11 +1442,9 @@ for (const h of harnesses) {
         return;
       }
       try {
-        const child = spawn(
-          process.execPath,
-          [LOCK_SCRIPT, ...opened.lockHolder('pipeline:held')],
-          { stdio: ['ignore', 'pipe', 'inherit'] },
-        );
+        const child = spawn(process.execPath, opened.lockHolder('pipeline:held'), {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         await new Promise<void>((resolve, reject) => {
           child.stdout!.on('data', (d: Buffer) => d.toString().includes('locked') && resolve());
           child.on('exit', (code) => reject(new Error(`lock holder exited with ${code}`)));
@@ -1693,7 +1500,7 @@ for (const h of harnesses) {
     it('lock lost while the holder commits: no takeover until it ends (SLUICE_LOCKED)', () =>
       use(async (o) => {
         const first = await o.dest.lock('pipeline:busy', { wait: false });
-        const other = await o.reopen({ busyTimeoutMs: 300 });
+        const other = await o.reopen({ env: { SLUICE_SQLITE_BUSY_TIMEOUT_MS: '300' } });
         try {
           await other.ensureState();
           let finish: () => void = () => {};

@@ -205,7 +205,7 @@ for (const kind of destinationKinds()) {
       const { openDestination } = await import('../../src/load/index.js');
       const { loadPipeline } = await import('../../src/pipeline/spec/spec.js');
       const spec = await loadPipeline(file, emulatorEnv(harness));
-      const destination = await openDestination(t.url, t.schema ? { schema: t.schema } : {});
+      const destination = await openDestination(t.url, { settings: t.settings });
       await destination.ensureState();
       const now = new Date().toISOString();
       await destination.state.insertAttempt({

@@ -31,9 +31,9 @@ beforeEach(() => harness.reset());
 
 const AUSTIN = ['get', 'properties', 'city:Austin', '--records', '500'];
 
-/** `--into` (and `--schema`) naming the target. */
+/** `--into` (and its settings: `--schema`) naming the target. */
 function into(t: TestTarget): string[] {
-  return t.schema === undefined ? ['--into', t.url] : ['--into', t.url, '--schema', t.schema];
+  return ['--into', t.url, ...Object.entries(t.settings).flatMap(([k, v]) => [`--${k}`, v])];
 }
 
 function get(args: string[], clock = harness.clock()) {

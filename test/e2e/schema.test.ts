@@ -2,7 +2,6 @@ import { strict as assert } from 'node:assert';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import {
   destinationKinds,
-  type Kind,
   skipReason,
   type TestTarget,
   targetFactory,
@@ -28,14 +27,8 @@ beforeEach(() => harness.reset());
 const POLL = 'poll: { interval: 50ms, max_interval: 200ms, timeout: 60s }';
 
 /** How each destination names the types sluice declares (as `TestTarget.columns` reports). */
-const TYPES: Record<Kind, { real: string; text: string; integer: string }> = {
-  sqlite: { real: 'real', text: 'text', integer: 'integer' },
-  postgres: { real: 'double precision', text: 'text', integer: 'bigint' },
-  duckdb: { real: 'double', text: 'varchar', integer: 'bigint' },
-};
-
 /** The types `fields PIPELINE` shows: as each destination declares them. */
-const DECLARED: Record<Kind, { json: string; integer: string }> = {
+const DECLARED: Record<string, { json: string; integer: string }> = {
   sqlite: { json: 'JSON', integer: 'INTEGER' },
   postgres: { json: 'jsonb', integer: 'bigint' },
   duckdb: { json: 'JSON', integer: 'BIGINT' },
@@ -88,7 +81,7 @@ for (const kind of destinationKinds()) {
         assert.equal(result.code, 0, result.stderr);
         const job = result.summary.jobs[0];
         assert.equal(job.loaded + job.rejected, 300);
-        const types = TYPES[kind];
+        const types = t.declared;
         assert.equal(await typeOf(t, 'homes', 'latitude'), types.real);
         assert.equal(await typeOf(t, 'homes', 'longitude'), types.real);
         assert.equal(await typeOf(t, 'homes', 'yearBuilt'), types.text);
@@ -134,13 +127,13 @@ for (const kind of destinationKinds()) {
           field: 'prices',
           type: 'json',
           pinned: true,
-          declared: DECLARED[kind].json,
+          declared: DECLARED[kind]!.json,
         },
       );
       // In text, each type as the destination declares it, not SQLite's names everywhere.
       const text = await runCli(['fields', file], emulatorEnv(harness));
-      assert.match(text.stdout, new RegExp(`^yearBuilt +${DECLARED[kind].integer}$`, 'm'));
-      assert.match(text.stdout, new RegExp(`^prices +${DECLARED[kind].json} \\(pinned\\)$`, 'm'));
+      assert.match(text.stdout, new RegExp(`^yearBuilt +${DECLARED[kind]!.integer}$`, 'm'));
+      assert.match(text.stdout, new RegExp(`^prices +${DECLARED[kind]!.json} \\(pinned\\)$`, 'm'));
       const result = await run(file);
       assert.equal(result.code, 0, result.stderr);
       assert.ok(!result.summary.jobs[0].tables.includes('homes__prices'));
@@ -240,7 +233,7 @@ ${extra}    ${POLL}
         pipeline(t, 'replace-freeze', job('    schema: { type_changes: freeze }\n')),
       );
       assert.equal(frozen.code, 0, frozen.stderr);
-      assert.equal(await typeOf(t, 'homes', 'yearBuilt'), TYPES[kind].text);
+      assert.equal(await typeOf(t, 'homes', 'yearBuilt'), t.declared.text);
       assert.equal(frozen.summary.jobs[0].loaded, 40);
     });
 

@@ -72,6 +72,20 @@ export async function runToEnd(
   return JSON.parse(done.stdout);
 }
 
+/**
+ * Does `work` while the process `child` is paused (SIGSTOP), as a machine can stop running a
+ * process for a while (a suspended VM, a long pause); it goes on afterwards (SIGCONT), however
+ * `work` ends.
+ */
+export async function whilePaused<T>(child: ChildProcess, work: () => Promise<T>): Promise<T> {
+  child.kill('SIGSTOP');
+  try {
+    return await work();
+  } finally {
+    child.kill('SIGCONT');
+  }
+}
+
 /** Stops a run at a checkpoint with a signal, and checks how it ended. */
 export async function stopAt(
   file: string | readonly string[],

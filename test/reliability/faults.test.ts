@@ -12,7 +12,6 @@ import {
   targetFactory,
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
-import { breakLock } from '../helpers/locks.js';
 import { pipelineHead, tempDir, writePipeline } from '../helpers/pipeline.js';
 import { postgresUrl } from '../helpers/postgres.js';
 import {
@@ -23,6 +22,7 @@ import {
   snapshot,
   startRun,
   type TableSnapshot,
+  whilePaused,
 } from '../helpers/runs.js';
 
 /**
@@ -202,17 +202,21 @@ for (const kind of destinationKinds()) {
     poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }
 `,
       );
-      // The first run stops a while after its first poll; meanwhile its lock goes, and a second
-      // run of the pipeline takes it, re-attaches to the download and loads it.
+      // The first run stops after its first poll and is paused there (as a suspended VM would
+      // be) while its lock goes and a second run takes it, re-attaches to the download and loads
+      // it. Paused, not left to wait a while: a second run slow to start (a loaded machine) found
+      // the first one done. The checkpoint's wait is only the time the test has to pause it.
       const first = startRun(pipeline, harness, {
         checkpoint: 'polling:homes',
-        env: { SLUICE_CHECKPOINT_WAIT: '3000' },
+        env: { SLUICE_CHECKPOINT_WAIT: '5000' },
       });
       await first.reached;
-      await breakLock(t, 'pipeline:lock-lost');
+      const second = await whilePaused(first.child, async () => {
+        await t.breakLock('pipeline:lock-lost');
+        return startRun(pipeline, harness).finished;
+      });
       if (t.oneProcess) {
         // The database is the first run's while it lives: no other process can take over.
-        const second = await startRun(pipeline, harness).finished;
         assert.equal(second.code, 1, second.stderr);
         assert.equal(JSON.parse(second.stdout).error.code, 'SLUICE_LOCKED');
         const done = await first.finished;
@@ -222,8 +226,8 @@ for (const kind of destinationKinds()) {
         assert.deepEqual(downloadsByType(harness), { properties: 1 }, 'bought once');
         return;
       }
-      const second = await runToEnd(pipeline, harness);
-      assert.equal((second.jobs as { loaded: number }[])[0]!.loaded, 400);
+      assert.equal(second.code, 0, `${second.stdout}\n${second.stderr}`);
+      assert.equal(JSON.parse(second.stdout).jobs[0].loaded, 400);
       const done = await first.finished;
       assert.equal(done.code, 1, `${done.stdout}\n${done.stderr}`);
       const summary = JSON.parse(done.stdout);
@@ -396,8 +400,8 @@ for (const kind of destinationKinds()) {
         const t = await target('terminated');
         // Its own application name: the backends of runs in other test files are left alone.
         const named = new URL(postgresUrl());
-        named.searchParams.set('application_name', `sluice-${t.schema}`);
-        const pipeline = file(t, 'terminated', `{ url: '${named}', schema: ${t.schema} }`);
+        named.searchParams.set('application_name', `sluice-${t.settings.schema}`);
+        const pipeline = file(t, 'terminated', `{ url: '${named}', schema: ${t.settings.schema} }`);
         const run = startRun(pipeline, harness, {
           checkpoint: 'file-batch:homes@1',
           env: { SLUICE_CHECKPOINT_WAIT: '1500' },
@@ -406,7 +410,7 @@ for (const kind of destinationKinds()) {
         const killed = await pgQuery(
           `select pg_terminate_backend(pid) from pg_stat_activity
            where application_name = $1 and state = 'idle in transaction'`,
-          [`sluice-${t.schema}`],
+          [`sluice-${t.settings.schema}`],
         );
         assert.ok(killed.length > 0, 'a backend in a file transaction was terminated');
         const done = await run.finished;
@@ -430,18 +434,24 @@ for (const kind of destinationKinds()) {
         const t2 = await target('table-locked-2');
         const url2 = new URL(postgresUrl());
         url2.searchParams.set('options', '-c lock_timeout=1s');
-        const pipeline = file(t2, 'table-locked-2', `{ url: '${url2}', schema: ${t2.schema} }`);
-        await pgQuery(`create schema if not exists "${t2.schema}"`);
+        const pipeline = file(
+          t2,
+          'table-locked-2',
+          `{ url: '${url2}', schema: ${t2.settings.schema} }`,
+        );
+        await pgQuery(`create schema if not exists "${t2.settings.schema}"`);
         const holder = new pg.Client({ connectionString: postgresUrl() });
         holder.on('error', () => {});
         await holder.connect();
         try {
           // The state table every file's transaction writes to, locked by another session.
           await holder.query(
-            `create table "${t2.schema}"."_sluice_files" (download_id text not null, file_index bigint not null, file_name text not null, table_name text not null, rows_loaded bigint not null, rows_rejected bigint not null, bytes bigint not null, loaded_at text not null, run_id text not null, primary key (download_id, file_index))`,
+            `create table "${t2.settings.schema}"."_sluice_files" (download_id text not null, file_index bigint not null, file_name text not null, table_name text not null, rows_loaded bigint not null, rows_rejected bigint not null, bytes bigint not null, loaded_at text not null, run_id text not null, primary key (download_id, file_index))`,
           );
           await holder.query('begin');
-          await holder.query(`lock table "${t2.schema}"."_sluice_files" in access exclusive mode`);
+          await holder.query(
+            `lock table "${t2.settings.schema}"."_sluice_files" in access exclusive mode`,
+          );
           const timedOut = await startRun(pipeline, harness).finished;
           assert.equal(timedOut.code, 1, timedOut.stderr);
           assert.equal(JSON.parse(timedOut.stdout).jobs[0].error.code, 'SLUICE_DESTINATION_BUSY');

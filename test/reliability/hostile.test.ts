@@ -1179,7 +1179,7 @@ for (const kind of destinationKinds()) {
           `  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
         );
         assert.equal((await runJson(widen, hostileEnv())).code, 0);
-        await sql(t.schema!, 'create view old_homes as select id, "yearBuilt" from homes');
+        await sql(t.settings.schema!, 'create view old_homes as select id, "yearBuilt" from homes');
         hostile.serve([JSON.stringify({ id: 'v2', yearBuilt: 'unknown' })]);
         const run = await runJson(widen, hostileEnv());
         assert.equal(run.code, 2, run.stderr);
@@ -1193,7 +1193,7 @@ for (const kind of destinationKinds()) {
         );
         hostile.serve([JSON.stringify({ id: 'r1' })]);
         assert.equal((await runJson(replace, hostileEnv())).code, 0);
-        await sql(t.schema!, 'create view listed_ids as select id from listed');
+        await sql(t.settings.schema!, 'create view listed_ids as select id from listed');
         const swapped = await runJson(replace, hostileEnv());
         assert.equal(swapped.code, 2);
         assert.match(
@@ -1236,7 +1236,7 @@ for (const kind of destinationKinds()) {
         const file = writePipeline(
           dir,
           'pg-timeout',
-          `${pipelineHead('timeout', `{ url: '${url}', schema: ${t.schema} }`)}jobs:\n  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
+          `${pipelineHead('timeout', `{ url: '${url}', schema: ${t.settings.schema} }`)}jobs:\n  homes:\n    type: properties\n    query: '*'\n    ${POLL}\n`,
         );
         const run = await runCli(['run', file, '--no-progress'], hostileEnv());
         assert.equal(run.code, 1, run.stderr);

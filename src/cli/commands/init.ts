@@ -3,7 +3,7 @@ import { basename, join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { DATA_TYPES, type DataType } from '../../catalog.js';
 import { ApiError, SluiceError, UsageError } from '../../errors.js';
-import { destinationEntryOf, destinationExamples } from '../../load/index.js';
+import { defaultDestination, destinationEntryOf, destinationExamples } from '../../load/index.js';
 import { parsePipeline } from '../../pipeline/index.js';
 import {
   type ConnectionArgs,
@@ -131,7 +131,7 @@ async function ask(
     args.destination,
     {
       text: 'Destination (sqlite:PATH, duckdb:PATH or a PostgreSQL URL; a path starts at the pipeline file)',
-      fallback: `sqlite:data/${name}.sqlite`,
+      fallback: defaultDestination(name),
       flag: '--destination',
       check: destinationArg,
     },

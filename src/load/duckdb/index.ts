@@ -1,4 +1,5 @@
-import type { Destination, DestinationCapabilities, DestinationEntry } from '../destination.js';
+import type { DestinationCapabilities } from '../destination.js';
+import type { DestinationEntry } from '../entry.js';
 import { fileDatabasePath } from '../file-database.js';
 
 const CAPABILITIES: DestinationCapabilities = {
@@ -23,6 +24,7 @@ export const duckdb: DestinationEntry = {
   name: 'duckdb',
   displayName: 'DuckDB',
   example: 'duckdb:PATH (e.g. duckdb:data/out.duckdb)',
+  capabilities: CAPABILITIES,
   matches: (url) => duckdbPath(url) !== undefined,
   // Its catalogue's own names (duckdb_tables(), ...), and its pg_catalog views' (pg_class, ...).
   reservedPrefixes: [
@@ -33,19 +35,17 @@ export const duckdb: DestinationEntry = {
   async typeNames() {
     return (await import('./types.js')).DUCKDB_TYPE;
   },
-  async open(url, options): Promise<Destination> {
+  async connect(url, options) {
     const [
       { openDuckDb, DuckDbConnection },
       { DuckDbSchema },
       { DuckDbWriter },
       { translateDuckDbError },
-      { Loader },
     ] = await Promise.all([
       import('./connection.js'),
       import('./schema.js'),
       import('./writer.js'),
       import('./errors.js'),
-      import('../loader.js'),
     ]);
     const path = duckdbPath(url, options.baseDir)!;
     const session = await openDuckDb(path, {
@@ -54,22 +54,17 @@ export const duckdb: DestinationEntry = {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onWait ? { onWait: options.onWait } : {}),
     });
-    return new Loader(
-      {
-        name: 'duckdb',
-        displayName: 'DuckDB',
-        description: session.description,
-        capabilities: CAPABILITIES,
-        readOnly: session.readOnly,
-        db: session.db,
-        connection: new DuckDbConnection(session),
-        schema: new DuckDbSchema(session),
-        writer: new DuckDbWriter(session),
-        translate: (error) => translateDuckDbError(error, path),
-      },
-      options.naming,
-    );
+    return {
+      description: session.description,
+      readOnly: session.readOnly,
+      db: session.db,
+      connection: new DuckDbConnection(session),
+      schema: new DuckDbSchema(session),
+      writer: new DuckDbWriter(session),
+      translate: (error) => translateDuckDbError(error, path),
+    };
   },
+  testTargets: () => import('./test-target.js').then((m) => m.duckdbTargets),
 };
 
 /** The absolute path of a `duckdb:` URL, relative paths taken from `baseDir`. */

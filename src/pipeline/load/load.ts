@@ -36,7 +36,8 @@ export type { JobLoad } from './job-load.js';
  * workers shared between them: `SLUICE_FILES_AT_ONCE` (at most the destination's writers), else
  * one for every two cores, so one on two cores: there the parse workers and the server already
  * take both cores, and a second file gained nothing but memory (docs/speed.md has the figures).
- * With more cores, each file's COPY has a server process of its own. Always one for SQLite (one writer), and for a job whose rows
+ * With more cores, each file's COPY has a server process of its own. Always one for a destination
+ * with one writer, and for a job whose rows
  * depend on the order of its files: a merge (a later file's record wins), autotrace and owner
  * lookups (people are merged).
  */

@@ -24,8 +24,8 @@ export const BATCH_ROWS = 500;
 /**
  * Blocks of a file the workers may run ahead of the batches taken (besides one each): about
  * 640 KB of it, and at least three, so the main thread does not wait for a block while a worker
- * sits idle: ten of SQLite's 64 KB blocks, three of PostgreSQL's larger ones (docs/speed.md has
- * the figures).
+ * sits idle: ten 64 KB blocks, three of a destination's larger ones (docs/speed.md has the
+ * figures).
  */
 function blocksAhead(blockBytes: number | undefined): number {
   const bytes = blockBytes !== undefined && blockBytes > 0 ? blockBytes : BLOCK_BYTES;

@@ -65,10 +65,10 @@ export interface RunOptions {
 /** Where a pipeline's data goes: `SLUICE_DESTINATION` overrides the file. */
 export function destinationOf(spec: PipelineSpec, env: NodeJS.ProcessEnv) {
   const override = env.SLUICE_DESTINATION;
-  return override ? { url: override, schema: spec.destination.schema } : spec.destination;
+  return override ? { ...spec.destination, url: override } : spec.destination;
 }
 
-/** Opens the pipeline's destination (relative `sqlite:` paths start at the pipeline file). */
+/** Opens the pipeline's destination (relative paths of file destinations start at the pipeline file). */
 export function openPipelineDestination(
   spec: PipelineSpec,
   env: NodeJS.ProcessEnv,
@@ -81,10 +81,9 @@ export function openPipelineDestination(
   } = {},
 ): Promise<Destination> {
   const where = destinationOf(spec, env);
-  const busy = Number(env.SLUICE_SQLITE_BUSY_TIMEOUT_MS || Number.NaN);
   return openDestination(where.url, {
-    ...(where.schema === undefined ? {} : { schema: where.schema }),
-    ...(Number.isInteger(busy) && busy >= 0 ? { busyTimeoutMs: busy } : {}),
+    settings: where.settings,
+    env,
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.readOnly === undefined ? {} : { readOnly: options.readOnly }),
@@ -155,7 +154,7 @@ async function runUntraced(spec: PipelineSpec, options: RunOptions): Promise<Run
           wait: options.wait === true,
           onWait: (where) =>
             waiting(
-              `another process has ${where} open; waiting for it to end (DuckDB lets one process at a time write to a file)`,
+              `another process has ${where} open, and its database lets one process at a time write to it; waiting for it to end`,
             ),
         }),
       ));

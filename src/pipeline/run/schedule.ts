@@ -146,7 +146,7 @@ function skipped(job: JobSpec, row: JobRow, how: string): JobOutcome {
  * Jobs loading at once (each over its own connections): `SLUICE_JOB_LOADS_AT_ONCE` (at most the
  * destination's writers), else one for every two cores, as files at once (see load.ts): on two
  * cores one load's parse workers and the server take both, and each load more holds its own
- * parse workers' memory. Always one where there is one writer (SQLite).
+ * parse workers' memory. Always one where there is one writer.
  */
 export function loadsAtOnce(
   env: NodeJS.ProcessEnv,

@@ -20,9 +20,9 @@ export interface OneJob {
   type: DataType;
   query: string;
   records: number | 'all';
-  /** The destination as given (`duckdb:austin.duckdb`, a PostgreSQL URL), relative to `cwd`. */
+  /** The destination's URL as given (a file's relative to `cwd`). */
   into: string;
-  /** The PostgreSQL schema. */
+  /** The destination's `schema` setting (`--schema`). */
   schema?: string;
   /** Default: the data type. */
   table?: string;
@@ -108,8 +108,8 @@ export function oneJobPipeline(job: OneJob, file: string, cwd: string): string {
 }
 
 /**
- * A file database's relative path (`duckdb:x.duckdb`, `sqlite:data/x.sqlite`, `x.duckdb`), given
- * from `from`, as seen from `to`. Anything else (a PostgreSQL URL, an absolute path) is as it is.
+ * A file database's relative path (`scheme:x.db`, `scheme:data/x.db`, `x.db`), given from `from`,
+ * as seen from `to`. Anything else (a server's URL, an absolute path) is as it is.
  */
 function rebase(url: string, from: string, to: string): string {
   const scheme = /^([a-z][a-z0-9+.-]*):(?!\/\/)(.*)$/i.exec(url);
@@ -120,7 +120,7 @@ function rebase(url: string, from: string, to: string): string {
   return `${prefix}${moved}`;
 }
 
-/** A URL's password (a PostgreSQL URL's) as `${PGPASSWORD}`: a saved file never holds it. */
+/** A URL's password (a server's) as `${PGPASSWORD}`: a saved file never holds it. */
 export function withoutPassword(url: string): string {
   try {
     const parsed = new URL(url);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CREDIT_TYPES, type CreditType, DATA_TYPES } from '../../catalog.js';
+import { defaultDestination, destinationExamples, destinations } from '../../load/index.js';
 import type { ColumnType } from '../../schema/types.js';
 import type { CredentialSource } from '../../util/env-layers.js';
 import { notifySchema, type PipelineNotify } from './spec-notify.js';
@@ -34,7 +35,7 @@ const duration = z
 
 /**
  * Jobs in flight at once by default. A job in flight mostly waits for the service to prepare its
- * download, polled every few seconds; loads take turns (SQLite) or are bounded on their own.
+ * download, polled every few seconds; loads take turns (one writer) or are bounded on their own.
  */
 export const DEFAULT_PARALLEL_JOBS = 8;
 
@@ -60,9 +61,17 @@ export const source = z.strictObject({
     .describe('API token (v3; on v4 instead of email and password): use ${SLUICE_API_TOKEN}'),
 });
 
+/** A destination's URL and the settings beside it that its kind declares (checked by the kind). */
 const destinationObject = z.strictObject({
-  url: z.string().describe('sqlite:PATH or postgres://...'),
-  schema: identifier.optional().describe('PostgreSQL schema, default public'),
+  url: z.string().describe(destinationExamples()),
+  ...Object.fromEntries(
+    destinations().flatMap((d) =>
+      Object.entries(d.settings ?? {}).map(([name, setting]) => [
+        name,
+        z.unknown().optional().describe(`${d.displayName}: ${setting.describe}`),
+      ]),
+    ),
+  ),
 });
 
 /**
@@ -266,9 +275,9 @@ export const pipelineSchema = z.strictObject({
   source,
   destination: z
     .union([z.string(), destinationObject], {
-      error: 'expected a URL (e.g. sqlite:data/out.sqlite), or { url: ..., schema: ... }',
+      error: `expected a URL (e.g. ${defaultDestination('out')}), or { url: ..., and its settings }`,
     })
-    .default('sqlite:data/sluice.sqlite'),
+    .default(defaultDestination('sluice')),
   resume_window: duration
     .default(6 * 3_600_000)
     .describe('a run this soon after an interrupted or failed one resumes it (0: never)'),
@@ -380,11 +389,12 @@ export interface Budget {
 
 export interface PipelineSpec {
   file: string;
-  /** The pipeline file's folder: relative `sqlite:` paths start here. */
+  /** The pipeline file's folder: relative paths of file destinations start here. */
   baseDir: string;
   name: string;
   source: z.output<typeof source>;
-  destination: { url: string; schema?: string };
+  /** Where the data goes, and the destination's own settings beside the URL (`schema:` ...). */
+  destination: { url: string; settings: Readonly<Record<string, unknown>> };
   /** A run this soon (ms) after an interrupted or failed one finishes it instead of starting anew. */
   resumeWindow: number;
   /** Jobs in flight at once (`max_parallel_jobs`). */

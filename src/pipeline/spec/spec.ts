@@ -14,7 +14,7 @@ import type { z } from 'zod';
 import { CREDIT_TYPES, closest } from '../../catalog.js';
 import { urlApiVersion } from '../../client/index.js';
 import { PipelineSpecError, SluiceError } from '../../errors.js';
-import { destinationEntryOf, destinationExamples } from '../../load/index.js';
+import { destinationEntryOf, destinationExamples, settingProblems } from '../../load/index.js';
 import { Naming } from '../../schema/naming.js';
 import {
   type CredentialSource,
@@ -369,10 +369,12 @@ function resolve(
   if (raw.source.api === 'v3' && !raw.source.token) {
     need('the v3 API needs token (e.g. ${SLUICE_API_TOKEN})', ['source']);
   }
-  const destination =
-    typeof raw.destination === 'string' ? { url: raw.destination } : raw.destination;
+  const destination = destinationOfFile(raw.destination);
   if (destinationEntryOf(destination.url) === undefined) {
     check(() => fail(`expected ${destinationExamples()}`, ['destination']));
+  }
+  for (const { setting, problem } of settingProblems(destination.settings)) {
+    check(() => fail(problem, ['destination', setting]));
   }
   const tables: TableClaim[] = [];
   const contract = raw.schema;
@@ -606,10 +608,22 @@ function literalSecret(path: string[], value: string): string | undefined {
         return 'the database password is written in the file; take it from the environment (postgres://user:${PGPASSWORD}@host/db), or set the whole URL in SLUICE_DESTINATION';
       }
     } catch {
-      // Not a URL (sqlite:PATH): no password in it.
+      // Not a URL (a file's path): no password in it.
     }
   }
   return undefined;
+}
+
+/** A file's `destination:` (a URL, or `{ url, ...settings }`) as its URL and settings. */
+function destinationOfFile(
+  given: string | { url: string; [setting: string]: unknown },
+): PipelineSpec['destination'] {
+  if (typeof given === 'string') return { url: given, settings: {} };
+  const { url, ...settings } = given;
+  return {
+    url,
+    settings: Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined)),
+  };
 }
 
 /** The value of a `source:` field whose variable is unset, for a lenient load. */

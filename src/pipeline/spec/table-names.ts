@@ -31,7 +31,7 @@ interface Placed extends TableClaim {
   file: string;
   pipeline: string;
   naming: NamingStyle;
-  /** As the destination spells it (`naming:`), and as it compares it (case folded, as SQLite). */
+  /** As the destination spells it (`naming:`), and as it compares it (case folded). */
   spelt: string;
   name: string;
 }
@@ -156,6 +156,9 @@ export function checkSharedTables(specs: readonly PipelineSpec[], env: NodeJS.Pr
 function destinationIdentity(spec: PipelineSpec, env: NodeJS.ProcessEnv): string {
   const url = env.SLUICE_DESTINATION || spec.destination.url;
   const entry = destinationEntryOf(url);
-  const where = entry?.identity?.(url, { baseDir: spec.baseDir }) ?? url;
-  return `${where}\u0000${spec.destination.schema ?? ''}`;
+  const { settings } = spec.destination;
+  return (
+    entry?.identity?.(url, { baseDir: spec.baseDir, settings }) ??
+    `${url}\u0000${JSON.stringify(settings)}`
+  );
 }
