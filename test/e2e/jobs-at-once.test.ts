@@ -164,7 +164,8 @@ for (const kind of destinationKinds()) {
         (j: { refusals: unknown[] }) => j.refusals.length > 0,
       );
       const done = await runJson(file);
-      assert.equal(done.code, 3, done.stderr);
+      // Two jobs spent before the third was refused: exit 4, not 3 (refused before any spending).
+      assert.equal(done.code, 4, done.stderr);
       const statuses = done.summary.jobs.map((j: { status: string }) => j.status);
       assert.deepEqual(statuses, ['loaded', 'loaded', 'refused']);
       assert.deepEqual(planned, [false, false, true], 'plan gave the same verdicts');

@@ -63,7 +63,7 @@ describe('sluice account on a legacy plan', () => {
     const json = await runCli(['account', '--json'], emulatorEnv(harness));
     const doc = JSON.parse(json.stdout);
     assert.equal(doc.plan, 'legacy');
-    assert.equal(doc.totalUsed, 12_345);
+    assert.equal(doc.total_used, 12_345);
   });
 });
 
@@ -236,6 +236,6 @@ describe('an account with no per-type fields at all', () => {
     assert.match(plan.stdout, /needs 42 property credits, 0 remain/);
     const shown = JSON.parse((await runCli(['account', '--json'], env)).stdout);
     assert.equal(shown.plan, 'per-type');
-    assert.equal(shown.totalUsed, null);
+    assert.equal(shown.total_used, null);
   });
 });

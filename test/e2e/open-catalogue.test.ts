@@ -88,7 +88,7 @@ describe('an open catalogue: count, preview and views', () => {
     assert.equal(count.code, 0, count.stderr);
     // stdout holds the document alone; the warning is on stderr.
     const doc = JSON.parse(count.stdout);
-    assert.ok(doc.numFound > 0);
+    assert.ok(doc.num_found > 0);
     assert.match(count.stderr, /WARN.*field 'solarPanels' is not in sluice's catalogue/);
 
     const typo = await cli('count', 'properties', 'cty:Austin');
