@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { ApiError } from '../../errors.js';
 import type { Attempt } from '../../load/destination.js';
 import { checkpoint } from '../checkpoints.js';
@@ -8,6 +7,7 @@ import type { CreditEstimate } from '../guard/estimate.js';
 import type { JobRun } from '../job-run.js';
 import type { Credits } from '../outcome.js';
 import type { JobSpec } from '../spec/spec.js';
+import { requestedAttempt } from './start-download.js';
 
 /**
  * The service's real-time operations as a run buys them: a targeted update (a `refresh:` step)
@@ -117,44 +117,21 @@ export function describeKind(job: Pick<JobSpec, 'kind'>): string {
   return job.kind === 'targeted_update' ? 'targeted update' : job.kind;
 }
 
+/** The attempt row of a scrape or a targeted update (which loads nothing: no load settings). */
 function newAttempt(
   ctx: RunContext,
   job: JobSpec,
   estimate: CreditEstimate,
   usedBefore: number | undefined,
 ): Attempt {
-  const now = isoAt(ctx.clock);
   const loads = job.kind !== 'targeted_update';
-  return {
-    attempt_id: randomUUID(),
-    pipeline: ctx.spec.name,
-    job: job.name,
-    spec_hash: job.downloadHash,
-    api: ctx.client.api,
-    download_id: null,
-    status: 'requested',
-    target_table: job.table,
-    load_table: job.table,
-    num_found: estimate.found,
-    num_records: null,
-    requested_at: now,
-    started_at: null,
-    updated_at: now,
-    finished_at: null,
-    run_id: ctx.runId,
-    message: null,
+  return requestedAttempt(ctx, job, estimate, isoAt(ctx.clock), {
     load_hash: loads ? job.loadHash : null,
     load_settings: loads ? JSON.stringify(job.loadSettings) : null,
     write_mode: loads ? job.write : null,
-    data_type: job.type,
-    query: job.query,
     format: loads ? job.format : null,
-    num_requested: estimate.records,
-    cursor_from: null,
-    credits: null,
-    stage: 'extract',
     kind: job.kind,
     payload: null,
     used_before: usedBefore ?? null,
-  };
+  });
 }

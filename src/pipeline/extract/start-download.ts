@@ -26,7 +26,10 @@ export async function startNewDownload(
   const { destination, client, signal } = ctx;
   const state = destination.state;
   const now = isoAt(ctx.clock);
-  const fresh = newAttempt(ctx, job, request, estimate, range, now);
+  const fresh = requestedAttempt(ctx, job, estimate, now, {
+    query: request.query,
+    cursor_from: range?.from ?? null,
+  });
   // Where anything caps the purchase, the start asks for what the guard approved, never more:
   // records that appear after its count are not bought past the cap. Where nothing does, no
   // number (every match; the v4 client, whose service wants one, asks for the count then).
@@ -110,14 +113,16 @@ function logStart(
   }
 }
 
-/** The attempt row of a download about to be asked for (`now`: when). */
-function newAttempt(
+/**
+ * The attempt row of a purchase about to be asked for (`now`: when): a download's, or (with
+ * `own` overriding what differs) a scrape's or a targeted update's.
+ */
+export function requestedAttempt(
   ctx: RunContext,
   job: JobSpec,
-  request: SearchRequest,
   estimate: CreditEstimate,
-  range: IncrementalRange | undefined,
   now: string,
+  own: Partial<Attempt> = {},
 ): Attempt {
   return {
     attempt_id: randomUUID(),
@@ -141,11 +146,12 @@ function newAttempt(
     load_settings: JSON.stringify(job.loadSettings),
     write_mode: job.write,
     data_type: job.type,
-    query: request.query,
+    query: job.query,
     format: job.format,
     num_requested: estimate.records,
-    cursor_from: range?.from ?? null,
+    cursor_from: null,
     credits: null,
     stage: 'extract',
+    ...own,
   };
 }
