@@ -8,7 +8,7 @@ import { type EmulatorArgs, emulatorOptions, runEmulator } from './commands/emul
 import { registerFields } from './commands/fields.js';
 import { registerGet } from './commands/get.js';
 import { registerHealth } from './commands/health.js';
-import { registerInit } from './commands/init.js';
+import { registerInit } from './commands/init/init.js';
 import { registerNotify } from './commands/notify.js';
 import { registerPipeline } from './commands/pipeline.js';
 import { registerRealTime } from './commands/realtime.js';

@@ -1,8 +1,8 @@
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CREDIT_TYPE_OF, type DataType } from '../../catalog.js';
-import { withoutPassword } from '../../pipeline/index.js';
+import { CREDIT_TYPE_OF, type DataType } from '../../../catalog.js';
+import { withoutPassword } from '../../../pipeline/index.js';
 
 /** What `sluice init` was told, or chose by default. */
 export interface InitAnswers {
@@ -28,7 +28,7 @@ export interface InitFile {
 }
 
 /** The installed command, wherever it is run from (src/ or dist/). */
-const SLUICE_BIN = fileURLToPath(new URL('../../../bin/sluice.js', import.meta.url));
+const SLUICE_BIN = fileURLToPath(new URL('../../../../bin/sluice.js', import.meta.url));
 
 /**
  * The files of a new pipeline, in `dir`: the commented pipeline file, a `.env.example` of the

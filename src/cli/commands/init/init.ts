@@ -1,18 +1,22 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { DATA_TYPES, type DataType } from '../../catalog.js';
-import { ApiError, SluiceError, UsageError } from '../../errors.js';
-import { defaultDestination, destinationEntryOf, destinationExamples } from '../../load/index.js';
-import { parsePipeline } from '../../pipeline/index.js';
+import { DATA_TYPES, type DataType } from '../../../catalog.js';
+import { ApiError, SluiceError, UsageError } from '../../../errors.js';
+import {
+  defaultDestination,
+  destinationEntryOf,
+  destinationExamples,
+} from '../../../load/index.js';
+import { parsePipeline } from '../../../pipeline/index.js';
 import {
   type ConnectionArgs,
   connectionOptions,
   type JsonArgs,
   withClient,
-} from '../connection.js';
-import type { CliContext } from '../context.js';
-import { describeError, EXIT } from '../exit-codes.js';
+} from '../../connection.js';
+import type { CliContext } from '../../context.js';
+import { describeError, EXIT } from '../../exit-codes.js';
 import {
   checkQueryArg,
   countOf,
@@ -21,10 +25,10 @@ import {
   intArg,
   queryArg,
   strictFieldsFlag,
-} from '../format.js';
-import { writeJson, writeLine } from '../output.js';
-import { type InitAnswers, initFiles } from './init-files.js';
-import { type Asker, answer, askerOn } from './init-questions.js';
+} from '../../format.js';
+import { writeJson, writeLine } from '../../output.js';
+import { type InitAnswers, initFiles } from './files.js';
+import { type Asker, answer, askerOn } from './questions.js';
 
 export interface InitArgs extends ConnectionArgs, JsonArgs {
   type?: string;

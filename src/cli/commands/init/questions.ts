@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
-import { SluiceError, UsageError } from '../../errors.js';
-import { describeError } from '../exit-codes.js';
+import { SluiceError, UsageError } from '../../../errors.js';
+import { describeError } from '../../exit-codes.js';
 
 /** One question of `sluice init`, and how its answer is checked. */
 export interface Question<T> {
