@@ -23,7 +23,10 @@ import { Terminal } from './terminal.js';
 
 export type { CliContext } from './context.js';
 
-/** Declares the commands; each handler is a thin call into a library function. */
+/**
+ * Declares the commands; each handler is a thin call into a library function. Over 80 lines: the
+ * global flags and the help epilogue are declarations, kept in the order `--help` shows them.
+ */
 export function buildCli(argv: string[], ctx: CliContext): Argv {
   let cli: Argv = yargs(argv)
     .scriptName('sluice')

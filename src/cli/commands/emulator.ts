@@ -38,6 +38,10 @@ export interface EmulatorArgs {
   json?: boolean;
 }
 
+/**
+ * The emulator's flags (over 80 lines: one declaration per flag, read top to bottom as the
+ * `--help` text they make; splitting them would only scatter that text).
+ */
 export function emulatorOptions(yargs: Argv): Argv<EmulatorArgs> {
   const d = DEFAULT_OPTIONS;
   return yargs

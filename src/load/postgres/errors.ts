@@ -17,7 +17,10 @@ export function isConnectionError(error: unknown): boolean {
 
 const NETWORK = /^(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|EAI_AGAIN|ECONNRESET|EPIPE)$/;
 
-/** A `pg` error as a DestinationError by its SQLSTATE, saying what to do. */
+/**
+ * A `pg` error as a DestinationError by its SQLSTATE, saying what to do. Over 80 lines: one branch
+ * per SQLSTATE class with its own advice, read as a table.
+ */
 export function translatePostgresError(error: unknown, where: string): unknown {
   if (error instanceof SluiceError || !(error instanceof Error)) return error;
   const code = String((error as { code?: unknown }).code ?? '');
