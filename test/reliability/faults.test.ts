@@ -322,9 +322,15 @@ for (const kind of destinationKinds()) {
         const linked = join(dir, 'symlinked-link');
         mkdirSync(linked, { recursive: true });
         symlinkSync(real, join(linked, 'db.sqlite'));
-        const second = await startRun(pipeline, harness, {
-          env: { SLUICE_DESTINATION: `sqlite:${join(linked, 'db.sqlite')}` },
-        }).finished;
+        // The first run is held (as a suspended machine would be) while the second one tries: a
+        // second run slower to start than the checkpoint's pause would otherwise find no lock.
+        const second = await whilePaused(
+          first.child,
+          () =>
+            startRun(pipeline, harness, {
+              env: { SLUICE_DESTINATION: `sqlite:${join(linked, 'db.sqlite')}` },
+            }).finished,
+        );
         assert.equal(second.code, 1, second.stderr);
         assert.equal(JSON.parse(second.stdout).error.code, 'SLUICE_LOCKED');
         const done = await first.finished;
