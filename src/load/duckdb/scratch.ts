@@ -25,11 +25,26 @@ export class ScratchFolder {
     return new ScratchFolder(path, lock);
   }
 
+  /**
+   * Empties the folder while its lock is held, so that another run tidying $TMPDIR leaves it
+   * alone meanwhile, then removes it. A tidying run that looks at the lock in the moment between
+   * (opening a lock file makes one) can leave the folder behind; the next run's tidying takes
+   * it. Removing is tidying: it never fails the run that made the folder.
+   */
   remove(): void {
     try {
-      this.lock.release();
+      for (const name of readdirSync(this.path)) {
+        if (!name.startsWith(LOCK)) rmSync(join(this.path, name), { recursive: true, force: true });
+      }
+    } catch {
+      // Left for the next run's tidying.
     } finally {
+      this.lock.release();
+    }
+    try {
       rmSync(this.path, { recursive: true, force: true });
+    } catch {
+      // Another run tidying it at the same moment: it is going either way.
     }
   }
 }

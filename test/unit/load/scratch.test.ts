@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { removeDeadScratch, ScratchFolder } from '../../../src/load/duckdb/scratch.js';
@@ -49,5 +49,32 @@ describe('DuckDB scratch folders left by killed runs', () => {
     assert.ok(existsSync(other));
     live.remove();
     assert.ok(!existsSync(live.path));
+  });
+});
+
+describe('a DuckDB handle closing while another run tidies $TMPDIR', () => {
+  test('its folder went away under it, or a lock file came back into it: closing never fails', () => {
+    const tmp = tempDir('sluice-scratch-');
+    const before = process.env.TMPDIR;
+    process.env.TMPDIR = tmp;
+    try {
+      // Another run's tidying removed the folder first: nothing left to do, and no error.
+      const taken = ScratchFolder.make();
+      writeFileSync(join(taken.path, 'rows.txt'), 'a\tb\n');
+      rmSync(taken.path, { recursive: true, force: true });
+      assert.doesNotThrow(() => taken.remove());
+      // Another run's look at the lock put a lock file back: the folder is left for the next
+      // run's tidying, which takes it since no handle holds that lock.
+      const left = ScratchFolder.make();
+      writeFileSync(join(left.path, 'rows.txt'), 'a\tb\n');
+      left.remove();
+      mkdirSync(left.path, { recursive: true });
+      tryLockFile(join(left.path, 'handle.lock'))!.release();
+      removeDeadScratch();
+      assert.ok(!existsSync(left.path));
+    } finally {
+      if (before === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = before;
+    }
   });
 });
