@@ -61,6 +61,23 @@ export function viewFields(ctx: EmulatorContext, name: string | undefined): stri
   ]);
 }
 
+/** A v4 search that only counts the matches: what the real-time operations ask first. */
+export function countOnly(type: DataType, query: string): SearchRequest {
+  return {
+    api: 'v4',
+    type,
+    query,
+    numRecords: 0,
+    recordsParam: '',
+    format: 'json',
+    download: false,
+    view: undefined,
+    autoTrace: false,
+    addressMatching: 'on',
+    onlyTraceable: false,
+  };
+}
+
 export function search(ctx: EmulatorContext, req: SearchRequest): SearchResult {
   // One moment for the whole request: a download is a snapshot of the world as of its start.
   const now = ctx.clock.now();
@@ -334,19 +351,7 @@ export function createTargetedUpdate(
   input: { query: string; num_records: number; data_type?: DataType },
 ): TargetedUpdate {
   const type = input.data_type ?? 'properties';
-  const result = search(ctx, {
-    api: 'v4',
-    type,
-    query: input.query,
-    numRecords: 0,
-    recordsParam: '',
-    format: 'json',
-    download: false,
-    view: undefined,
-    autoTrace: false,
-    addressMatching: 'on',
-    onlyTraceable: false,
-  });
+  const result = search(ctx, countOnly(type, input.query));
   const count = Math.min(input.num_records, result.numFound);
   ctx.state.requireCredits(type, false, count);
   ctx.state.charge(type, false, count);

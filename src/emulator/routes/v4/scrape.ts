@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { DataType } from '../../../catalog.js';
-import { type EmulatorContext, SCRAPE_MAX, search } from '../../service.js';
+import { countOnly, type EmulatorContext, SCRAPE_MAX, search } from '../../service.js';
 import { isoDate } from '../../wire.js';
 import { realTimeBody } from './body-schemas.js';
 
@@ -21,19 +21,7 @@ export function registerScrape(v4: FastifyInstance, ctx: EmulatorContext): void 
 
 function scrape(ctx: EmulatorContext, body: ScrapeBody) {
   const type = body.data_type ?? 'properties';
-  const matches = search(ctx, {
-    api: 'v4',
-    type,
-    query: body.query,
-    numRecords: 0,
-    recordsParam: '',
-    format: 'json',
-    download: false,
-    view: undefined,
-    autoTrace: false,
-    addressMatching: 'on',
-    onlyTraceable: false,
-  });
+  const matches = search(ctx, countOnly(type, body.query));
   const now = ctx.clock.now();
   const found = ctx.engine.match(
     type,
