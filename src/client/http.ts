@@ -260,81 +260,25 @@ export class HttpTransport {
     await this.#agent.close();
   }
 
+  /**
+   * One request, with its retries: each attempt first waits out a pause the service asked of
+   * its origin, then a retryable failure is retried after its backoff (or the `Retry-After` the
+   * service named) while attempts and the time bound allow.
+   */
   async #send(req: HttpRequest): Promise<Dispatcher.ResponseData> {
     const o = this.#options;
     const idempotent = req.idempotent !== false;
     const budgetMs = req.maxWaitMs ?? o.maxRetryTimeMs;
     const deadline = o.now() + budgetMs;
-    const headers: Record<string, string> = {
-      'user-agent': o.userAgent,
-      accept: 'application/json',
-      ...req.headers,
-    };
-    let body: string | undefined;
-    if (req.json !== undefined) {
-      body = JSON.stringify(req.json);
-      headers['content-type'] = 'application/json';
-    }
+    const { headers, body } = requestContent(req, o.userAgent);
     const origin = originOf(req.url);
     /** Until when this request has already waited (its own backoff, a pause). */
     let waited = 0;
     for (let attempt = 1; ; attempt++) {
-      let failure: SluiceError;
-      let retryAfterMs: number | undefined;
-      let reason: string;
-      // The service asked a request to wait (429 or 503 with Retry-After): every request to it
-      // waits as long (within its own time bound), not only the one it answered. Jobs run at
-      // once poll together; one told to slow down slows them all.
-      const paused = (this.#pausedUntil.get(origin) ?? 0) - Math.max(o.now(), waited);
-      if (paused > 0) {
-        const wait = Math.min(paused, Math.max(0, deadline - o.now()));
-        waited = Math.max(waited, o.now() + wait);
-        await o.sleep(wait, req.signal);
-      }
-      const sent = performance.now();
-      const exchanged = (outcome: { status: number } | { error: string }) =>
-        o.onExchange?.({
-          method: req.method,
-          path: loggedPath(req.url),
-          ...outcome,
-          ms: Math.round(performance.now() - sent),
-          attempt,
-        });
-      try {
-        let res: Dispatcher.ResponseData;
-        try {
-          res = await request(req.url, {
-            method: req.method,
-            headers,
-            body,
-            signal: req.signal,
-            dispatcher: this.#agent,
-          });
-        } catch (error) {
-          exchanged({ error: errorCode(error) ?? (req.signal?.aborted ? 'aborted' : 'error') });
-          throw error;
-        }
-        exchanged({ status: res.statusCode });
-        this.#noteServiceClock(res.headers.date);
-        const retryable =
-          RETRY_STATUSES.has(res.statusCode) &&
-          (idempotent || REFUSED_STATUSES.has(res.statusCode));
-        if (!retryable) return res;
-        // An HTTP date in Retry-After is the service's time: read against its clock.
-        retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.serviceTime());
-        if (retryAfterMs !== undefined && REFUSED_STATUSES.has(res.statusCode)) {
-          const until = o.now() + retryAfterMs;
-          if (until > (this.#pausedUntil.get(origin) ?? 0)) this.#pausedUntil.set(origin, until);
-        }
-        failure = await toApiError(req, res);
-        reason = `HTTP ${res.statusCode}`;
-      } catch (error) {
-        if (req.signal?.aborted) throw req.signal.reason;
-        const connection = toConnectionError(req, error);
-        if (!idempotent && connection.requestSent) throw connection;
-        failure = connection;
-        reason = errorCode(error) ?? 'network error';
-      }
+      waited = await this.#waitOutPause(origin, waited, deadline, req.signal);
+      const outcome = await this.#attempt(req, headers, body, origin, idempotent, attempt);
+      if ('response' in outcome) return outcome.response;
+      const { failure, retryAfterMs, reason } = outcome;
       if (attempt >= o.maxAttempts) throw failure;
       const delayMs = retryAfterMs ?? backoffDelay(attempt, o.baseDelayMs, o.maxDelayMs, o.random);
       // Sleeping past the deadline would only postpone the same failure. When the service named
@@ -349,6 +293,108 @@ export class HttpTransport {
       await o.sleep(delayMs, req.signal);
     }
   }
+
+  /**
+   * The service asked a request to wait (429 or 503 with Retry-After): every request to it
+   * waits as long (within its own time bound), not only the one it answered. Jobs run at once
+   * poll together; one told to slow down slows them all. Returns the new `waited`.
+   */
+  async #waitOutPause(
+    origin: string,
+    waited: number,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<number> {
+    const o = this.#options;
+    const paused = (this.#pausedUntil.get(origin) ?? 0) - Math.max(o.now(), waited);
+    if (paused <= 0) return waited;
+    const wait = Math.min(paused, Math.max(0, deadline - o.now()));
+    const until = Math.max(waited, o.now() + wait);
+    await o.sleep(wait, signal);
+    return until;
+  }
+
+  /**
+   * One attempt: the answer when it is final (success, or a failure not worth retrying), else
+   * the failure to retry, the service's `Retry-After` and the reason the retry event gives. A
+   * failure that must not be retried (an abort, a non-idempotent request that reached the
+   * service) throws.
+   */
+  async #attempt(
+    req: HttpRequest,
+    headers: Record<string, string>,
+    body: string | undefined,
+    origin: string,
+    idempotent: boolean,
+    attempt: number,
+  ): Promise<
+    | { response: Dispatcher.ResponseData }
+    | { failure: SluiceError; retryAfterMs: number | undefined; reason: string }
+  > {
+    const o = this.#options;
+    const sent = performance.now();
+    const exchanged = (outcome: { status: number } | { error: string }) =>
+      o.onExchange?.({
+        method: req.method,
+        path: loggedPath(req.url),
+        ...outcome,
+        ms: Math.round(performance.now() - sent),
+        attempt,
+      });
+    // Kept when reading the refusal's body fails after it: the wait the service named stands.
+    let retryAfterMs: number | undefined;
+    try {
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await request(req.url, {
+          method: req.method,
+          headers,
+          body,
+          signal: req.signal,
+          dispatcher: this.#agent,
+        });
+      } catch (error) {
+        exchanged({ error: errorCode(error) ?? (req.signal?.aborted ? 'aborted' : 'error') });
+        throw error;
+      }
+      exchanged({ status: res.statusCode });
+      this.#noteServiceClock(res.headers.date);
+      const retryable =
+        RETRY_STATUSES.has(res.statusCode) && (idempotent || REFUSED_STATUSES.has(res.statusCode));
+      if (!retryable) return { response: res };
+      // An HTTP date in Retry-After is the service's time: read against its clock.
+      retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.serviceTime());
+      if (retryAfterMs !== undefined && REFUSED_STATUSES.has(res.statusCode)) {
+        const until = o.now() + retryAfterMs;
+        if (until > (this.#pausedUntil.get(origin) ?? 0)) this.#pausedUntil.set(origin, until);
+      }
+      const failure = await toApiError(req, res);
+      return { failure, retryAfterMs, reason: `HTTP ${res.statusCode}` };
+    } catch (error) {
+      if (req.signal?.aborted) throw req.signal.reason;
+      const connection = toConnectionError(req, error);
+      if (!idempotent && connection.requestSent) throw connection;
+      return { failure: connection, retryAfterMs, reason: errorCode(error) ?? 'network error' };
+    }
+  }
+}
+
+/** A request's headers (ours, then its own) and its body: JSON, when it carries any. */
+function requestContent(
+  req: HttpRequest,
+  userAgent: string,
+): { headers: Record<string, string>; body: string | undefined } {
+  const headers: Record<string, string> = {
+    'user-agent': userAgent,
+    accept: 'application/json',
+    ...req.headers,
+  };
+  let body: string | undefined;
+  if (req.json !== undefined) {
+    body = JSON.stringify(req.json);
+    headers['content-type'] = 'application/json';
+  }
+  return { headers, body };
 }
 
 /**

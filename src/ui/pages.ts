@@ -122,7 +122,20 @@ const PHASES: Record<string, string> = {
 export function runBody(r: RunDetail, page: number, params: Params, now: number): Html {
   const run = r.run;
   const end = Date.parse(run.finished_at ?? '') || now;
-  const spans: Span[] = r.phases.map((p) => ({
+  const spans = phaseSpans(r, end);
+  const start = Math.min(Date.parse(run.started_at), ...spans.map((s) => s.from));
+  return html`${runFacts(r, params)}
+<h2>Jobs</h2>
+${timeline(spans, start, end)}
+${jobsTables(r, spans)}
+<h2>Downloads</h2>
+${downloadsTables(r)}
+<h2>Rejects</h2>${rejectsTable(r.rejects)}${pager('/run', { d: params.d, id: run.run_id }, page, PAGE_SIZE, r.rejects.total)}`;
+}
+
+/** Each job's phases as spans of the timeline: one not ended yet lasts until the run's end. */
+function phaseSpans(r: RunDetail, end: number): Span[] {
+  return r.phases.map((p) => ({
     job: p.job,
     phase: p.phase,
     label: PHASES[p.phase] ?? p.phase,
@@ -130,29 +143,33 @@ export function runBody(r: RunDetail, page: number, params: Params, now: number)
     from: Date.parse(p.started_at),
     to: Date.parse(p.ended_at ?? '') || end,
   }));
-  const start = Math.min(Date.parse(run.started_at), ...spans.map((s) => s.from));
-  const fileCount = new Map<string, number>();
-  for (const f of r.files) fileCount.set(f.download_id, (fileCount.get(f.download_id) ?? 0) + 1);
+}
+
+/** The run's facts, then its error and what to do about it, when it failed. */
+function runFacts(r: RunDetail, params: Params): Html {
+  const run = r.run;
   return html`<dl><dt>Pipeline</dt><dd>${run.pipeline}</dd><dt>Status</dt><dd id="run-status">${status(run.status)}${run.stage ? ` at stage ${run.stage}` : ''}</dd>
 <dt>Started</dt><dd>${time(run.started_at)}</dd><dt>Finished</dt><dd>${time(run.finished_at)}</dd>
 <dt>Credits paid</dt><dd id="run-credits">${credits(run.credits_paid)}</dd>
 ${run.resumes ? html`<dt>Resumes</dt><dd><a href="${link('/run', { d: params.d, id: run.resumes })}">${run.resumes}</a></dd>` : ''}</dl>
-${run.error_message ? html`<section aria-labelledby="h-error"><h2 id="h-error">Error and what to do</h2><p class="error">${run.error_message}</p>${r.advice ? html`<p id="advice">${r.advice}</p>` : ''}</section>` : ''}
-<h2>Jobs</h2>
-${timeline(spans, start, end)}
-${table(
-  'Jobs',
-  ['job', 'status', 'stage', 'started', 'finished', 'error'],
-  r.jobs.map((j) => [
-    j.job,
-    status(j.status),
-    j.stage ?? '-',
-    time(j.started_at),
-    time(j.finished_at),
-    j.error_message ?? '',
-  ]),
-  { id: 'jobs', empty: 'No job ended yet.' },
-)}
+${run.error_message ? html`<section aria-labelledby="h-error"><h2 id="h-error">Error and what to do</h2><p class="error">${run.error_message}</p>${r.advice ? html`<p id="advice">${r.advice}</p>` : ''}</section>` : ''}`;
+}
+
+/** The jobs' table and the table of each job's phases (the timeline's figures). */
+function jobsTables(r: RunDetail, spans: Span[]): Html {
+  return html`${table(
+    'Jobs',
+    ['job', 'status', 'stage', 'started', 'finished', 'error'],
+    r.jobs.map((j) => [
+      j.job,
+      status(j.status),
+      j.stage ?? '-',
+      time(j.started_at),
+      time(j.finished_at),
+      j.error_message ?? '',
+    ]),
+    { id: 'jobs', empty: 'No job ended yet.' },
+  )}
 ${table(
   'Phases of each job',
   ['job', 'phase', 'from', 'to', 'seconds'],
@@ -164,38 +181,43 @@ ${table(
     ((s.to - s.from) / 1000).toFixed(1),
   ]),
   { numeric: [4], id: 'phases', empty: 'No phase recorded (runs before state version 5).' },
-)}
-<h2>Downloads</h2>
-${table(
-  'Downloads, targeted updates and scrapes',
-  [
-    'job',
-    'kind',
-    'download',
-    'status',
-    'data type',
-    'found',
-    'records',
-    'files',
-    'credits',
-    'table',
-    'requested',
-  ],
-  r.attempts.map((a) => [
-    a.job,
-    a.kind === 'targeted_update' ? 'targeted update' : (a.kind ?? 'download'),
-    a.download_id ?? '-',
-    status(a.status),
-    a.data_type ?? '-',
-    num(a.num_found),
-    num(a.num_records),
-    num(a.download_id ? (fileCount.get(a.download_id) ?? 0) : 0),
-    credits(a.credits ? (JSON.parse(a.credits) as Record<string, number>) : {}),
-    a.target_table,
-    time(a.requested_at),
-  ]),
-  { numeric: [5, 6, 7], id: 'downloads', empty: 'Nothing bought.' },
-)}
+)}`;
+}
+
+/** What the run bought (downloads, targeted updates, scrapes), then the files it loaded. */
+function downloadsTables(r: RunDetail): Html {
+  const fileCount = new Map<string, number>();
+  for (const f of r.files) fileCount.set(f.download_id, (fileCount.get(f.download_id) ?? 0) + 1);
+  return html`${table(
+    'Downloads, targeted updates and scrapes',
+    [
+      'job',
+      'kind',
+      'download',
+      'status',
+      'data type',
+      'found',
+      'records',
+      'files',
+      'credits',
+      'table',
+      'requested',
+    ],
+    r.attempts.map((a) => [
+      a.job,
+      a.kind === 'targeted_update' ? 'targeted update' : (a.kind ?? 'download'),
+      a.download_id ?? '-',
+      status(a.status),
+      a.data_type ?? '-',
+      num(a.num_found),
+      num(a.num_records),
+      num(a.download_id ? (fileCount.get(a.download_id) ?? 0) : 0),
+      credits(a.credits ? (JSON.parse(a.credits) as Record<string, number>) : {}),
+      a.target_table,
+      time(a.requested_at),
+    ]),
+    { numeric: [5, 6, 7], id: 'downloads', empty: 'Nothing bought.' },
+  )}
 ${table(
   'Files loaded',
   ['download', 'file', 'table', 'rows loaded', 'rows rejected', 'bytes', 'loaded at'],
@@ -209,8 +231,7 @@ ${table(
     time(f.loaded_at),
   ]),
   { numeric: [3, 4, 5], id: 'files', empty: 'No file loaded.' },
-)}
-<h2>Rejects</h2>${rejectsTable(r.rejects)}${pager('/run', { d: params.d, id: run.run_id }, page, PAGE_SIZE, r.rejects.total)}`;
+)}`;
 }
 
 export function rejectsTable(rejects: Paged<RejectRow>): Html {

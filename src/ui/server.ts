@@ -30,6 +30,15 @@ const NAV = [
   ['/rejects', 'Rejects'],
 ] as const;
 
+/** Sent with every answer: nothing cached, nothing sniffed, nothing loaded from elsewhere. */
+const HEADERS = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'content-security-policy':
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src 'self'; form-action 'self'",
+};
+
 interface Answer {
   title: string;
   body: Html;
@@ -65,46 +74,16 @@ class Dashboard {
 
   async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    const headers = {
-      'cache-control': 'no-store',
-      'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
-      'content-security-policy':
-        "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src 'self'; form-action 'self'",
-    };
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { ...headers, allow: 'GET, HEAD' }).end('read-only: GET only');
-      return;
-    }
-    const token = this.#options.token;
-    if (token !== undefined) {
-      const given = url.searchParams.get('token') ?? cookieOf(req, 'sluice_token');
-      if (given === undefined || given === null || !same(given, token)) {
-        res.writeHead(401, { ...headers, 'content-type': 'text/plain; charset=utf-8' });
-        res.end('a token is needed: open the address sluice ui printed, with its ?token=');
-        return;
-      }
-      if (url.searchParams.has('token')) {
-        url.searchParams.delete('token');
-        const cookie = `sluice_token=${token}; HttpOnly; SameSite=Strict; Path=/`;
-        res.writeHead(303, {
-          ...headers,
-          'set-cookie': cookie,
-          location: url.pathname + url.search,
-        });
-        res.end();
-        return;
-      }
-    }
+    if (!this.#admit(req, res, url)) return;
     const d = Number(url.searchParams.get('d') ?? 0);
     const source = this.#options.sources[d];
     if (source === undefined || !Number.isInteger(d)) {
-      res.writeHead(404, headers).end('no such destination');
+      res.writeHead(404, HEADERS).end('no such destination');
       return;
     }
     if (url.pathname === '/api/live') {
       const version = await this.#read(source, (dest) => liveVersion(dest));
-      res.writeHead(200, { ...headers, 'content-type': 'application/json' });
+      res.writeHead(200, { ...HEADERS, 'content-type': 'application/json' });
       res.end(JSON.stringify({ version: version === NO_STATE ? 'none' : (version ?? 'busy') }));
       return;
     }
@@ -114,39 +93,86 @@ class Dashboard {
       return shown === 'missing' ? shown : { ...shown, version: await liveVersion(dest) };
     });
     const answer = read === NO_STATE ? noState() : read;
+    const { code, body } = this.#render(url, source, d, answer);
+    res.writeHead(code, { ...HEADERS, 'content-type': 'text/html; charset=utf-8' });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  }
+
+  /**
+   * Whether the request may be answered: GET or HEAD only, and the token when one is set. A
+   * token in the address is swapped for a cookie, so it leaves the address bar. False when it
+   * answered already (refused, or redirected).
+   */
+  #admit(req: IncomingMessage, res: ServerResponse, url: URL): boolean {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { ...HEADERS, allow: 'GET, HEAD' }).end('read-only: GET only');
+      return false;
+    }
+    const token = this.#options.token;
+    if (token === undefined) return true;
+    const given = url.searchParams.get('token') ?? cookieOf(req, 'sluice_token');
+    if (given === undefined || given === null || !same(given, token)) {
+      res.writeHead(401, { ...HEADERS, 'content-type': 'text/plain; charset=utf-8' });
+      res.end('a token is needed: open the address sluice ui printed, with its ?token=');
+      return false;
+    }
+    if (url.searchParams.has('token')) {
+      url.searchParams.delete('token');
+      const cookie = `sluice_token=${token}; HttpOnly; SameSite=Strict; Path=/`;
+      res.writeHead(303, {
+        ...HEADERS,
+        'set-cookie': cookie,
+        location: url.pathname + url.search,
+      });
+      res.end();
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * The page for what was read: while a run holds the file (undefined), the last page read from
+   * it, marked as such; a page that does not exist is a 404. A page read is kept as the snapshot.
+   */
+  #render(
+    url: URL,
+    source: Source,
+    d: number,
+    answer: Answer | 'missing' | undefined,
+  ): { code: number; body: string } {
     const key = `${d} ${url.pathname}${url.search}`;
-    let body: string;
-    let code = 200;
     if (answer === undefined) {
       const before = this.#snapshots.get(key);
-      body =
+      const body =
         before?.body ??
         page({ title: 'Busy', destination: source.label, nav: this.#nav(url.pathname, d) }, hold());
-      body = body.replace(
-        '<main id="main"',
-        `<p role="status"><strong>A run has the DuckDB file open: showing what it held at ${new Date(before?.at ?? this.#now()).toISOString()}.</strong></p><main id="main"`,
-      );
-    } else if (answer === 'missing') {
-      code = 404;
-      body = page(
+      return {
+        code: 200,
+        body: body.replace(
+          '<main id="main"',
+          `<p role="status"><strong>A run has the DuckDB file open: showing what it held at ${new Date(before?.at ?? this.#now()).toISOString()}.</strong></p><main id="main"`,
+        ),
+      };
+    }
+    if (answer === 'missing') {
+      const body = page(
         { title: 'Not found', destination: source.label, nav: this.#nav('', d) },
         hold('No such page or run.'),
       );
-    } else {
-      body = page(
-        {
-          title: answer.title,
-          destination: source.label,
-          nav: this.#nav(url.pathname, d),
-          live: link('/api/live', { d: d || undefined }),
-          version: answer.version,
-        },
-        answer.body,
-      );
-      this.#snapshots.set(key, { at: this.#now(), body });
+      return { code: 404, body };
     }
-    res.writeHead(code, { ...headers, 'content-type': 'text/html; charset=utf-8' });
-    res.end(req.method === 'HEAD' ? undefined : body);
+    const body = page(
+      {
+        title: answer.title,
+        destination: source.label,
+        nav: this.#nav(url.pathname, d),
+        live: link('/api/live', { d: d || undefined }),
+        version: answer.version,
+      },
+      answer.body,
+    );
+    this.#snapshots.set(key, { at: this.#now(), body });
+    return { code: 200, body };
   }
 
   #now(): number {

@@ -121,94 +121,117 @@ export function planCommand(
       // A job its schema contract would fail: run would fail it, as a mistake to fix.
       const breached = plan.jobs.some((e) => e.schema_breaches !== undefined);
       const exit = refused ? EXIT.creditGuard : breached ? EXIT.invalidInput : EXIT.ok;
-      const { stdout } = ctx.io;
-      if (args.json) {
-        writeJson(stdout, plan);
-        return exit;
-      }
-      writeLine(stdout, `Plan for '${spec.name}' (nothing is spent; counts are free):`);
-      const { create, update } = plan.views;
-      if (create.length > 0) writeLine(stdout, `views run would create: ${create.join(', ')}`);
-      if (update.length > 0) writeLine(stdout, `views run would update: ${update.join(', ')}`);
-      writeLine(
-        stdout,
-        formatTable(
-          ['job', 'found', 'to download', 'credits needed', 'credits left', 'guard'],
-          plan.jobs.map((e) => [
-            e.job,
-            e.found,
-            e.records,
-            creditsText(e.needed),
-            creditsLeftText(e, plan),
-            e.verdict === 'refuse'
-              ? 'REFUSE'
-              : e.verdict === 'unknown'
-                ? 'unknown: legacy plan'
-                : 'pass',
-          ]),
-        ),
-      );
-      for (const e of plan.jobs) for (const r of e.refusals) writeLine(stdout, `  ${r.message}`);
-      for (const e of plan.jobs) {
-        if (e.pinned) {
-          const list = Object.entries(e.pinned).map(([field, type]) => `${field} ${type}`);
-          writeLine(stdout, `  ${e.job}: column types pinned: ${list.join(', ')}`);
-        }
-        for (const b of e.schema_breaches ?? []) {
-          const what = [
-            b.added.length > 0 ? `no column for ${b.added.join(', ')}` : '',
-            b.widened.length > 0 ? `would widen ${b.widened.join(', ')}` : '',
-          ].filter(Boolean);
-          writeLine(
-            stdout,
-            `  ${e.job}: SCHEMA CONTRACT: ${b.table} ${what.join('; ')}: run would fail the job before buying it`,
-          );
-        }
-      }
-      for (const e of plan.jobs) {
-        const job = spec.jobs.find((j) => j.name === e.job);
-        if (job?.kind === 'targeted_update') {
-          writeLine(
-            stdout,
-            `  ${e.job}: a targeted update: the service refreshes these records before ${job.refreshes} downloads them`,
-          );
-        } else if (job?.kind === 'scrape') {
-          writeLine(stdout, `  ${e.job}: a scrape: the records come fresh from their sources`);
-        }
-        if (e.reattaches) {
-          writeLine(
-            stdout,
-            `  ${e.job}: run re-attaches to ${describeKind(job ?? { kind: 'download' })} ${e.reattaches}, started by an earlier run: nothing more to pay`,
-          );
-        }
-      }
-      if (plan.account.plan === 'legacy') {
-        writeLine(
-          stdout,
-          `  the account is on a legacy plan (${(plan.account.total_used ?? 0).toLocaleString('en-US')} credits used in all): the service does not say what is left, so run checks max_credits${plan.budgets.length > 0 ? ' and the budgets' : ''} only, and the service refuses (402) what the account cannot pay for`,
-        );
-      }
-      if (plan.budgets.length > 0) {
-        writeLine(stdout, 'budgets (calendar periods in UTC):');
-        writeLine(stdout, budgetsTable(plan.budgets));
-      }
-      for (const e of plan.jobs) {
-        const inc = e.incremental;
-        if (!inc) continue;
-        const range =
-          inc.from === null
-            ? `every record${fullRefresh ? ' (--full-refresh)' : ' (first run)'}`
-            : `${inc.cursor} since ${inc.from}${inc.last === null ? ' (start)' : ` (cursor ${inc.last})`}`;
-        writeLine(
-          stdout,
-          `  ${e.job}: incremental, ${range}: ${plural(e.records, 'record')} to pay for, ${plural(inc.full_records, 'record')} in a full refresh${inc.credits_saved > 0 ? ` (${plural(inc.credits_saved, 'credit')} saved)` : ''}`,
-        );
-      }
+      if (args.json) writeJson(ctx.io.stdout, plan);
+      else writePlanText(spec, plan, fullRefresh, ctx.io.stdout);
       return exit;
     } finally {
       await client.close();
     }
   });
+}
+
+type Stdout = CliContext['io']['stdout'];
+
+/** `sluice plan` without `--json`: the jobs' table, then notes on each job, budgets and cursors. */
+function writePlanText(
+  spec: PipelineSpec,
+  plan: PlanReport,
+  fullRefresh: boolean,
+  stdout: Stdout,
+): void {
+  writeLine(stdout, `Plan for '${spec.name}' (nothing is spent; counts are free):`);
+  const { create, update } = plan.views;
+  if (create.length > 0) writeLine(stdout, `views run would create: ${create.join(', ')}`);
+  if (update.length > 0) writeLine(stdout, `views run would update: ${update.join(', ')}`);
+  writeLine(
+    stdout,
+    formatTable(
+      ['job', 'found', 'to download', 'credits needed', 'credits left', 'guard'],
+      plan.jobs.map((e) => [
+        e.job,
+        e.found,
+        e.records,
+        creditsText(e.needed),
+        creditsLeftText(e, plan),
+        e.verdict === 'refuse'
+          ? 'REFUSE'
+          : e.verdict === 'unknown'
+            ? 'unknown: legacy plan'
+            : 'pass',
+      ]),
+    ),
+  );
+  for (const e of plan.jobs) for (const r of e.refusals) writeLine(stdout, `  ${r.message}`);
+  writeSchemaNotes(plan, stdout);
+  writeKindNotes(spec, plan, stdout);
+  if (plan.account.plan === 'legacy') {
+    writeLine(
+      stdout,
+      `  the account is on a legacy plan (${(plan.account.total_used ?? 0).toLocaleString('en-US')} credits used in all): the service does not say what is left, so run checks max_credits${plan.budgets.length > 0 ? ' and the budgets' : ''} only, and the service refuses (402) what the account cannot pay for`,
+    );
+  }
+  if (plan.budgets.length > 0) {
+    writeLine(stdout, 'budgets (calendar periods in UTC):');
+    writeLine(stdout, budgetsTable(plan.budgets));
+  }
+  writeIncrementalNotes(plan, fullRefresh, stdout);
+}
+
+/** Per job: the column types pinned, and the schema contract breaches that would fail it. */
+function writeSchemaNotes(plan: PlanReport, stdout: Stdout): void {
+  for (const e of plan.jobs) {
+    if (e.pinned) {
+      const list = Object.entries(e.pinned).map(([field, type]) => `${field} ${type}`);
+      writeLine(stdout, `  ${e.job}: column types pinned: ${list.join(', ')}`);
+    }
+    for (const b of e.schema_breaches ?? []) {
+      const what = [
+        b.added.length > 0 ? `no column for ${b.added.join(', ')}` : '',
+        b.widened.length > 0 ? `would widen ${b.widened.join(', ')}` : '',
+      ].filter(Boolean);
+      writeLine(
+        stdout,
+        `  ${e.job}: SCHEMA CONTRACT: ${b.table} ${what.join('; ')}: run would fail the job before buying it`,
+      );
+    }
+  }
+}
+
+/** Per job: what a targeted update or a scrape does, and a purchase run would re-attach to. */
+function writeKindNotes(spec: PipelineSpec, plan: PlanReport, stdout: Stdout): void {
+  for (const e of plan.jobs) {
+    const job = spec.jobs.find((j) => j.name === e.job);
+    if (job?.kind === 'targeted_update') {
+      writeLine(
+        stdout,
+        `  ${e.job}: a targeted update: the service refreshes these records before ${job.refreshes} downloads them`,
+      );
+    } else if (job?.kind === 'scrape') {
+      writeLine(stdout, `  ${e.job}: a scrape: the records come fresh from their sources`);
+    }
+    if (e.reattaches) {
+      writeLine(
+        stdout,
+        `  ${e.job}: run re-attaches to ${describeKind(job ?? { kind: 'download' })} ${e.reattaches}, started by an earlier run: nothing more to pay`,
+      );
+    }
+  }
+}
+
+/** Per incremental job: the range it downloads, and what that saves against a full refresh. */
+function writeIncrementalNotes(plan: PlanReport, fullRefresh: boolean, stdout: Stdout): void {
+  for (const e of plan.jobs) {
+    const inc = e.incremental;
+    if (!inc) continue;
+    const range =
+      inc.from === null
+        ? `every record${fullRefresh ? ' (--full-refresh)' : ' (first run)'}`
+        : `${inc.cursor} since ${inc.from}${inc.last === null ? ' (start)' : ` (cursor ${inc.last})`}`;
+    writeLine(
+      stdout,
+      `  ${e.job}: incremental, ${range}: ${plural(e.records, 'record')} to pay for, ${plural(inc.full_records, 'record')} in a full refresh${inc.credits_saved > 0 ? ` (${plural(inc.credits_saved, 'credit')} saved)` : ''}`,
+    );
+  }
 }
 
 /** What the account has left for a job: per type, or why the service does not say. */

@@ -16,10 +16,7 @@ import { type PipelineArgs, withPipeline } from './pipeline-args.js';
  * tables. Read-only: it opens the destination for reading, creates nothing, and needs no
  * service credentials.
  */
-export function statusCommand(
-  args: PipelineArgs & { limit?: number; job?: string[] },
-  ctx: CliContext,
-): Promise<number> {
+export function statusCommand(args: StatusArgs, ctx: CliContext): Promise<number> {
   return withPipeline(args, ctx, { source: 'optional', usesSource: false }, async (spec) => {
     const credentials = credentialSources(spec, ctx);
     const now = ctx.clock?.now() ?? Date.now();
@@ -29,9 +26,13 @@ export function statusCommand(
   });
 }
 
+/** What `statusReport` returns when the destination holds state for the pipeline. */
+type FoundReport = Extract<Awaited<ReturnType<typeof statusReport>>, { state: 'found' }>;
+type StatusArgs = PipelineArgs & { limit?: number; job?: string[] };
+
 async function status(
   spec: PipelineSpec,
-  args: PipelineArgs & { limit?: number; job?: string[] },
+  args: StatusArgs,
   io: Io,
   env: NodeJS.ProcessEnv,
   now: number,
@@ -39,50 +40,76 @@ async function status(
 ): Promise<number> {
   const report = await statusReport(spec, env, now, { limit: args.limit ?? 10, jobs: args.job });
   if (report.state === 'none') {
-    const where = report.destination;
-    if (args.json) {
-      writeJson(io.stdout, {
-        pipeline: spec.name,
-        destination: where,
-        state: 'none',
-        runs: [],
-        budgets: report.budgets,
-        credentials,
-      });
-    } else {
-      writeLine(
-        io.stdout,
-        `no state found at ${where}: pipeline '${spec.name}' has not run against this destination (or the destination is not the one you meant)`,
-      );
-    }
-    return EXIT.ok;
+    writeNoState(spec, report, args.json, io, credentials);
+  } else if (args.json) {
+    writeStatusJson(spec, report, io, credentials);
+  } else {
+    writeStatusText(spec, report, io);
   }
-  const { resume, recent, paid, budgets } = report;
-  if (args.json) {
+  return EXIT.ok;
+}
+
+/** The destination holds no state of this pipeline: say where it looked. */
+function writeNoState(
+  spec: PipelineSpec,
+  report: { destination: string; budgets: BudgetStanding[] },
+  json: boolean | undefined,
+  io: Io,
+  credentials: CredentialDocument[],
+): void {
+  const where = report.destination;
+  if (json) {
     writeJson(io.stdout, {
       pipeline: spec.name,
-      destination: report.destination,
-      state: 'found',
-      resume: resume ?? null,
-      runs: recent.runs.map(({ summary, credits: _credits, ...run }) => ({
-        ...run,
-        credits_paid: paid.get(run.run_id) ?? {},
-        summary: summary ? JSON.parse(summary) : null,
-      })),
-      jobs: recent.jobs.map(({ summary: _summary, ...job }) => job),
-      // A scrape's saved answer is records, not status: it stays in the state tables.
-      downloads: recent.downloads.map(({ payload: _payload, ...d }) => ({
-        ...d,
-        kind: d.kind ?? 'download',
-      })),
-      files: recent.files,
-      rejects: recent.rejects,
-      cursors: recent.cursors,
-      budgets,
+      destination: where,
+      state: 'none',
+      runs: [],
+      budgets: report.budgets,
       credentials,
     });
-    return EXIT.ok;
+  } else {
+    writeLine(
+      io.stdout,
+      `no state found at ${where}: pipeline '${spec.name}' has not run against this destination (or the destination is not the one you meant)`,
+    );
   }
+}
+
+/** `--json`: the state found, as one document. */
+function writeStatusJson(
+  spec: PipelineSpec,
+  report: FoundReport,
+  io: Io,
+  credentials: CredentialDocument[],
+): void {
+  const { resume, recent, paid, budgets } = report;
+  writeJson(io.stdout, {
+    pipeline: spec.name,
+    destination: report.destination,
+    state: 'found',
+    resume: resume ?? null,
+    runs: recent.runs.map(({ summary, credits: _credits, ...run }) => ({
+      ...run,
+      credits_paid: paid.get(run.run_id) ?? {},
+      summary: summary ? JSON.parse(summary) : null,
+    })),
+    jobs: recent.jobs.map(({ summary: _summary, ...job }) => job),
+    // A scrape's saved answer is records, not status: it stays in the state tables.
+    downloads: recent.downloads.map(({ payload: _payload, ...d }) => ({
+      ...d,
+      kind: d.kind ?? 'download',
+    })),
+    files: recent.files,
+    rejects: recent.rejects,
+    cursors: recent.cursors,
+    budgets,
+    credentials,
+  });
+}
+
+/** The state found, as tables: runs, downloads, then cursors and budgets when there are any. */
+function writeStatusText(spec: PipelineSpec, report: FoundReport, io: Io): void {
+  const { resume, recent, paid, budgets } = report;
   writeLine(io.stdout, `Pipeline '${spec.name}' in ${report.destination}`);
   if (resume) {
     writeLine(
@@ -108,6 +135,30 @@ async function status(
     ),
   );
   writeLine(io.stdout);
+  writeDownloads(recent, io);
+  if (recent.cursors.length > 0) {
+    writeLine(io.stdout);
+    writeLine(
+      io.stdout,
+      'Cursors of incremental jobs (the next run downloads from here, less the lookback)',
+    );
+    writeLine(
+      io.stdout,
+      formatTable(
+        ['job', 'field', 'cursor', 'moved at', 'by run'],
+        recent.cursors.map((c) => [c.job, c.field, c.value, c.updated_at, c.run_id]),
+      ),
+    );
+  }
+  if (budgets.length > 0) {
+    writeLine(io.stdout);
+    writeLine(io.stdout, 'Budgets: spent this period (calendar periods in UTC)');
+    writeLine(io.stdout, budgetsTable(budgets));
+  }
+}
+
+/** The downloads table, with the files loaded and records rejected of each download. */
+function writeDownloads(recent: FoundReport['recent'], io: Io): void {
   // Targeted updates and scrapes are bought as downloads are, and listed with them.
   const kinds = recent.downloads.some((d) => d.kind);
   writeLine(io.stdout, kinds ? 'Downloads, targeted updates and scrapes' : 'Downloads');
@@ -145,26 +196,6 @@ async function status(
       }),
     ),
   );
-  if (recent.cursors.length > 0) {
-    writeLine(io.stdout);
-    writeLine(
-      io.stdout,
-      'Cursors of incremental jobs (the next run downloads from here, less the lookback)',
-    );
-    writeLine(
-      io.stdout,
-      formatTable(
-        ['job', 'field', 'cursor', 'moved at', 'by run'],
-        recent.cursors.map((c) => [c.job, c.field, c.value, c.updated_at, c.run_id]),
-      ),
-    );
-  }
-  if (budgets.length > 0) {
-    writeLine(io.stdout);
-    writeLine(io.stdout, 'Budgets: spent this period (calendar periods in UTC)');
-    writeLine(io.stdout, budgetsTable(budgets));
-  }
-  return EXIT.ok;
 }
 
 function kindText(kind: string | null | undefined): string {
