@@ -147,66 +147,17 @@ async function runUntraced(spec: PipelineSpec, options: RunOptions): Promise<Run
     await inStage('login', () => checkLogin(client, options.signal));
     destination =
       options.destination ??
-      (await inStage('destination', () =>
-        openPipelineDestination(spec, env, {
-          ...(options.signal ? { signal: options.signal } : {}),
-          logger: log,
-          wait: options.wait === true,
-          onWait: (where) =>
-            waiting(
-              `another process has ${where} open, and its database lets one process at a time write to it; waiting for it to end`,
-            ),
-        }),
-      ));
+      (await inStage('destination', () => openRunDestination(spec, env, options, log, waiting)));
     await inStage('destination', () => destination!.ensureState());
     const runId = randomUUID();
-    const lock: Lock = await destination
-      .lock(`pipeline:${spec.name}`, {
-        wait: options.wait === true,
-        holder: runId,
-        ...(options.signal ? { signal: options.signal } : {}),
-        onWait: (where) =>
-          waiting(
-            `another run of pipeline '${spec.name}' is in progress (it holds ${where}); waiting for it to end`,
-          ),
-      })
-      .catch((error: unknown) => {
-        if ((error as { code?: unknown }).code !== 'SLUICE_LOCKED') throw markStage(error, 'lock');
-        throw new SluiceError(
-          `another run of pipeline '${spec.name}' is in progress on ${destination!.description} (${(error as Error).message}); wait for it, or run with --wait`,
-          { code: 'SLUICE_LOCKED' },
-        );
-      })
-      .catch((error: unknown) => {
-        throw markStage(error, 'lock');
-      });
+    const lock = await lockPipeline(spec, destination, runId, options, waiting);
     try {
       const parallel = options.parallel ?? spec.maxParallelJobs;
       return await runLocked(
         spec,
         selected,
         { waitedSince, ...(options.batch ? { batch: options.batch } : {}) },
-        {
-          spec,
-          runId,
-          client,
-          destination,
-          clock,
-          logger: log.child({ run_id: runId }),
-          progress: options.progress,
-          env,
-          fresh: options.fresh === true,
-          fullRefresh: options.fullRefresh === true,
-          ...(options.runKey === undefined ? {} : { runKey: options.runKey }),
-          views: new ViewSync(client, spec, log, options.signal),
-          guard: new RunGuard(
-            client,
-            // Jobs that wait for another (an owner lookup, a refreshed job) take no turn.
-            selected.filter((j) => !j.people_keys_from && !j.refreshedBy).map((j) => j.name),
-          ),
-          loads: pLimit(loadsAtOnce(env, destination.capabilities.concurrentWriters)),
-          ...(options.signal ? { signal: options.signal } : {}),
-        },
+        runContext(spec, selected, options, { runId, client, destination, clock, log, env }),
         parallel,
       );
     } finally {
@@ -216,6 +167,96 @@ async function runUntraced(spec: PipelineSpec, options: RunOptions): Promise<Run
     if (!options.destination) await destination?.close();
     if (!options.client) await client.close();
   }
+}
+
+/** The pipeline's destination opened for a run; with --wait, for a database another holds. */
+function openRunDestination(
+  spec: PipelineSpec,
+  env: NodeJS.ProcessEnv,
+  options: RunOptions,
+  log: Logger,
+  waiting: (message: string) => void,
+): Promise<Destination> {
+  return openPipelineDestination(spec, env, {
+    ...(options.signal ? { signal: options.signal } : {}),
+    logger: log,
+    wait: options.wait === true,
+    onWait: (where) =>
+      waiting(
+        `another process has ${where} open, and its database lets one process at a time write to it; waiting for it to end`,
+      ),
+  });
+}
+
+/**
+ * The pipeline's lock, held by this run: one run of a pipeline at a time. Without --wait, a run
+ * that finds it held is refused (SLUICE_LOCKED); any failure is of the `lock` stage.
+ */
+function lockPipeline(
+  spec: PipelineSpec,
+  destination: Destination,
+  runId: string,
+  options: RunOptions,
+  waiting: (message: string) => void,
+): Promise<Lock> {
+  return destination
+    .lock(`pipeline:${spec.name}`, {
+      wait: options.wait === true,
+      holder: runId,
+      ...(options.signal ? { signal: options.signal } : {}),
+      onWait: (where) =>
+        waiting(
+          `another run of pipeline '${spec.name}' is in progress (it holds ${where}); waiting for it to end`,
+        ),
+    })
+    .catch((error: unknown) => {
+      if ((error as { code?: unknown }).code !== 'SLUICE_LOCKED') throw markStage(error, 'lock');
+      throw new SluiceError(
+        `another run of pipeline '${spec.name}' is in progress on ${destination.description} (${(error as Error).message}); wait for it, or run with --wait`,
+        { code: 'SLUICE_LOCKED' },
+      );
+    })
+    .catch((error: unknown) => {
+      throw markStage(error, 'lock');
+    });
+}
+
+/** What the run's jobs share: its client, destination, clock, guard, views and load slots. */
+function runContext(
+  spec: PipelineSpec,
+  selected: JobSpec[],
+  options: RunOptions,
+  run: {
+    runId: string;
+    client: ServiceClient;
+    destination: Destination;
+    clock: Clock;
+    log: Logger;
+    env: NodeJS.ProcessEnv;
+  },
+): RunContext {
+  const { runId, client, destination, clock, log, env } = run;
+  return {
+    spec,
+    runId,
+    client,
+    destination,
+    clock,
+    logger: log.child({ run_id: runId }),
+    progress: options.progress,
+    env,
+    fresh: options.fresh === true,
+    fullRefresh: options.fullRefresh === true,
+    ...(options.runKey === undefined ? {} : { runKey: options.runKey }),
+    views: new ViewSync(client, spec, log, options.signal),
+    guard: new RunGuard(
+      client,
+      // Jobs that wait for another (an owner lookup, a refreshed job) take no turn.
+      selected.filter((j) => !j.people_keys_from && !j.refreshedBy).map((j) => j.name),
+    ),
+    loads: pLimit(loadsAtOnce(env, destination.capabilities.concurrentWriters)),
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
 }
 
 /**
