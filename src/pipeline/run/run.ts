@@ -25,7 +25,7 @@ import { selectJobs } from '../spec/select.js';
 import type { JobSpec, PipelineSpec } from '../spec/spec.js';
 import { inSpan } from '../trace.js';
 import { logClientEvent, logExchange } from './client-log.js';
-import { priorWork, priorWorkText } from './prior-work.js';
+import { type PriorWork, priorWork, priorWorkText } from './prior-work.js';
 import { replaySummary, replayText, unitOf } from './replay.js';
 import { loadsAtOnce, runJobs } from './schedule.js';
 import { traceRun } from './trace-run.js';
@@ -147,66 +147,17 @@ async function runUntraced(spec: PipelineSpec, options: RunOptions): Promise<Run
     await inStage('login', () => checkLogin(client, options.signal));
     destination =
       options.destination ??
-      (await inStage('destination', () =>
-        openPipelineDestination(spec, env, {
-          ...(options.signal ? { signal: options.signal } : {}),
-          logger: log,
-          wait: options.wait === true,
-          onWait: (where) =>
-            waiting(
-              `another process has ${where} open, and its database lets one process at a time write to it; waiting for it to end`,
-            ),
-        }),
-      ));
+      (await inStage('destination', () => openRunDestination(spec, env, options, log, waiting)));
     await inStage('destination', () => destination!.ensureState());
     const runId = randomUUID();
-    const lock: Lock = await destination
-      .lock(`pipeline:${spec.name}`, {
-        wait: options.wait === true,
-        holder: runId,
-        ...(options.signal ? { signal: options.signal } : {}),
-        onWait: (where) =>
-          waiting(
-            `another run of pipeline '${spec.name}' is in progress (it holds ${where}); waiting for it to end`,
-          ),
-      })
-      .catch((error: unknown) => {
-        if ((error as { code?: unknown }).code !== 'SLUICE_LOCKED') throw markStage(error, 'lock');
-        throw new SluiceError(
-          `another run of pipeline '${spec.name}' is in progress on ${destination!.description} (${(error as Error).message}); wait for it, or run with --wait`,
-          { code: 'SLUICE_LOCKED' },
-        );
-      })
-      .catch((error: unknown) => {
-        throw markStage(error, 'lock');
-      });
+    const lock = await lockPipeline(spec, destination, runId, options, waiting);
     try {
       const parallel = options.parallel ?? spec.maxParallelJobs;
       return await runLocked(
         spec,
         selected,
         { waitedSince, ...(options.batch ? { batch: options.batch } : {}) },
-        {
-          spec,
-          runId,
-          client,
-          destination,
-          clock,
-          logger: log.child({ run_id: runId }),
-          progress: options.progress,
-          env,
-          fresh: options.fresh === true,
-          fullRefresh: options.fullRefresh === true,
-          ...(options.runKey === undefined ? {} : { runKey: options.runKey }),
-          views: new ViewSync(client, spec, log, options.signal),
-          guard: new RunGuard(
-            client,
-            // Jobs that wait for another (an owner lookup, a refreshed job) take no turn.
-            selected.filter((j) => !j.people_keys_from && !j.refreshedBy).map((j) => j.name),
-          ),
-          loads: pLimit(loadsAtOnce(env, destination.capabilities.concurrentWriters)),
-          ...(options.signal ? { signal: options.signal } : {}),
-        },
+        runContext(spec, selected, options, { runId, client, destination, clock, log, env }),
         parallel,
       );
     } finally {
@@ -216,6 +167,96 @@ async function runUntraced(spec: PipelineSpec, options: RunOptions): Promise<Run
     if (!options.destination) await destination?.close();
     if (!options.client) await client.close();
   }
+}
+
+/** The pipeline's destination opened for a run; with --wait, for a database another holds. */
+function openRunDestination(
+  spec: PipelineSpec,
+  env: NodeJS.ProcessEnv,
+  options: RunOptions,
+  log: Logger,
+  waiting: (message: string) => void,
+): Promise<Destination> {
+  return openPipelineDestination(spec, env, {
+    ...(options.signal ? { signal: options.signal } : {}),
+    logger: log,
+    wait: options.wait === true,
+    onWait: (where) =>
+      waiting(
+        `another process has ${where} open, and its database lets one process at a time write to it; waiting for it to end`,
+      ),
+  });
+}
+
+/**
+ * The pipeline's lock, held by this run: one run of a pipeline at a time. Without --wait, a run
+ * that finds it held is refused (SLUICE_LOCKED); any failure is of the `lock` stage.
+ */
+function lockPipeline(
+  spec: PipelineSpec,
+  destination: Destination,
+  runId: string,
+  options: RunOptions,
+  waiting: (message: string) => void,
+): Promise<Lock> {
+  return destination
+    .lock(`pipeline:${spec.name}`, {
+      wait: options.wait === true,
+      holder: runId,
+      ...(options.signal ? { signal: options.signal } : {}),
+      onWait: (where) =>
+        waiting(
+          `another run of pipeline '${spec.name}' is in progress (it holds ${where}); waiting for it to end`,
+        ),
+    })
+    .catch((error: unknown) => {
+      if ((error as { code?: unknown }).code !== 'SLUICE_LOCKED') throw markStage(error, 'lock');
+      throw new SluiceError(
+        `another run of pipeline '${spec.name}' is in progress on ${destination.description} (${(error as Error).message}); wait for it, or run with --wait`,
+        { code: 'SLUICE_LOCKED' },
+      );
+    })
+    .catch((error: unknown) => {
+      throw markStage(error, 'lock');
+    });
+}
+
+/** What the run's jobs share: its client, destination, clock, guard, views and load slots. */
+function runContext(
+  spec: PipelineSpec,
+  selected: JobSpec[],
+  options: RunOptions,
+  run: {
+    runId: string;
+    client: ServiceClient;
+    destination: Destination;
+    clock: Clock;
+    log: Logger;
+    env: NodeJS.ProcessEnv;
+  },
+): RunContext {
+  const { runId, client, destination, clock, log, env } = run;
+  return {
+    spec,
+    runId,
+    client,
+    destination,
+    clock,
+    logger: log.child({ run_id: runId }),
+    progress: options.progress,
+    env,
+    fresh: options.fresh === true,
+    fullRefresh: options.fullRefresh === true,
+    ...(options.runKey === undefined ? {} : { runKey: options.runKey }),
+    views: new ViewSync(client, spec, log, options.signal),
+    guard: new RunGuard(
+      client,
+      // Jobs that wait for another (an owner lookup, a refreshed job) take no turn.
+      selected.filter((j) => !j.people_keys_from && !j.refreshedBy).map((j) => j.name),
+    ),
+    loads: pLimit(loadsAtOnce(env, destination.capabilities.concurrentWriters)),
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
 }
 
 /**
@@ -262,11 +303,10 @@ async function runLocked(
   parallel: number,
 ): Promise<RunSummary> {
   const { destination, clock, logger: log } = ctx;
-  const state = destination.state;
   const started = clock.now();
   const startedAt = isoAt(clock);
   await markDeadRuns(ctx);
-  const prior = await priorWork(state, spec, selected, {
+  const prior = await priorWork(destination.state, spec, selected, {
     runKey: ctx.runKey,
     fresh: ctx.fresh,
     waitedSince: request.waitedSince,
@@ -282,11 +322,32 @@ async function runLocked(
     log.info(replayText(summary));
     return summary;
   }
-  const resume = prior.resumes;
   if (prior.loaded) ctx.resume = prior.loaded;
   const continued = priorWorkText(prior, ctx.runKey);
   if (continued) log.info(continued);
-  await state.startRun({
+  const summary = await startRun(spec, selected, request, ctx, {
+    startedAt,
+    resume: prior.resumes,
+  });
+  let runError = await claimTables(ctx, selected);
+  if (runError === undefined) await runSelected(ctx, selected, parallel, summary);
+  if (ctx.views.failure !== undefined) {
+    runError = errorInfo(ctx.views.failure, 'views');
+    if (!ctx.signal?.aborted) log.error(`views: ${runError.message}`);
+  }
+  return finishRun(ctx, summary, runError, started);
+}
+
+/** The run recorded in `_sluice_runs` as running, and its summary before any job ran. */
+async function startRun(
+  spec: PipelineSpec,
+  selected: JobSpec[],
+  request: RunRequest,
+  ctx: RunContext,
+  at: { startedAt: string; resume: PriorWork['resumes'] },
+): Promise<RunSummary> {
+  const { startedAt, resume } = at;
+  await ctx.destination.state.startRun({
     runId: ctx.runId,
     pipeline: spec.name,
     startedAt,
@@ -295,58 +356,78 @@ async function runLocked(
     selectedJobs: unitOf(selected),
     batch: request.batch ?? null,
   });
-  const summary: RunSummary = {
+  return {
     pipeline: spec.name,
     run_id: ctx.runId,
     resumed_from: resume?.run.run_id ?? null,
     status: 'succeeded',
     replayed: false,
-    destination: destination.description,
+    destination: ctx.destination.description,
     started_at: startedAt,
     seconds: 0,
     credits: {},
     views: { created: [], updated: [], unchanged: [] },
     jobs: [],
   };
-  let runError: ErrorInfo | undefined;
+}
+
+/**
+ * Before anything is bought: a table of another pipeline, or role, refuses the run. Gives the
+ * run's error then (logged unless the run was stopped).
+ */
+async function claimTables(ctx: RunContext, selected: JobSpec[]): Promise<ErrorInfo | undefined> {
   try {
-    // Before anything is bought: a table of another pipeline, or role, refuses the run.
     await claimJobTables(ctx, selected);
+    return undefined;
   } catch (error) {
-    runError = errorInfo(error, 'tables');
-    if (!ctx.signal?.aborted) log.error(`tables: ${runError.message}`);
+    const runError = errorInfo(error, 'tables');
+    if (!ctx.signal?.aborted) ctx.logger.error(`tables: ${runError.message}`);
+    return runError;
   }
-  if (runError === undefined) {
-    // Views are synced by the jobs that need them, each once its guard and contract passed.
-    summary.views = ctx.views.done;
-    // Each job's phases go to _sluice_phases too, for the dashboard's timeline.
-    const shown = ctx.progress;
-    const phases = new PhaseRecorder(
-      shown,
-      state,
-      { runId: ctx.runId, pipeline: spec.name },
-      () => isoAt(clock),
-      log,
-    );
-    ctx.progress = phases;
-    try {
-      summary.jobs = await runJobs(ctx, selected, parallel);
-    } finally {
-      ctx.progress = shown;
-      await phases.flush();
-    }
-    for (const outcome of summary.jobs) addCredits(summary.credits, outcome.credits);
+}
+
+/** The selected jobs run, their outcomes, views and credits put in the run's summary. */
+async function runSelected(
+  ctx: RunContext,
+  selected: JobSpec[],
+  parallel: number,
+  summary: RunSummary,
+): Promise<void> {
+  // Views are synced by the jobs that need them, each once its guard and contract passed.
+  summary.views = ctx.views.done;
+  // Each job's phases go to _sluice_phases too, for the dashboard's timeline.
+  const shown = ctx.progress;
+  const phases = new PhaseRecorder(
+    shown,
+    ctx.destination.state,
+    { runId: ctx.runId, pipeline: ctx.spec.name },
+    () => isoAt(ctx.clock),
+    ctx.logger,
+  );
+  ctx.progress = phases;
+  try {
+    summary.jobs = await runJobs(ctx, selected, parallel);
+  } finally {
+    ctx.progress = shown;
+    await phases.flush();
   }
-  if (ctx.views.failure !== undefined) {
-    runError = errorInfo(ctx.views.failure, 'views');
-    if (!ctx.signal?.aborted) log.error(`views: ${runError.message}`);
-  }
+  for (const outcome of summary.jobs) addCredits(summary.credits, outcome.credits);
+}
+
+/** The run's status from its jobs and its own error, recorded in `_sluice_runs`. */
+async function finishRun(
+  ctx: RunContext,
+  summary: RunSummary,
+  runError: ErrorInfo | undefined,
+  started: number,
+): Promise<RunSummary> {
+  const { clock } = ctx;
   const aborted = ctx.signal?.aborted === true;
   summary.status = runStatus(summary.jobs, aborted ? undefined : runError, aborted);
   if (runError && !aborted) summary.error = runError;
   summary.seconds = Math.round((clock.now() - started) / 10) / 100;
   const failure = summary.error ?? summary.jobs.find((j) => j.error)?.error;
-  await state.finishRun(ctx.runId, {
+  await ctx.destination.state.finishRun(ctx.runId, {
     finished_at: isoAt(clock),
     status: summary.status,
     stage: failure?.stage ?? null,

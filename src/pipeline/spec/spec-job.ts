@@ -118,6 +118,49 @@ function refreshStep(
 }
 
 function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext): JobSpec {
+  const { check } = ctx;
+  const { view, onlyTraceable } = checkJobSettings(raw, name, j, ctx);
+  const query = j.query ?? 'keys:*';
+  check(() => checkJobQuery(name, j, query, ctx));
+  const keys = Array.isArray(j.key) ? j.key : [j.key];
+  if (j.write === 'merge' && j.people_keys_from === undefined) {
+    check(() => checkMergeKeys(name, j, keys, view, ctx));
+  }
+  if (j.incremental !== undefined) check(() => checkIncremental(name, j, view, ctx.fail));
+  const table = check(() => tableOf(name, j, ctx, raw.naming)) ?? j.table ?? name;
+  const columns = check(() => columnHints(name, j, ctx)) ?? {};
+  const downloadHash = downloadHashOf(raw, j, { query, view, onlyTraceable });
+  const loadSettings = loadSettingsOf(raw, j, { table, keys, columns });
+  const { refresh: _refresh, require_people_data: _old, notify: _notify, ...rest } = j;
+  return {
+    ...rest,
+    ...(onlyTraceable === undefined ? {} : { only_traceable: onlyTraceable }),
+    name,
+    kind: j.scrape ? 'scrape' : 'download',
+    records: j.records === 'all' ? undefined : j.records,
+    query,
+    table,
+    key: j.people_keys_from ? ['people_key'] : keys,
+    columns,
+    schema: contractOf(ctx.contract, j.schema),
+    downloadHash,
+    loadSettings,
+    loadHash: hash(loadSettings),
+  };
+}
+
+/**
+ * The first checks of a job, in the order `validate` says their mistakes: the API version, the
+ * real-time settings, the refresh query, the view (and what auto_trace needs of it), the flags
+ * of properties, the owner lookup and nested tables. Gives the job's view and its
+ * `only_traceable` (under either of its names).
+ */
+function checkJobSettings(
+  raw: RawPipeline,
+  name: string,
+  j: RawJob,
+  ctx: JobContext,
+): { view: JobView; onlyTraceable: boolean | undefined } {
   const { fail, check } = ctx;
   const at = (...rest: string[]) => ['jobs', name, ...rest];
   if (raw.source.api === 'v3') check(() => checkV3Job(raw, name, j, fail, ctx.offline));
@@ -153,55 +196,53 @@ function resolveOne(raw: RawPipeline, name: string, j: RawJob, ctx: JobContext):
       ),
     );
   }
-  const query = j.query ?? 'keys:*';
-  check(() => checkJobQuery(name, j, query, ctx));
-  const keys = Array.isArray(j.key) ? j.key : [j.key];
-  if (j.write === 'merge' && j.people_keys_from === undefined) {
-    check(() => checkMergeKeys(name, j, keys, view, ctx));
-  }
-  if (j.incremental !== undefined) check(() => checkIncremental(name, j, view, fail));
-  const table = check(() => tableOf(name, j, ctx, raw.naming)) ?? j.table ?? name;
-  const columns = check(() => columnHints(name, j, ctx)) ?? {};
-  const downloadHash = hash({
+  return { view, onlyTraceable };
+}
+
+/**
+ * What names the job's download in the state tables: a run re-attaches to an unfinished one of
+ * the same hash. Its keys and their order are part of it, and must not move.
+ */
+function downloadHashOf(
+  raw: RawPipeline,
+  j: RawJob,
+  of: { query: string; view: JobView; onlyTraceable: boolean | undefined },
+): string {
+  return hash({
     api: raw.source.api,
     type: j.type,
-    query,
+    query: of.query,
     records: j.records,
     view: j.view ?? null,
-    viewFields: view.declared?.fields ?? null,
+    viewFields: of.view.declared?.fields ?? null,
     format: j.format,
     auto_trace: j.auto_trace,
     address_matching: j.address_matching ?? null,
     // Under the flag's old name, so that a download started before the rename re-attaches.
-    require_people_data: onlyTraceable ?? null,
+    require_people_data: of.onlyTraceable ?? null,
     // Only when set, so that the jobs of a file written before scrapes keep their hash.
     ...(j.scrape ? { kind: 'scrape' } : {}),
   });
-  const loadSettings: LoadSettings = {
-    table,
+}
+
+/**
+ * How the job's rows are written; its hash (`loadHash`) says when a table was loaded otherwise.
+ * Its keys and their order are part of the hash, and must not move.
+ */
+function loadSettingsOf(
+  raw: RawPipeline,
+  j: RawJob,
+  of: { table: string; keys: string[]; columns: Record<string, ColumnType> },
+): LoadSettings {
+  return {
+    table: of.table,
     write: j.write,
     nested: j.nested,
-    key: keys,
+    key: of.keys,
     people_table: j.people_table ?? null,
     // Only when set, so that the jobs of a file written before hints keep their hash.
-    ...(Object.keys(columns).length > 0 ? { columns: sortedEntries(columns) } : {}),
+    ...(Object.keys(of.columns).length > 0 ? { columns: sortedEntries(of.columns) } : {}),
     ...(raw.naming === 'snake_case' ? { naming: raw.naming } : {}),
-  };
-  const { refresh: _refresh, require_people_data: _old, notify: _notify, ...rest } = j;
-  return {
-    ...rest,
-    ...(onlyTraceable === undefined ? {} : { only_traceable: onlyTraceable }),
-    name,
-    kind: j.scrape ? 'scrape' : 'download',
-    records: j.records === 'all' ? undefined : j.records,
-    query,
-    table,
-    key: j.people_keys_from ? ['people_key'] : keys,
-    columns,
-    schema: contractOf(ctx.contract, j.schema),
-    downloadHash,
-    loadSettings,
-    loadHash: hash(loadSettings),
   };
 }
 

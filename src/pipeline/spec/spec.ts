@@ -27,6 +27,7 @@ import {
   BUDGET_AMOUNT,
   type Budget,
   type BudgetPeriod,
+  type JobSpec,
   knownKeys,
   type PipelineSpec,
   pipelineSchema,
@@ -301,22 +302,38 @@ function issueErrors(
   return [at(path, message)];
 }
 
+/** How `resolve` says the file's mistakes, and what its steps share. */
+interface ResolveOptions {
+  lenient: boolean;
+  warnings: string[];
+  views: 'offline' | 'service';
+  strictFields: boolean;
+  lookup: EnvLookup;
+  /** Where each mistake found is noted; the caller throws them all. */
+  problems: PipelineSpecError[];
+}
+
+/** Throws a mistake at a field of the file, with its line. */
+type Fail = (message: string, path: string[]) => never;
+
+/** Runs a check, noting the mistake it throws: undefined then, and the next check goes on. */
+type Check = <T>(work: () => T) => T | undefined;
+
+/** Where a mistake is said: the file, and a field's line in it. */
+interface FileAt {
+  file: string;
+  doc: Document;
+  lineOf: (offset: number | undefined) => number | undefined;
+}
+
 function resolve(
   raw: RawPipeline,
   file: string,
   doc: Document,
   lineOf: (offset: number | undefined) => number | undefined,
-  options: {
-    lenient: boolean;
-    warnings: string[];
-    views: 'offline' | 'service';
-    strictFields: boolean;
-    lookup: EnvLookup;
-    /** Where each mistake found is noted; the caller throws them all. */
-    problems: PipelineSpecError[];
-  },
+  options: ResolveOptions,
 ): Omit<PipelineSpec, 'credentials'> {
-  const fail = (message: string, path: string[]): never => {
+  const fail: Fail = (message, path) => {
     throw new PipelineSpecError(message, {
       file,
       line: lineOf(nodeStart(doc, path)),
@@ -326,7 +343,7 @@ function resolve(
   // Every mistake of the file at once: each check throws its first, which is kept, and the next
   // check goes on.
   const { problems } = options;
-  const check = <T>(work: () => T): T | undefined => {
+  const check: Check = (work) => {
     try {
       return work();
     } catch (error) {
@@ -335,9 +352,47 @@ function resolve(
       return undefined;
     }
   };
+  checkSource(raw, options, fail, check);
+  const destination = destinationOfFile(raw.destination);
+  if (destinationEntryOf(destination.url) === undefined) {
+    check(() => fail(`expected ${destinationExamples()}`, ['destination']));
+  }
+  for (const { setting, problem } of settingProblems(destination.settings)) {
+    check(() => fail(problem, ['destination', setting]));
+  }
+  const tables: TableClaim[] = [];
+  const jobs = resolveJobs(raw, { file, doc, lineOf }, options, { fail, check, tables });
+  problems.push(...tableNameProblems(tables, file, raw.name, raw.naming));
+  const budgets = check(() => budgetsOf(raw, fail)) ?? [];
+  const notify = check(() => pipelineNotify(raw, fail, options.lookup, file)) ?? { jobs: {} };
+  return {
+    file,
+    baseDir: dirname(resolvePath(file)),
+    name: raw.name,
+    source: { ...raw.source, url: raw.source.url ?? '' },
+    destination,
+    views: raw.views,
+    jobs,
+    resumeWindow: raw.resume_window,
+    maxParallelJobs: raw.max_parallel_jobs,
+    warnings: options.warnings,
+    budgets,
+    naming: raw.naming,
+    tables,
+    strictFields: options.strictFields,
+    notify,
+  };
+}
+
+/**
+ * What `source:` must say for `run`: a URL whose API version agrees with `api:`, and the
+ * credentials that API takes. Commands that never talk to the service only warn of what is
+ * missing.
+ */
+function checkSource(raw: RawPipeline, options: ResolveOptions, fail: Fail, check: Check): void {
   // Commands that never talk to the service only note what `run` would need.
   // An unset variable or an unreadable secret of the source was noted where it is used.
-  const unsetSource = problems.some((p) => p.path.startsWith('source.'));
+  const unsetSource = options.problems.some((p) => p.path.startsWith('source.'));
   const need = (message: string, path: string[]) => {
     if (!options.lenient) {
       if (!unsetSource) check(() => fail(message, path));
@@ -369,14 +424,19 @@ function resolve(
   if (raw.source.api === 'v3' && !raw.source.token) {
     need('the v3 API needs token (e.g. ${SLUICE_API_TOKEN})', ['source']);
   }
-  const destination = destinationOfFile(raw.destination);
-  if (destinationEntryOf(destination.url) === undefined) {
-    check(() => fail(`expected ${destinationExamples()}`, ['destination']));
-  }
-  for (const { setting, problem } of settingProblems(destination.settings)) {
-    check(() => fail(problem, ['destination', setting]));
-  }
-  const tables: TableClaim[] = [];
+}
+
+/**
+ * Each job resolved (a job in error is left out, its mistakes noted), and the tables they claim
+ * gathered into `tables`, each with its line in the file.
+ */
+function resolveJobs(
+  raw: RawPipeline,
+  at: FileAt,
+  options: ResolveOptions,
+  shared: { fail: Fail; check: Check; tables: TableClaim[] },
+): JobSpec[] {
+  const { fail, check, tables } = shared;
   const contract = raw.schema;
   const jobs = Object.entries(raw.jobs).flatMap(([name, j]) => {
     const job = check(() =>
@@ -384,7 +444,7 @@ function resolve(
         fail,
         warnAt: (message, path) =>
           options.warnings.push(
-            `${file}:${lineOf(nodeStart(doc, path)) ?? '?'}: ${path.join('.')}: ${message}`,
+            `${at.file}:${at.lineOf(nodeStart(at.doc, path)) ?? '?'}: ${path.join('.')}: ${message}`,
           ),
         offline: options.views === 'offline',
         tables,
@@ -397,29 +457,10 @@ function resolve(
     return job ?? [];
   });
   for (const claim of tables) {
-    const line = lineOf(nodeStart(doc, claim.path));
+    const line = at.lineOf(nodeStart(at.doc, claim.path));
     if (line !== undefined) claim.line = line;
   }
-  problems.push(...tableNameProblems(tables, file, raw.name, raw.naming));
-  const budgets = check(() => budgetsOf(raw, fail)) ?? [];
-  const notify = check(() => pipelineNotify(raw, fail, options.lookup, file)) ?? { jobs: {} };
-  return {
-    file,
-    baseDir: dirname(resolvePath(file)),
-    name: raw.name,
-    source: { ...raw.source, url: raw.source.url ?? '' },
-    destination,
-    views: raw.views,
-    jobs,
-    resumeWindow: raw.resume_window,
-    maxParallelJobs: raw.max_parallel_jobs,
-    warnings: options.warnings,
-    budgets,
-    naming: raw.naming,
-    tables,
-    strictFields: options.strictFields,
-    notify,
-  };
+  return jobs;
 }
 
 /**
