@@ -3,8 +3,8 @@ import { ColumnNames, Naming, type NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType } from '../schema/types.js';
 import { CommittedTables } from './core/committed-tables.js';
+import { DashboardReads } from './core/dashboard-reads.js';
 import { LeaseFence } from './core/lease-fence.js';
-import { DashboardReads } from './dashboard-reads.js';
 import type {
   Destination,
   FileOptions,
