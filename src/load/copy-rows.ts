@@ -3,8 +3,8 @@ import type { PackedRows } from '../schema/types.js';
 import type { BoundColumn, TableRows } from './dialect.js';
 
 /**
- * Rows in PostgreSQL's COPY text format as a table takes them, for the destinations whose bulk
- * loader reads it (PostgreSQL's COPY, DuckDB's CSV reader).
+ * Rows in the COPY text format (tab-separated, `\N` for NULL) as a table takes them, for the
+ * destinations whose bulk loader reads it (a server's COPY, an embedded database's CSV reader).
  */
 
 const CHUNK_CHARS = 256 * 1024;

@@ -4,7 +4,7 @@ import type { RowEncoding } from '../schema/copy-text.js';
 import type { Naming, NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType, PackedRows, Row } from '../schema/types.js';
-import type { DashboardReads } from './dashboard-reads.js';
+import type { DashboardReads } from './core/dashboard-reads.js';
 import type {
   AlertRow,
   Attempt,
@@ -24,7 +24,7 @@ export type {
   Paged,
   RejectFilter,
   RunFilter,
-} from './dashboard-reads.js';
+} from './core/dashboard-reads.js';
 export type {
   AlertRow,
   Attempt,

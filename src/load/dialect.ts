@@ -22,7 +22,8 @@ import type { StateDatabase } from './state-tables.js';
  * - `test-target.ts`: fresh targets for tests (`DestinationEntry.testTargets`).
  *
  * Names here are physical (already within the identifier limit). Only `src/load/` sees these
- * interfaces. `C` is the dialect's handle on one transaction (a better-sqlite3 handle, a client).
+ * interfaces. `C` is the dialect's handle on one transaction (an embedded database's handle, a
+ * server's client).
  */
 export interface Dialect<C> {
   /** The destination's name in the registry (`DestinationEntry.name`). */
@@ -45,9 +46,10 @@ export interface Dialect<C> {
 export interface DialectConnection<C> {
   /**
    * How a transaction keeps its run's lease from being taken over until it ends (see
-   * `Loader.lock`): `share` locks the lease row (PostgreSQL); `write` writes it, so that a
-   * takeover's write conflicts with it (DuckDB, whose transactions take no locks); `none` where
-   * a transaction is the one writer (SQLite).
+   * `Loader.lock`): `share` locks the lease row (a dialect with row locks); `write` writes it,
+   * so that a takeover's write conflicts with it (a dialect whose transactions take no locks but
+   * check write conflicts); `none` where a transaction is the one writer (a destination with one
+   * writer).
    */
   readonly leaseHold: LeaseHold;
   /**
@@ -60,7 +62,8 @@ export interface DialectConnection<C> {
   lock(name: string, options: LockOptions): Promise<Lock>;
   /**
    * For the rest of the transaction, a statement waits at most `ms` for a lock another session
-   * holds, then fails with SLUICE_DESTINATION_BUSY (SQLite: its busy timeout stands).
+   * holds, then fails with SLUICE_DESTINATION_BUSY (a destination with one writer: its busy
+   * timeout stands).
    */
   waitAtMost(conn: C, ms: number): Promise<void>;
   close(): Promise<void>;
@@ -79,7 +82,8 @@ export interface DialectSchema<C> {
   indexes(table: string, conn?: C): Promise<IndexDef[]>;
   /**
    * Before a schema change inside a transaction that other writers may share the table with:
-   * waits for them (PostgreSQL: an exclusive table lock), so the table is described afresh.
+   * waits for them (a dialect with table locks: an exclusive one), so the table is described
+   * afresh.
    */
   lockTable(conn: C, table: string): Promise<void>;
   /** Replaces `target` with `staging` inside the transaction; indexes are renamed with it. */

@@ -38,3 +38,18 @@ export function scrub(error: unknown, secrets: readonly string[]): unknown {
   if (error.cause !== undefined) scrub(error.cause, secrets);
   return error;
 }
+
+/**
+ * Runs `work` with its driver errors thrown as a dialect's `translate` makes them, so that what
+ * leaves a destination is a DestinationError a user can act on (or sluice's own error).
+ */
+export async function translating<T>(
+  dialect: { translate(error: unknown): unknown },
+  work: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw dialect.translate(error);
+  }
+}

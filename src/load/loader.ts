@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
-import { SluiceError } from '../errors.js';
 import { ColumnNames, Naming, type NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType } from '../schema/types.js';
-import { DashboardReads } from './dashboard-reads.js';
+import { CommittedTables } from './core/committed-tables.js';
+import { DashboardReads } from './core/dashboard-reads.js';
+import { LeaseFence } from './core/lease-fence.js';
 import type {
   Destination,
   FileOptions,
@@ -21,31 +20,27 @@ import type {
   WriteTarget,
 } from './destination.js';
 import type { Dialect } from './dialect.js';
-import { DestinationError } from './errors.js';
+import { DestinationError, translating } from './errors.js';
 import { type LoaderInternals, LoaderTransaction } from './loader-transaction.js';
-import { type LeaseRow, StateStore } from './state-store.js';
+import { StateStore } from './state-store.js';
 import type { StateDatabase } from './state-tables.js';
 import { migrateStateTables, StateVersionError } from './state-tables.js';
 
 /**
- * The one implementation of `Destination`, over a dialect: names, the schema's evolution as
- * batches arrive (inferred in `schema/`, run by the dialect), transactions, and the state.
- *
- * Column types are cached per table once described; a transaction works on its own copy and
- * hands back, only when it commits, the tables it changed or described under their lock (and
- * those the cache did not know), so a rolled-back file leaves no column the table lacks.
+ * The one implementation of `Destination`, over a dialect: the destination handle, with one
+ * job, to answer for the destination as a whole (its names, its state tables, reads for the
+ * dashboard, its close) and to run each piece of work in a transaction of its own. What a
+ * transaction does to tables and state is `LoaderTransaction`'s (and its `TableShapes`'); the
+ * lease behind a lock is `LeaseFence`'s; what is known of the tables as committed is
+ * `CommittedTables`'; the state tables' statements are `StateStore`'s.
  */
 export class Loader<C> implements Destination, LoaderInternals<C> {
   readonly naming: Naming;
   readonly state: State;
   readonly #dialect: Dialect<C>;
   readonly #store: StateStore;
-  /** Committed column types per physical table. */
-  readonly #tables = new Map<string, Map<string, ColumnType>>();
-  /** Tables this handle made (physical names): no schema contract binds them yet. */
-  readonly #made = new Set<string>();
-  /** The lease this handle holds (see `lock`): checked before anything is written. */
-  #fence: { name: string; holder: string } | undefined;
+  readonly #lease: LeaseFence<C>;
+  readonly #committed = new CommittedTables();
   /** The state tables are known to be there, at this version. */
   #stateReady = false;
 
@@ -53,7 +48,8 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     this.#dialect = dialect;
     this.naming = new Naming(dialect.capabilities.maxIdentifierBytes, naming);
     this.#store = new StateStore(dialect.db);
-    this.state = this.#guarded(this.#store);
+    this.#lease = new LeaseFence(dialect, this.#store);
+    this.state = this.#lease.guardedState();
   }
 
   get kind() {
@@ -69,7 +65,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     return this.#dialect.readOnly;
   }
 
-  /** The dashboard's reads (PostgreSQL: in the destination's schema; DuckDB: `main`). */
+  /** The dashboard's reads (in the schema the dialect's session names, if any). */
   reads(): DashboardReads {
     const schema = (this.#dialect.schema as { session?: { schema?: string } }).session?.schema;
     return new DashboardReads(this.#dialect.db, this.#dialect.name, schema);
@@ -101,57 +97,11 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   async lock(name: string, options: LockOptions): Promise<Lock> {
     await this.ensureState(); // the lease lives in the state tables
     const held = await this.#guard(() => this.#dialect.connection.lock(name, options));
-    const holder = randomUUID();
-    const by = `${options.holder ? `run ${options.holder}, ` : ''}process ${process.pid} on ${hostname()}`;
-    try {
-      await this.#guard(() =>
-        this.#dialect.connection.transaction(async (conn, db) => {
-          // A holder that lost its lock may be committing a file, the lease locked against a
-          // takeover until it ends: it is alive and writing, so this run does not take over.
-          await this.#dialect.connection.waitAtMost(conn, LEASE_WAIT_MS);
-          await this.#store.takeLease({ name, holder, taken_at: new Date().toISOString(), by }, db);
-        }),
-      );
-    } catch (error) {
-      await held.release();
-      if ((error as { code?: unknown }).code !== 'SLUICE_DESTINATION_BUSY') throw error;
-      throw new SluiceError(
-        `${held.where} was free, but the run that held it before is still committing to ${this.description}`,
-        { code: 'SLUICE_LOCKED', cause: error },
-      );
-    }
-    this.#fence = { name, holder };
-    return {
-      where: held.where,
-      release: async () => {
-        if (this.#fence?.holder === holder) this.#fence = undefined;
-        await held.release();
-      },
-    };
-  }
-
-  /**
-   * Runs `work` in a transaction that first checks this handle still holds its lease (see
-   * `lock`); on PostgreSQL the lease row stays locked until the transaction ends, so no run can
-   * take the lease over while one of this handle's transactions is under way.
-   */
-  async #fenced<T>(work: (conn: C, db: Kysely<StateDatabase>) => Promise<T>): Promise<T> {
-    return this.#dialect.connection.transaction(async (conn, db) => {
-      const fence = this.#fence;
-      if (fence !== undefined) {
-        const lease = await this.#store.lease(fence.name, db, this.#dialect.connection.leaseHold);
-        if (lease?.holder !== fence.holder) throw lockLost(fence.name, this.description, lease);
-      }
-      return work(conn, db);
-    });
+    return this.#lease.take(name, options, held);
   }
 
   physicalName(table: string): string {
     return this.naming.table(table);
-  }
-
-  #physical(table: string, stagedBy?: string): string {
-    return stagedBy === undefined ? this.naming.table(table) : this.naming.staging(table, stagedBy);
   }
 
   /** The name of an index sluice keeps on a (physical) table. */
@@ -160,7 +110,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   }
 
   describeTable(table: string, stagedBy?: string): Promise<Column[] | undefined> {
-    return this.#guard(() => this.#dialect.schema.describe(this.#physical(table, stagedBy)));
+    return this.#guard(() => this.#dialect.schema.describe(this.physical(table, stagedBy)));
   }
 
   async prepareTables(
@@ -180,7 +130,7 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
           ...(def.parentIndexAtEnd ? { parentIndexAtEnd: true } : {}),
           ...(contract === undefined ? {} : { contract }),
         };
-        await tx.ensure(target, def.columns);
+        await tx.shapes.ensure(target, def.columns);
       }
     });
   }
@@ -189,21 +139,22 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     decide: (owners: readonly TableOwnerRow[]) => TableOwnerChanges,
   ): Promise<void> {
     await this.ensureState();
+    const holdings = this.#store.holdings;
     await this.#guard(() =>
-      this.#fenced(async (conn, db) => {
-        // Two pipelines claiming at once (PostgreSQL; elsewhere one writer): one after the other,
-        // so that neither misses what the other records.
+      this.#lease.transaction(async (conn, db) => {
+        // Two pipelines claiming at once (a destination with several writers; elsewhere one
+        // writer): one after the other, so that neither misses what the other records.
         await this.#dialect.schema.lockTable(conn, '_sluice_tables');
-        const { add, drop } = decide(await this.#store.tableOwners(db));
-        for (const row of drop) await this.#store.dropTableOwner(row, db);
-        for (const row of add) await this.#store.addTableOwner(row, db);
+        const { add, drop } = decide(await holdings.tableOwners(db));
+        for (const row of drop) await holdings.dropTableOwner(row, db);
+        for (const row of add) await holdings.addTableOwner(row, db);
       }),
     );
   }
 
   async dropStaging(tables: readonly string[], stagedBy: string): Promise<void> {
     await this.#transaction(async (tx) => {
-      for (const table of tables) await tx.drop(this.naming.staging(table, stagedBy));
+      for (const table of tables) await tx.shapes.drop(this.naming.staging(table, stagedBy));
     });
   }
 
@@ -217,29 +168,35 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     // Each live table's index in a transaction of its own, so that none holds the database for
     // all their sorts (a run stopped between two finds the first made and makes the others).
     for (const index of indexes.filter((i) => !swapped.has(i.table))) {
-      await this.#transaction((tx) => tx.indexParent(index));
+      await this.#transaction((tx) => tx.shapes.indexParent(index));
     }
     await this.#transaction(async (tx) => {
       if (finish.swap) {
         for (const table of finish.swap.tables) {
-          await tx.swapIn(table, finish.swap.stagedBy);
+          await tx.shapes.swapIn(table, finish.swap.stagedBy);
         }
       }
-      // A swapped-in table is indexed under its live name: SQLite would make a staging
-      // table's index again at the swap, as index names cannot be renamed there.
+      // A swapped-in table is indexed under its live name: a dialect that cannot rename an
+      // index would make a staging table's index again at the swap.
       for (const index of indexes.filter((i) => swapped.has(i.table))) {
-        await tx.indexParent(index);
+        await tx.shapes.indexParent(index);
       }
-      if (finish.attempt) {
-        await this.#store.updateAttempt(finish.attempt.attemptId, finish.attempt.changes, tx.db);
-      }
-      if (finish.job) await this.#store.saveJob(finish.job, tx.db);
-      if (finish.clearCursor) {
-        await this.#store.clearCursor(finish.clearCursor.pipeline, finish.clearCursor.job, tx.db);
-      }
-      if (finish.cursor) await this.#store.saveCursor(finish.cursor, tx.db);
+      await this.#recordJobEnd(finish, tx.db);
       await finish.beforeCommit?.();
     });
+  }
+
+  /** The state rows of a job's end (attempt, job, cursor), in its transaction (`db`). */
+  async #recordJobEnd(finish: JobFinish, db: Kysely<StateDatabase>): Promise<void> {
+    const { runs, downloads, holdings } = this.#store;
+    if (finish.attempt) {
+      await downloads.updateAttempt(finish.attempt.attemptId, finish.attempt.changes, db);
+    }
+    if (finish.job) await runs.saveJob(finish.job, db);
+    if (finish.clearCursor) {
+      await holdings.clearCursor(finish.clearCursor.pipeline, finish.clearCursor.job, db);
+    }
+    if (finish.cursor) await holdings.saveCursor(finish.cursor, db);
   }
 
   readPairs(
@@ -272,101 +229,39 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
   }
 
   committedColumns(table: string): Map<string, ColumnType> | undefined {
-    return this.#tables.get(table);
+    return this.#committed.columns(table);
   }
 
   madeHere(table: string): boolean {
-    return this.#made.has(table);
+    return this.#committed.madeHere(table);
   }
 
   physical(table: string, stagedBy?: string): string {
-    return this.#physical(table, stagedBy);
+    return stagedBy === undefined ? this.naming.table(table) : this.naming.staging(table, stagedBy);
   }
 
+  /**
+   * Runs `work` in a transaction fenced by the lease; once it commits, what it saw of the
+   * tables is learnt (see `CommittedTables`).
+   */
   async #transaction<T>(
     work: (tx: LoaderTransaction<C>) => Promise<T>,
     besideOthers?: () => boolean,
   ): Promise<T> {
     return this.#guard(async () => {
       let done: LoaderTransaction<C> | undefined;
-      const result = await this.#fenced(async (conn, db) => {
+      const result = await this.#lease.transaction(async (conn, db) => {
         const tx = new LoaderTransaction(this, conn, db, besideOthers);
         const value = await work(tx);
         done = tx;
         return value;
       });
-      // Committed: the tables the transaction changed, or described under their lock, are now
-      // as it saw them, for everyone. A table it only described is learnt if unknown, never
-      // overwritten: another transaction may have changed it and committed since.
-      if (done) {
-        for (const table of done.made) this.#made.add(table);
-        for (const [table, columns] of done.tables) {
-          if (done.known.has(table)) {
-            if (columns === undefined) this.#tables.delete(table);
-            else this.#tables.set(table, columns);
-          } else if (columns !== undefined && !this.#tables.has(table)) {
-            this.#tables.set(table, columns);
-          }
-        }
-      }
+      if (done) this.#committed.learn(done.shapes);
       return result;
     });
   }
 
-  async #guard<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      throw this.#dialect.translate(error);
-    }
+  #guard<T>(work: () => Promise<T>): Promise<T> {
+    return translating(this.#dialect, work);
   }
-
-  /**
-   * The state store with every call's driver errors translated, and its writes of a run's work
-   * (downloads asked for and their progress, jobs) checked against the lease, in a transaction
-   * of their own: a run that lost its lock neither buys nor records anything more.
-   */
-  #guarded(store: StateStore): State {
-    const fenced: Partial<State> = {
-      insertAttempt: (attempt) => this.#fenced((_, db) => store.insertAttempt(attempt, db)),
-      updateAttempt: (id, changes) => this.#fenced((_, db) => store.updateAttempt(id, changes, db)),
-      saveJob: (row) => this.#fenced((_, db) => store.saveJob(row, db)),
-    };
-    const reads: Partial<State> = {
-      // Read-only looks at the state of an older sluice (before version 4) find none.
-      tableOwners: async () =>
-        (await this.#dialect.schema.describe('_sluice_tables')) === undefined
-          ? []
-          : store.tableOwners(),
-    };
-    return new Proxy(store, {
-      get: (target, property, receiver) => {
-        const write = fenced[property as keyof State] ?? reads[property as keyof State];
-        if (write !== undefined) {
-          return (...args: unknown[]) =>
-            this.#guard(() => (write as (...a: unknown[]) => Promise<unknown>)(...args));
-        }
-        const value = Reflect.get(target, property, receiver);
-        if (typeof value !== 'function') return value;
-        return (...args: unknown[]) =>
-          this.#guard(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
-      },
-    }) as State;
-  }
-}
-
-/** How long taking a lease waits for a holder's transaction that has it locked (PostgreSQL). */
-const LEASE_WAIT_MS = 5000;
-
-function lockLost(name: string, where: string, lease: LeaseRow | undefined): SluiceError {
-  const what = name.startsWith('pipeline:')
-    ? `pipeline '${name.slice('pipeline:'.length)}'`
-    : `the lock ${name}`;
-  const who = lease
-    ? `${lease.by ?? 'another run'} took it over at ${lease.taken_at}`
-    : 'its lease is gone';
-  return new SluiceError(
-    `this run no longer holds ${what} on ${where} (its lock ended while it ran: a PostgreSQL session that was closed, a lock file that was deleted) and ${who}; it stopped before committing anything more, and what it committed stays. The run that holds it now goes on; if none does, run again`,
-    { code: 'SLUICE_LOCK_LOST' },
-  );
 }

@@ -7,10 +7,10 @@ import { DestinationError } from './errors.js';
 
 /**
  * A file destination's stand-in for a database server's advisory lock: a small embedded
- * database beside the data (through the driver better-sqlite3, whatever the destination's
- * kind), held in an exclusive transaction for the life of the run. Its locks are the operating
- * system's file locks, so the lock goes with the process: a run killed with SIGKILL, in a
- * container where every run is PID 1, leaves nothing to take over by hand.
+ * database beside the data (through the embedded database driver sluice ships, whatever the
+ * destination's kind), held in an exclusive transaction for the life of the run. Its locks are
+ * the operating system's file locks, so the lock goes with the process: a run killed with
+ * SIGKILL, in a container where every run is PID 1, leaves nothing to take over by hand.
  */
 export async function lockFile(path: string, options: LockOptions): Promise<Lock> {
   let announced = false;

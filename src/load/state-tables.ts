@@ -6,7 +6,7 @@ import type { Kysely } from 'kysely';
  * newer sluice migrates older tables in place and an older one refuses newer tables.
  *
  * Version 1 (sluice 0.1) had runs, downloads, files and rejects, created by two drifting copies
- * of the DDL (SQLite and PostgreSQL differed in keys, indexes and integer types). Version 2 adds
+ * of the DDL (the first two destinations differed in keys, indexes and integer types). Version 2 adds
  * `_sluice_meta`, per-job outcomes (`_sluice_jobs`), cursors (`_sluice_cursors`) and columns for
  * stages, errors, credits and what a download was asked for. Version 3 adds `_sluice_leases`:
  * which run holds each pipeline, checked inside every transaction (see `Loader.lock`), and runs'

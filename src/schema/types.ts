@@ -58,12 +58,12 @@ export interface CopyText {
   readonly bytes: Uint8Array;
   /**
    * The columns with a bigint (an integer past 2^53) in some row: a floating-point column
-   * would round it, and refuses its row instead (load/loader-transaction.ts).
+   * would round it, and refuses its row instead (load/core/inexact-rows.ts).
    */
   readonly bigints?: readonly string[];
   /**
    * The timestamp columns with a time finer than a microsecond in some row, which such a column
-   * would change: its row is refused (load/loader-transaction.ts).
+   * would change: its row is refused (load/core/inexact-rows.ts).
    */
   readonly fineTimes?: readonly string[];
 }

@@ -10,7 +10,7 @@ import type { JobSpec } from '../spec/spec.js';
  * Schema contracts (`schema:` of a pipeline file) as the run keeps them: a job whose declared
  * columns would change a frozen table fails before anything is bought; data that brings fields
  * or values the contract does not allow fails the file (`freeze`) or loses those fields'
- * values, said in the log (`discard`), in the loader (load/loader-transaction.ts).
+ * values, said in the log (`discard`), in the loader (load/core/schema-contract.ts).
  */
 
 /** A job's load (write-file.ts JobLoad): what its contract reads, and says where. */

@@ -7,8 +7,8 @@ import type {
   PhaseRow,
   RejectRow,
   RunRow,
-} from './state-store.js';
-import type { StateDatabase } from './state-tables.js';
+} from '../state-store.js';
+import type { StateDatabase } from '../state-tables.js';
 
 /**
  * The dashboard's reads of the state tables (`sluice ui`, `sluice report`): paged and filtered
