@@ -72,6 +72,8 @@ export interface DialectConnection<C> {
 export interface DialectSchema<C> {
   /** Columns of a table, or undefined when there is none (`conn`: inside a transaction). */
   describe(table: string, conn?: C): Promise<Column[] | undefined>;
+  /** The destination's tables (physical names), the state tables among them, in name order. */
+  tableNames(): Promise<string[]>;
   /** Column names of a state table, or undefined (for the migration). */
   stateColumns(table: string, conn: C): Promise<string[] | undefined>;
   createTable(conn: C, table: string, columns: readonly BoundColumn[]): Promise<void>;

@@ -65,10 +65,9 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     return this.#dialect.readOnly;
   }
 
-  /** The dashboard's reads (in the schema the dialect's session names, if any). */
+  /** The dashboard's reads. */
   reads(): DashboardReads {
-    const schema = (this.#dialect.schema as { session?: { schema?: string } }).session?.schema;
-    return new DashboardReads(this.#dialect.db, this.#dialect.name, schema);
+    return new DashboardReads(this.#dialect.db, () => this.#dialect.schema.tableNames());
   }
 
   async ensureState(): Promise<void> {

@@ -55,13 +55,12 @@ type AnyDb = Kysely<any>;
 
 export class DashboardReads {
   readonly #db: Db;
-  readonly #kind: string;
-  readonly #schema: string | undefined;
+  readonly #tableNames: () => Promise<string[]>;
 
-  constructor(db: Db, kind: string, schema: string | undefined) {
+  /** `tableNames`: the destination's tables, as its dialect lists them. */
+  constructor(db: Db, tableNames: () => Promise<string[]>) {
     this.#db = db;
-    this.#kind = kind;
-    this.#schema = schema;
+    this.#tableNames = tableNames;
   }
 
   /** Every pipeline that ran here, by name. */
@@ -254,13 +253,8 @@ export class DashboardReads {
   }
 
   /** The tables of the destination (physical names), the state tables included. */
-  async tableNames(): Promise<string[]> {
-    const query =
-      this.#kind === 'sqlite'
-        ? sql<{ name: string }>`select name from sqlite_master where type = 'table' order by name`
-        : sql<{ name: string }>`select table_name as name from information_schema.tables
-            where table_schema = ${this.#schema ?? 'main'} order by table_name`;
-    return (await query.execute(this.#db)).rows.map((r) => r.name);
+  tableNames(): Promise<string[]> {
+    return this.#tableNames();
   }
 
   /** A run's jobs' phases (`_sluice_phases`, state version 5), or none before. */

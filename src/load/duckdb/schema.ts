@@ -43,6 +43,15 @@ export class DuckDbSchema implements DialectSchema<DuckDBConnection> {
     return conn ? read(conn) : this.session.reading(read);
   }
 
+  tableNames(): Promise<string[]> {
+    return this.session.reading(async (c) => {
+      const result = await c.runAndReadAll(
+        'SELECT table_name FROM duckdb_tables() WHERE schema_name = current_schema() ORDER BY table_name',
+      );
+      return (result.getRows() as [string][]).map(([name]) => name);
+    });
+  }
+
   async stateColumns(table: string, conn: DuckDBConnection): Promise<string[] | undefined> {
     return (await this.describe(table, conn))?.map((c) => c.name);
   }

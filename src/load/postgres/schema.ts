@@ -34,6 +34,14 @@ export class PostgresSchema implements DialectSchema<PgConn> {
       .map((r) => ({ name: r.name!, type: columnTypeOf(r.type!) }));
   }
 
+  async tableNames(): Promise<string[]> {
+    const result = await this.session.pool.query<{ name: string }>(
+      'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
+      [this.session.schema],
+    );
+    return result.rows.map((r) => r.name);
+  }
+
   async stateColumns(table: string, conn: PgConn): Promise<string[] | undefined> {
     return (await this.describe(table, conn))?.map((c) => c.name);
   }

@@ -24,6 +24,13 @@ export class SqliteSchema implements DialectSchema<Database.Database> {
     return info.map((c) => ({ name: c.name, type: typeOfDeclared(c.type) }));
   }
 
+  async tableNames(): Promise<string[]> {
+    const rows = this.session.handle
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+      .all() as { name: string }[];
+    return rows.map((r) => r.name);
+  }
+
   async stateColumns(table: string): Promise<string[] | undefined> {
     return (await this.describe(table))?.map((c) => c.name);
   }
