@@ -48,7 +48,7 @@ function decodeScalar(kind: ScalarKind, value: unknown): unknown {
       return value;
     case 'date':
       // A date-shaped value that is no real date (2021-02-30, year 0) is corrupt: JavaScript
-      // would roll it over and PostgreSQL would refuse it, so the record is kept aside.
+      // would roll it over and a database would refuse it, so the record is kept aside.
       if (isCorruptDate(value)) {
         throw new DecodeError(`'${value}' is not a valid date`);
       }

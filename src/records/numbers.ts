@@ -3,8 +3,8 @@
  * `Number` give a double, which holds every integer up to 2^53 and no more: past it an integer
  * loses its last digits (9007199254740993 becomes 9007199254740992), 1e400 becomes Infinity
  * (stored as NULL) and 1e-400 becomes 0, silently. An integer past 2^53 that fits in 64 bits
- * is kept as a bigint, which both databases store exactly in an integer column (PostgreSQL's
- * bigint, SQLite's INTEGER); any other number a double cannot hold makes its record a reject,
+ * is kept as a bigint, which every destination stores exactly in an integer column (a 64-bit
+ * integer); any other number a double cannot hold makes its record a reject,
  * with the number as written. A fraction a double rounds (0.1, 1.2345678901234567890) is a
  * double as ever: that is what a floating-point column holds.
  */
@@ -63,7 +63,7 @@ export function exactNumber(text: string): number | bigint {
  * ...992 and ...6000; so is 2^64 written out, which a double holds but every reader prints as
  * 18446744073709552000); a fraction as its double; nothing past a double's range or rounded to
  * 0. `1.10` is 1.1 and `1e2` is 100: the same numbers. -0 is 0, which every destination stores
- * alike (SQLite drops the sign, PostgreSQL and DuckDB keep it). Throws InexactNumber.
+ * alike (some drop the sign, others keep it). Throws InexactNumber.
  */
 export function exactDouble(text: string): number {
   const value = Number(text);

@@ -7,8 +7,8 @@ import {
 } from './types.js';
 
 /**
- * PostgreSQL's COPY text format, for packed rows. A parse worker writes its batch's rows in it
- * when the destination takes it (PostgreSQL), so that the writing thread hands COPY the bytes
+ * The COPY text format (tab-separated, backslash escapes), for packed rows. A parse worker writes
+ * its batch's rows in it when the destination takes it (`capabilities.rowEncoding`), so that the writing thread hands COPY the bytes
  * instead of receiving every value as a cloned string to encode itself: on two cores the
  * writing thread had spent more time in garbage collection and in encoding than the server in
  * storing the rows.

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 /**
  * Every physical name sluice makes (tables, child and link tables, staging tables, indexes,
  * columns) comes from here. Logical names are unbounded (`homes__people__phone_numbers`); a
- * destination has an identifier limit (PostgreSQL: 63 bytes, beyond which it silently cuts).
+ * destination has an identifier limit (63 bytes for one of them, beyond which it silently cuts).
  * A name over the limit is shortened to a prefix and a hash of the whole logical name, the same
  * way every run, so two logical names never meet in one physical name, and a staging table can
  * never be cut down to the name of the live table it stands in for.
@@ -129,7 +129,7 @@ export function parentColumn(key: string): string {
 
 /**
  * A name case folded, as sluice compares table and column names: names that fold alike are one
- * name in SQLite and DuckDB. They fold ASCII only; folding more only adds suffixes (ColumnNames)
+ * name in a destination that folds the case of names. They fold ASCII only; folding more only adds suffixes (ColumnNames)
  * or refuses a table name a little more often, never lets two names meet.
  */
 export function foldCase(name: string): string {
@@ -138,16 +138,16 @@ export function foldCase(name: string): string {
 
 /**
  * The physical columns of one table for the row keys (logical names) written to it. Physical
- * names are unique within a table case aside: SQLite (and DuckDB) fold the case of names, so
- * `City` and `city` would meet in one column there, and PostgreSQL users are better served by the
+ * names are unique within a table case aside: destinations that fold the case of names would
+ * put `City` and `city` in one column, and users of those that do not are better served by the
  * same tables. Under `naming: snake_case`, `firstName` and `first_name` are spelt alike too. A
  * logical name gets, in this order:
  *
  * - its own suffixed column (below), when the table has it: it got that column in an earlier
  *   run, whichever of the names that meet comes first now;
  * - the column that is exactly its name (fitted to the limit), when the table has one no other
- *   name took: tables of earlier runs load on as they are, an old PostgreSQL table with both
- *   `City` and `city` included;
+ *   name took: tables of earlier runs load on as they are, an old table of a case-keeping
+ *   destination with both `City` and `city` included;
  * - its name, when no column of the table (existing, or given to a name before it) has that
  *   name case aside;
  * - else its name with `__` and a short hash of the exact name (`City__1a2b3c`), the same every

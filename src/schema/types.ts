@@ -1,8 +1,8 @@
 import type { FieldDef } from '../catalog.js';
 
 /**
- * Column types, portable across destinations; each destination maps them to its own
- * (`load/sqlite`, `load/postgres`). Inference and widening live here, once, for both.
+ * Column types, portable across destinations; each destination maps them to its own (in its
+ * folder under `load/`). Inference and widening live here, once, for all of them.
  *
  * Widening goes up this order when data disagrees:
  * boolean -> integer -> real -> text; timestamp -> text; json -> text.
@@ -32,8 +32,8 @@ export function newRow(): Row {
  * Rows packed for writing: the column names once, then each row's values in that order, row
  * after row. This is how rows cross from a parse worker to the writing thread (with their values
  * in one string and one buffer: records/workers/posted-batch.ts; no object is made per row on either side) and
- * what the destinations bind from. For PostgreSQL, parse workers send the job's rows as COPY
- * text instead (`text`), which the writing thread passes on to COPY.
+ * what the destinations bind from. For a destination that takes COPY text, parse workers send the
+ * job's rows as COPY text instead (`text`), which the writing thread passes on to COPY.
  */
 export interface PackedRows {
   readonly names: readonly string[];
@@ -43,7 +43,7 @@ export interface PackedRows {
   /** Columns with the same value in every row (the load's own columns), not in `values`. */
   readonly constants?: Readonly<Record<string, RowValue>>;
   /**
-   * The rows as PostgreSQL COPY text, written by a parse worker for a destination that takes
+   * The rows as COPY text, written by a parse worker for a destination that takes
    * it (see copy-text.ts): `names` and `values` then hold only the columns the writing thread
    * reads (keys), and `plainRows` gives back every value.
    */
@@ -124,8 +124,8 @@ export function isIsoDate(text: string): boolean {
   if (m[6] !== undefined && Number(m[6]) > 59) return false;
   const zone = m[7];
   if (zone !== undefined && zone !== 'Z') {
-    // PostgreSQL refuses an offset's minutes past 59 (`+05:99`), which DuckDB would take as
-    // +06:39 and SQLite keep as text: three values, so none.
+    // An offset's minutes past 59 (`+05:99`) are refused by one destination, taken as +06:39 by
+    // another and kept as text by the third: three values, so none.
     if (Number(zone.slice(1, 3)) > 15 || Number(zone.slice(-2)) > 59) return false;
   }
   return true;
@@ -133,8 +133,8 @@ export function isIsoDate(text: string): boolean {
 
 /**
  * Whether an ISO date's seconds have a digit other than 0 past the sixth of their fraction
- * (`00:00:00.1234567Z`): finer than a microsecond, which a timestamp column cannot hold (PostgreSQL
- * rounds it, DuckDB cuts it). Zeros past the sixth change nothing. The service's own form is
+ * (`00:00:00.1234567Z`): finer than a microsecond, which a timestamp column cannot hold (one
+ * destination rounds it, another cuts it). Zeros past the sixth change nothing. The service's own form is
  * shorter than any such date, and is told by its length alone.
  */
 export function finerThanMicroseconds(text: string): boolean {

@@ -65,7 +65,7 @@ export async function startUi(options: UiOptions): Promise<{ url: string; server
 
 class Dashboard {
   readonly #options: UiOptions;
-  /** The last page read from each destination, shown while a run holds a DuckDB file. */
+  /** The last page read from each destination, shown while a run holds a one-process file. */
   readonly #snapshots = new Map<string, { at: number; body: string }>();
 
   constructor(options: UiOptions) {

@@ -8,9 +8,9 @@ import type { PipelineSpec } from '../pipeline/spec/spec.js';
  * and pinned columns are in the files, not in the state tables). A destination named on the
  * command line shows every pipeline that ran there.
  *
- * Each answer opens the destination read-only and closes it: a DuckDB file can be opened by
- * one process at a time while a run writes it, so the dashboard reads it between runs, and
- * while a run holds it shows the last answer it read (see server.ts).
+ * Each answer opens the destination read-only and closes it: a database file that one process
+ * at a time can open is held by a run while it writes, so the dashboard reads it between runs,
+ * and while a run holds it shows the last answer it read (see server.ts).
  */
 export interface Source {
   /** Where it is, without any password (the destination's own description once opened). */

@@ -1,7 +1,7 @@
 /**
  * A packed batch as it crosses from a parse worker to the writing thread. `postMessage` clones
  * an array of values one value at a time: for a batch of property records, 45 values a row, the
- * writing thread spent more time taking the clone apart than building its SQLite rows from it.
+ * writing thread spent more time taking the clone apart than building its database rows from it.
  * Here each table's values travel as one string holding every text value end to end (copied
  * once, whole), and one buffer (moved between threads, not copied) with the numbers, where each
  * text value ends and what each value is. The writing thread takes the text values back as
