@@ -4,6 +4,8 @@ export type { BudgetStanding } from './guard/budget.js';
 export { type CreditEstimate, estimateJob } from './guard/estimate.js';
 export { jobColumns } from './load/job-columns.js';
 export {
+  type AlertTargetDocument,
+  alertTargets,
   notifyRun,
   notifyTargets,
   type RunEnd,

@@ -426,6 +426,40 @@ jobs:
     assert.equal(none.code, 2);
     assert.match(none.stderr, /no notify:/);
   });
+
+  test('validate lists where alerts go (kind, host, events), with no secret', async () => {
+    const { file } = pipeline('listed', `${NOTIFY_ALL}  budget_threshold: 90%\n`, [
+      job('homes', 5, '    notify: { webhook: "${HOOK_URL}", on: [failed, success] }\n'),
+    ]);
+    const text = await runCli(['validate', file], env());
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /alerts for +target +host +on +budget alert at/);
+    assert.match(
+      text.stdout,
+      /pipeline +webhook +127\.0\.0\.1:\d+ +failed, refused, incomplete, interrupted, recovered, budget +90%/,
+    );
+    assert.match(text.stdout, /pipeline +email +127\.0\.0\.1:\d+ /);
+    assert.match(text.stdout, /homes +webhook +127\.0\.0\.1:\d+ +failed, success +80%/);
+    const json = await runCli(['validate', file, '--json'], env());
+    const alerts = JSON.parse(json.stdout).alerts as { for: string; kind: string }[];
+    assert.deepEqual(
+      alerts.map((a) => [a.for, a.kind]),
+      [
+        ['pipeline', 'webhook'],
+        ['pipeline', 'slack'],
+        ['pipeline', 'email'],
+        ['homes', 'webhook'],
+      ],
+    );
+    assertNoSecret([text.stdout, text.stderr, json.stdout, json.stderr]);
+    assert.ok(!json.stdout.includes('/services/'), 'no path of a target');
+
+    const silent = await runCli(
+      ['validate', pipeline('unlisted', '', [job('homes', 5)]).file, '--json'],
+      env(),
+    );
+    assert.deepEqual(JSON.parse(silent.stdout).alerts, []);
+  });
 });
 
 for (const kind of destinationKinds()) {

@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
 import { UsageError } from '../../errors.js';
 import {
+  alertTargets,
   type BatchMember,
   checkSharedTables,
   clientFor,
@@ -18,6 +19,7 @@ import {
   savedState,
   unmatchedPatterns,
 } from '../../pipeline/index.js';
+import { writeAlertTargets } from '../alert-report.js';
 import type { CliContext } from '../context.js';
 import { credentialSources, writeCredentials } from '../credential-report.js';
 import { EXIT, errorDocument, exitCodeFor, exitCodeOfRun, worstExitCode } from '../exit-codes.js';
@@ -56,6 +58,7 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
     }));
     const { stdout } = ctx.io;
     const credentials = credentialSources(spec, ctx);
+    const alerts = alertTargets(spec);
     if (args.json) {
       writeJson(stdout, {
         file: spec.file,
@@ -65,6 +68,7 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
         jobs,
         warnings: spec.warnings,
         credentials,
+        alerts,
       });
       return EXIT.ok;
     }
@@ -94,6 +98,7 @@ export function validateCommand(args: PipelineArgs, ctx: CliContext): Promise<nu
       ),
     );
     writeCredentials(ctx.io, credentials);
+    writeAlertTargets(ctx.io, alerts);
     return EXIT.ok;
   });
 }

@@ -6,7 +6,7 @@ import type { Credits, RunSummary } from '../outcome.js';
 import { clientFor, openPipelineDestination } from '../run/run.js';
 import type { PipelineSpec } from '../spec/spec.js';
 import type { NotifyTarget } from '../spec/spec-notify.js';
-import { type Delivery, deliver } from './deliver.js';
+import { type Delivery, deliver, targetHost } from './deliver.js';
 import { type Alert, alertsOf, type BudgetPassage, type RunEnd, routesOf } from './events.js';
 import { alertMessage, testMessage } from './message.js';
 
@@ -151,6 +151,33 @@ export function notifyTargets(spec: PipelineSpec): NotifyTarget[] {
     for (const target of block?.targets ?? []) targets.set(JSON.stringify(target), target);
   }
   return [...targets.values()];
+}
+
+/** One alert target of a pipeline as `validate` lists it: its host, never its path or secret. */
+export interface AlertTargetDocument {
+  /** `pipeline`, or the job whose own `notify:` it is. */
+  for: string;
+  kind: NotifyTarget['kind'];
+  host: string;
+  on: string[];
+  budget_threshold: number;
+}
+
+/** Where a pipeline's alerts go: the file's (or the environment's) `notify:`, then each job's. */
+export function alertTargets(spec: PipelineSpec): AlertTargetDocument[] {
+  const blocks = [
+    ...(spec.notify.pipeline ? [['pipeline', spec.notify.pipeline] as const] : []),
+    ...Object.entries(spec.notify.jobs),
+  ];
+  return blocks.flatMap(([owner, block]) =>
+    block.targets.map((target) => ({
+      for: owner,
+      kind: target.kind,
+      host: targetHost(target),
+      on: [...block.on],
+      budget_threshold: block.budgetThreshold,
+    })),
+  );
 }
 
 /** `sluice notify test`: a sample alert to each target, and what each answered. */
