@@ -71,6 +71,29 @@ export interface DestinationCapabilities {
    * rows, at the cost of more held in the parse workers at once (each kind says why its own).
    */
   batchBytes: { appends: number; merges: { csv: number; json: number } };
+  /**
+   * Whether its file transactions can read a whole NDJSON result file themselves
+   * (`FileTransaction.readFile`), where that gives exactly the rows sluice's own decoding gives.
+   */
+  readsFiles?: boolean;
+}
+
+/** A result file for the destination to read itself (see `FileTransaction.readFile`). */
+export interface FileToRead {
+  /** The file's text as the service sends it (unzipped), opened when the destination reads it. */
+  open(): Promise<NodeJS.ReadableStream>;
+  /** The catalogue's fields of the job's data type, by which sluice decodes the records. */
+  fields: FieldMap;
+  /** The load's own columns, the same in every row. */
+  constants: Readonly<Record<string, string>>;
+  /** A line longer than this (in bytes) is a reject: such a file is left to sluice's decoding. */
+  maxRecordBytes: number;
+}
+
+/** What a destination's own reading of a file wrote: its rows, and the bytes of its text. */
+export interface FileRead {
+  rows: number;
+  bytes: number;
 }
 
 /** Where rows go: a table of the job, written directly or built aside for a replace. */
@@ -130,6 +153,13 @@ export interface FileTransaction {
   clearRejects(downloadId: string, fileName: string): Promise<void>;
   /** The `_sluice_files` row that makes the file count as loaded. */
   recordFile(row: FileRow): Promise<void>;
+  /**
+   * Reads a whole NDJSON result file into the target's existing table by the database's own
+   * reader, when every one of its lines comes out exactly as sluice's decoding would write it
+   * (no reject, no new or wider column); else writes nothing and answers undefined, for the file
+   * to be loaded the usual way. Where the destination has no such reader: undefined.
+   */
+  readFile?(target: WriteTarget, file: FileToRead): Promise<FileRead | undefined>;
 }
 
 export interface FileOptions {

@@ -3,7 +3,14 @@ import { SluiceError } from '../errors.js';
 import { plainRows } from '../schema/copy-text.js';
 import type { Widening } from '../schema/plan.js';
 import type { Column, PackedRows, RowValue } from '../schema/types.js';
-import type { DestinationCapabilities, Lock, LockOptions, PairFilter } from './destination.js';
+import type {
+  DestinationCapabilities,
+  FileRead,
+  FileToRead,
+  Lock,
+  LockOptions,
+  PairFilter,
+} from './destination.js';
 import type { LeaseHold } from './state-store.js';
 import type { StateDatabase } from './state-tables.js';
 
@@ -119,6 +126,17 @@ export interface DialectWriter<C> {
     columns: [string, string],
     filter?: PairFilter,
   ): Promise<[unknown, unknown][]>;
+  /**
+   * Reads a result file itself into `table` (physical; its columns as they are, `names` from
+   * row keys to them), or writes nothing and answers undefined (see `FileTransaction.readFile`).
+   */
+  readFile?(
+    conn: C,
+    table: string,
+    columns: ReadonlyMap<string, Column['type']>,
+    names: { logical(physical: string): string },
+    file: FileToRead,
+  ): Promise<FileRead | undefined>;
 }
 
 /** Rows to insert: `count` rows of one value per column of the insert, row after row. */

@@ -20,7 +20,13 @@ import {
   selectPacked,
   widen,
 } from '../schema/types.js';
-import type { DestinationCapabilities, FileTransaction, WriteTarget } from './destination.js';
+import type {
+  DestinationCapabilities,
+  FileRead,
+  FileToRead,
+  FileTransaction,
+  WriteTarget,
+} from './destination.js';
 import {
   type BoundColumn,
   type Dialect,
@@ -419,6 +425,14 @@ export class LoaderTransaction<C> implements FileTransaction {
 
   async recordFile(row: FileRow): Promise<void> {
     await this.loader.store.insertFile(row, this.db);
+  }
+
+  /** The file read by the database itself, where its writer can (see `FileTransaction`). */
+  async readFile(target: WriteTarget, file: FileToRead): Promise<FileRead | undefined> {
+    const table = this.loader.physical(target.table, target.stagedBy);
+    const columns = await this.#columns(table);
+    if (this.#dialect.writer.readFile === undefined || columns === undefined) return undefined;
+    return this.#dialect.writer.readFile(this.conn, table, columns, this.#namesOf(table), file);
   }
 
   async drop(table: string): Promise<void> {

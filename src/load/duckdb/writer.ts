@@ -2,9 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { SluiceError } from '../../errors.js';
-import type { PackedRows } from '../../schema/types.js';
+import type { ColumnType, PackedRows } from '../../schema/types.js';
 import { asCopyText, copyChunks } from '../copy-rows.js';
-import type { PairFilter } from '../destination.js';
+import type { FileRead, FileToRead, PairFilter } from '../destination.js';
 import {
   type BoundColumn,
   type DialectWriter,
@@ -15,6 +15,7 @@ import {
 } from '../dialect.js';
 import { DestinationError } from '../errors.js';
 import type { DuckDbSession } from './connection.js';
+import { readFileNatively } from './read-file.js';
 import { fromCopyCell, refusedCell } from './types.js';
 
 /** The longest line DuckDB's reader takes: a record is at most 4 MiB as it comes, more escaped. */
@@ -38,7 +39,22 @@ const MAX_LINE_BYTES = 64 << 20;
 export class DuckDbWriter implements DialectWriter<DuckDBConnection> {
   #file: string | undefined;
 
-  constructor(readonly session: DuckDbSession) {}
+  constructor(
+    readonly session: DuckDbSession,
+    /** Whether result files may be read by DuckDB itself (`SLUICE_DUCKDB_NATIVE`, read-file.ts). */
+    readonly native = true,
+  ) {}
+
+  readFile(
+    conn: DuckDBConnection,
+    table: string,
+    columns: ReadonlyMap<string, ColumnType>,
+    names: { logical(physical: string): string },
+    file: FileToRead,
+  ): Promise<FileRead | undefined> {
+    if (!this.native) return Promise.resolve(undefined);
+    return readFileNatively(this.session, conn, table, columns, names, file);
+  }
 
   encode(packed: PackedRows, columns: readonly BoundColumn[]): TableRows {
     return asCopyText(packed, columns) ?? rowsInTableOrder(packed, columns);

@@ -1,0 +1,122 @@
+import { createWriteStream } from 'node:fs';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { FieldDef } from '../../catalog.js';
+import type { ColumnType } from '../../schema/types.js';
+import type { FileRead, FileToRead } from '../destination.js';
+import { quoteIdent } from '../dialect.js';
+import type { DuckDbSession } from './connection.js';
+import { cellOf, columnOf } from './read-checks.js';
+import { DUCKDB_TYPE } from './types.js';
+
+/**
+ * A result file read by DuckDB itself (issue 41; docs/speed.md, "DuckDB reading the files
+ * itself"): the file is spooled to the handle's scratch folder, one query on the read connection
+ * looks for any line that sluice's own decoding would not write exactly as DuckDB reads it, and
+ * only when there is none, one INSERT ... SELECT in the file's transaction reads it into the
+ * table. Any doubt sends the file back to sluice's decoding whole (undefined), so that rejects,
+ * widening and their reasons stay what they are.
+ *
+ * What is taken (anything else is a doubt): each line a JSON object of the table's fields,
+ * each once, within the record size limit, without NUL; text fields JSON strings; integers
+ * and reals of at most 15 digits before the point, with no exponent; booleans; times in the
+ * service's form `YYYY-MM-DDTHH:MM:SSZ` that are real times; lists and objects whose JSON text
+ * DuckDB writes as JSON.stringify would (no `\u` escape, no whole or exponent double, no run of
+ * 16 digits), holding no text that the catalogue would decode into something else (empty,
+ * number- or boolean-like, a date-shaped text that is no date, a list field's text), no empty
+ * list and no key twice.
+ */
+
+/** The lines of a spooled file, one VARCHAR column `l` (NULL for an empty line), in order. */
+function linesOf(path: string): string {
+  const max = 64 << 20;
+  return (
+    `read_csv('${path.replaceAll("'", "''")}', columns = {'l': 'VARCHAR'}, header = false, ` +
+    `delim = '\x1f', quote = '', escape = '', auto_detect = false, parallel = false, ` +
+    `max_line_size = ${max}, buffer_size = ${2 * max})`
+  );
+}
+
+const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/** Writes the file's text to the scratch folder; its path and bytes. */
+async function spool(
+  session: DuckDbSession,
+  file: FileToRead,
+): Promise<{ path: string; bytes: number; bom: boolean }> {
+  const path = join(session.scratch(), 'file.ndjson');
+  const stream = await file.open();
+  let bytes = 0;
+  let first: number[] | undefined;
+  const counted = async function* (source: AsyncIterable<Buffer>) {
+    for await (const chunk of source) {
+      if (first === undefined || first.length < 3)
+        first = [...(first ?? []), ...chunk.subarray(0, 3)];
+      bytes += chunk.length;
+      yield chunk;
+    }
+  };
+  await pipeline(stream as AsyncIterable<Buffer>, counted, createWriteStream(path));
+  const bom = first !== undefined && first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf;
+  return { path, bytes, bom };
+}
+
+/** See the top of this file. */
+export async function readFileNatively(
+  session: DuckDbSession,
+  conn: DuckDBConnection,
+  table: string,
+  columns: ReadonlyMap<string, ColumnType>,
+  names: { logical(physical: string): string },
+  file: FileToRead,
+): Promise<FileRead | undefined> {
+  const own = Object.keys(file.constants);
+  const fields: { column: string; key: string; type: ColumnType; def?: FieldDef }[] = [];
+  for (const [column, type] of columns) {
+    if (own.includes(column)) continue;
+    const key = names.logical(column);
+    const def = Object.hasOwn(file.fields, key) ? file.fields[key] : undefined;
+    // A column widened (or pinned) away from its field's own type: left to sluice's decoding.
+    if (columnOf(def) !== type || key === '' || key.startsWith('_sluice')) return undefined;
+    fields.push({ column, key, type, ...(def ? { def } : {}) });
+  }
+  if (own.some((c) => !columns.has(c)) || fields.length === 0) return undefined;
+  const { path, bytes, bom } = await spool(session, file);
+  if (bom) return undefined;
+  const paths = `[${fields.map((f) => sqlText(`$.${JSON.stringify(f.key)}`)).join(', ')}]`;
+  const cells = fields.map((f, i) => cellOf(`j[${i + 1}]`, f.type, f.def));
+  const allowed = `[${fields.map((f) => sqlText(f.key)).join(', ')}]`;
+  const lineOk = [
+    `strlen(l) <= ${file.maxRecordBytes}`,
+    `json_valid(l)`,
+    `json_type(l) = 'OBJECT'`,
+    `NOT contains(l, chr(0))`,
+    `NOT contains(l, '\\u0000')`,
+    `len(json_keys(l)) = len(list_distinct(json_keys(l)))`,
+    `len(list_filter(json_keys(l), k -> NOT list_contains(${allowed}, k))) = 0`,
+  ].join(' AND ');
+  const source = `(SELECT l, CASE WHEN ${lineOk} THEN json_extract(l, ${paths}) END AS j FROM ${linesOf(path)} WHERE l IS NOT NULL)`;
+  let records: number;
+  try {
+    const result = await session.reading((reader) =>
+      reader.runAndReadAll(
+        `SELECT count(*), count(*) FILTER (WHERE j IS NULL OR NOT (${cells.map((c) => c.ok).join(' AND ')})) FROM ${source}`,
+      ),
+    );
+    const [count, doubts] = result.getRows()[0] as [bigint, bigint];
+    if (doubts > 0n) return undefined;
+    records = Number(count);
+  } catch {
+    // DuckDB could not read it (not UTF-8, a line ended by \r\n among others, ...).
+    return undefined;
+  }
+  const list = [...fields.map((f) => f.column), ...own].map(quoteIdent).join(', ');
+  const constants = own.map(
+    (c) => `CAST(${sqlText(file.constants[c]!)} AS ${DUCKDB_TYPE[columns.get(c)!]})`,
+  );
+  await conn.run(
+    `INSERT INTO ${quoteIdent(table)} (${list}) SELECT ${[...cells.map((c) => c.value), ...constants].join(', ')} FROM ${source}`,
+  );
+  return { rows: records, bytes };
+}

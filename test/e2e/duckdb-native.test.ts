@@ -1,0 +1,83 @@
+import { strict as assert } from 'node:assert';
+import { after, before, describe, test } from 'node:test';
+import { skipReason, type TestTarget, targetFactory } from '../helpers/destinations.js';
+import { EmulatorHarness } from '../helpers/emulator.js';
+import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+
+/**
+ * DuckDB reading NDJSON result files itself (issue 41, src/load/duckdb/read-file.ts): where it
+ * does, the tables and state rows are those sluice's own decoding writes for the same download
+ * (SLUICE_DUCKDB_NATIVE=0); a file it doubts goes down the usual path whole.
+ */
+
+const KIND = 'duckdb';
+let harness: EmulatorHarness;
+let dir: string;
+const reason = await skipReason(KIND);
+
+before(async () => {
+  harness = await EmulatorHarness.start({ scale: 0.5, fileRecords: 40, churn: 0 });
+  dir = tempDir('sluice-native-');
+});
+after(() => harness?.close());
+
+const POLL = 'poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }';
+const fresh = targetFactory(KIND, () => dir);
+
+async function runJob(
+  t: TestTarget,
+  name: string,
+  job: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number; stderr: string; stdout: string }> {
+  const file = writePipeline(
+    dir,
+    name,
+    `${pipelineHead(name, t.destinationYaml)}jobs:\n${job.replace(/^/gm, '  ')}\n    ${POLL}\n`,
+  );
+  return runCli(
+    ['run', file, '--no-progress', '--log-level', 'debug'],
+    emulatorEnv(harness, { SLUICE_FILES_AT_ONCE: '1', ...env }),
+  );
+}
+
+/** A table's rows in a fixed order, the load's own columns aside, as text. */
+async function rowsOf(t: TestTarget, table: string): Promise<string[]> {
+  const columns = (await t.columns(table)).map((c) => c.name);
+  const kept = columns.filter((c) => !c.startsWith('_sluice_'));
+  const rows = await t.all(
+    `SELECT ${kept.map((c) => `CAST("${c}" AS VARCHAR) AS "${c}"`).join(', ')} FROM "${table}"`,
+  );
+  return rows.map((r) => JSON.stringify(r)).sort();
+}
+
+const PROPS = (table: string, extra = '') =>
+  `${table}:\n  type: properties\n  query: '*'\n  records: 120\n  format: json\n  nested: json\n  write: append\n  table: ${table}${extra}`;
+
+describe('DuckDB reading result files itself', { skip: reason }, () => {
+  test('an append gives the rows, types and file rows of sluice decoding', async () => {
+    await harness.reset();
+    const a = await fresh('native');
+    const b = await fresh('decoded');
+    const native = await runJob(a, 'native', PROPS('homes'));
+    assert.equal(native.code, 0, native.stderr);
+    await harness.reset();
+    const decoded = await runJob(b, 'decoded', PROPS('homes'), { SLUICE_DUCKDB_NATIVE: '0' });
+    assert.equal(decoded.code, 0, decoded.stderr);
+    assert.match(native.stderr + native.stdout, /read by the destination itself/);
+    assert.doesNotMatch(decoded.stderr + decoded.stdout, /read by the destination itself/);
+    assert.deepEqual(await a.columns('homes'), await b.columns('homes'));
+    const rows = await rowsOf(a, 'homes');
+    assert.equal(rows.length, 120);
+    assert.deepEqual(rows, await rowsOf(b, 'homes'));
+    const files = (t: TestTarget) =>
+      t.all(
+        'SELECT file_index, table_name, rows_loaded, rows_rejected, bytes FROM _sluice_files ORDER BY file_index',
+      );
+    assert.deepEqual(await files(a), await files(b));
+    const loaded = /loaded [0-9a-f]+(_\d+\.txt: \d+ rows)/g;
+    const lines = (out: string) => [...out.matchAll(loaded)].map((m) => m[1]);
+    assert.deepEqual(lines(native.stderr), lines(decoded.stderr));
+    assert.equal(lines(native.stderr).length, 3);
+  });
+});
