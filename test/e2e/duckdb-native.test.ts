@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { skipReason, type TestTarget, targetFactory } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
 import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import { runToEnd, stopAt } from '../helpers/runs.js';
 
 /**
  * DuckDB reading NDJSON result files itself (issue 41, src/load/duckdb/read-file.ts): where it
@@ -24,17 +25,21 @@ after(() => harness?.close());
 const POLL = 'poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }';
 const fresh = targetFactory(KIND, () => dir);
 
+function pipelineOf(t: TestTarget, name: string, job: string): string {
+  return writePipeline(
+    dir,
+    name,
+    `${pipelineHead(name, t.destinationYaml)}jobs:\n${job.replace(/^/gm, '  ')}\n    ${POLL}\n`,
+  );
+}
+
 async function runJob(
   t: TestTarget,
   name: string,
   job: string,
   env: Record<string, string> = {},
 ): Promise<{ code: number; stderr: string; stdout: string }> {
-  const file = writePipeline(
-    dir,
-    name,
-    `${pipelineHead(name, t.destinationYaml)}jobs:\n${job.replace(/^/gm, '  ')}\n    ${POLL}\n`,
-  );
+  const file = pipelineOf(t, name, job);
   return runCli(
     ['run', file, '--no-progress', '--log-level', 'debug'],
     emulatorEnv(harness, { SLUICE_FILES_AT_ONCE: '1', ...env }),
@@ -79,5 +84,80 @@ describe('DuckDB reading result files itself', { skip: reason }, () => {
     const lines = (out: string) => [...out.matchAll(loaded)].map((m) => m[1]);
     assert.deepEqual(lines(native.stderr), lines(decoded.stderr));
     assert.equal(lines(native.stderr).length, 3);
+  });
+
+  test('a file with a line sluice rejects goes down the usual path whole: the same rejects', async () => {
+    const runBoth = async (name: string) => {
+      await harness.reset();
+      await harness.faults([], 'corrupt=0.05');
+      const a = await fresh(`${name}-native`);
+      const b = await fresh(`${name}-decoded`);
+      const native = await runJob(a, `${name}-native`, PROPS('homes'));
+      assert.equal(native.code, 0, native.stderr);
+      await harness.reset();
+      await harness.faults([], 'corrupt=0.05');
+      const decoded = await runJob(b, `${name}-decoded`, PROPS('homes'), {
+        SLUICE_DUCKDB_NATIVE: '0',
+      });
+      assert.equal(decoded.code, 0, decoded.stderr);
+      return { a, b, native };
+    };
+    const { a, b, native } = await runBoth('corrupt');
+    const rejects = async (t: TestTarget) =>
+      (
+        await t.all<{ file_name: string; line: number; raw: string; reason: string }>(
+          'SELECT file_name, line, raw, reason FROM _sluice_rejects ORDER BY file_name, line',
+        )
+      ).map((r) => ({ ...r, file_name: r.file_name.replace(/^[0-9a-f]+/, '') }));
+    const kept = await rejects(a);
+    assert.ok(kept.length > 0, 'some lines were corrupted');
+    assert.deepEqual(kept, await rejects(b));
+    assert.deepEqual(await rowsOf(a, 'homes'), await rowsOf(b, 'homes'));
+    // The files with a corrupted line were loaded the usual way.
+    const read = (native.stderr.match(/read by the destination itself/g) ?? []).length;
+    assert.ok(read < 3, native.stderr);
+  });
+
+  test('gzip files: read by DuckDB, the same rows', async () => {
+    const gz = await EmulatorHarness.start({
+      scale: 0.5,
+      fileRecords: 40,
+      churn: 0,
+      gzipFiles: true,
+    });
+    try {
+      const a = await fresh('gzip-native');
+      const file = pipelineOf(a, 'gzip-native', PROPS('homes'));
+      const run = await runCli(
+        ['run', file, '--no-progress', '--log-level', 'debug'],
+        emulatorEnv(gz, { SLUICE_FILES_AT_ONCE: '1' }),
+      );
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal((run.stderr.match(/read by the destination itself/g) ?? []).length, 3);
+      assert.equal((await rowsOf(a, 'homes')).length, 120);
+    } finally {
+      await gz.close();
+    }
+  });
+
+  test('killed inside a file read by DuckDB: nothing of it stays, a rerun loads it once', async () => {
+    await harness.reset();
+    const a = await fresh('killed');
+    const file = pipelineOf(a, 'killed', PROPS('homes'));
+    await stopAt(file, harness, 'file-batch:homes@1', 'SIGKILL');
+    const files = await a.all<{ file_index: number }>('SELECT file_index FROM _sluice_files');
+    assert.deepEqual(
+      files.map((f) => Number(f.file_index)),
+      [0],
+    );
+    assert.equal((await rowsOf(a, 'homes')).length, 40);
+    await runToEnd(file, harness);
+    assert.equal((await rowsOf(a, 'homes')).length, 120);
+    const b = await fresh('unkilled');
+    await harness.reset();
+    await runToEnd(pipelineOf(b, 'unkilled', PROPS('homes')), harness, {
+      SLUICE_DUCKDB_NATIVE: '0',
+    });
+    assert.deepEqual(await rowsOf(a, 'homes'), await rowsOf(b, 'homes'));
   });
 });
