@@ -95,6 +95,19 @@ export interface DialectSchema<C> {
   drop(conn: C, table: string): Promise<void>;
 }
 
+/** The table a result file is read into by the database itself (`DialectWriter.readFile`). */
+export interface ReadInto {
+  /** Physical name. */
+  table: string;
+  /** Its columns as they are (physical names). */
+  columns: ReadonlyMap<string, Column['type']>;
+  /** The row key (field) each column holds. */
+  names: { logical(physical: string): string };
+  mode: 'append' | 'merge';
+  /** The merge key (physical names). */
+  key: readonly string[];
+}
+
 export interface DialectWriter<C> {
   /**
    * Rows as this destination writes them: bound values in the table's column order (see
@@ -127,16 +140,10 @@ export interface DialectWriter<C> {
     filter?: PairFilter,
   ): Promise<[unknown, unknown][]>;
   /**
-   * Reads a result file itself into `table` (physical; its columns as they are, `names` from
-   * row keys to them), or writes nothing and answers undefined (see `FileTransaction.readFile`).
+   * Reads a result file itself into a table, or writes nothing and answers undefined (see
+   * `FileTransaction.readFile`).
    */
-  readFile?(
-    conn: C,
-    table: string,
-    columns: ReadonlyMap<string, Column['type']>,
-    names: { logical(physical: string): string },
-    file: FileToRead,
-  ): Promise<FileRead | undefined>;
+  readFile?(conn: C, into: ReadInto, file: FileToRead): Promise<FileRead | undefined>;
 }
 
 /** Rows to insert: `count` rows of one value per column of the insert, row after row. */

@@ -430,9 +430,14 @@ export class LoaderTransaction<C> implements FileTransaction {
   /** The file read by the database itself, where its writer can (see `FileTransaction`). */
   async readFile(target: WriteTarget, file: FileToRead): Promise<FileRead | undefined> {
     const table = this.loader.physical(target.table, target.stagedBy);
-    const columns = await this.#columns(table);
-    if (this.#dialect.writer.readFile === undefined || columns === undefined) return undefined;
-    return this.#dialect.writer.readFile(this.conn, table, columns, this.#namesOf(table), file);
+    if (this.#dialect.writer.readFile === undefined) return undefined;
+    if ((await this.#columns(table)) === undefined) return undefined;
+    // The table as it is (with its key index, merging): the file changes no column.
+    const columns = await this.ensure(target, []);
+    const names = this.#namesOf(table);
+    const key = target.key.map((k) => names.physical(k));
+    const into = { table, columns, names, mode: target.mode, key };
+    return this.#dialect.writer.readFile(this.conn, into, file);
   }
 
   async drop(table: string): Promise<void> {

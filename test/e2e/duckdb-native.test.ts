@@ -56,8 +56,8 @@ async function rowsOf(t: TestTarget, table: string): Promise<string[]> {
   return rows.map((r) => JSON.stringify(r)).sort();
 }
 
-const PROPS = (table: string, extra = '') =>
-  `${table}:\n  type: properties\n  query: '*'\n  records: 120\n  format: json\n  nested: json\n  write: append\n  table: ${table}${extra}`;
+const PROPS = (table: string, write = 'append') =>
+  `${table}:\n  type: properties\n  query: '*'\n  records: 120\n  format: json\n  nested: json\n  write: ${write}\n  table: ${table}`;
 
 describe('DuckDB reading result files itself', { skip: reason }, () => {
   test('an append gives the rows, types and file rows of sluice decoding', async () => {
@@ -84,6 +84,31 @@ describe('DuckDB reading result files itself', { skip: reason }, () => {
     const lines = (out: string) => [...out.matchAll(loaded)].map((m) => m[1]);
     assert.deepEqual(lines(native.stderr), lines(decoded.stderr));
     assert.equal(lines(native.stderr).length, 3);
+  });
+
+  test('a merge, run twice: the rows of sluice decoding', async () => {
+    const a = await fresh('merge-native');
+    const b = await fresh('merge-decoded');
+    for (const [t, env] of [
+      [a, {}],
+      [b, { SLUICE_DUCKDB_NATIVE: '0' }],
+    ] as const) {
+      await harness.reset();
+      for (let i = 0; i < 2; i++) {
+        const run = await runJob(
+          t,
+          `merge-${t === a ? 'native' : 'decoded'}`,
+          PROPS('homes', 'merge'),
+          env,
+        );
+        assert.equal(run.code, 0, run.stderr);
+        if (t === a) assert.match(run.stderr, /read by the destination itself/);
+      }
+    }
+    const rows = await rowsOf(a, 'homes');
+    assert.equal(rows.length, 120);
+    assert.deepEqual(rows, await rowsOf(b, 'homes'));
+    assert.deepEqual(await a.indexes('homes'), await b.indexes('homes'));
   });
 
   test('a file with a line sluice rejects goes down the usual path whole: the same rejects', async () => {

@@ -5,7 +5,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { FieldDef } from '../../catalog.js';
 import type { ColumnType } from '../../schema/types.js';
 import type { FileRead, FileToRead } from '../destination.js';
-import { quoteIdent } from '../dialect.js';
+import { quoteIdent, type ReadInto } from '../dialect.js';
 import type { DuckDbSession } from './connection.js';
 import { cellOf, columnOf } from './read-checks.js';
 import { DUCKDB_TYPE } from './types.js';
@@ -66,11 +66,10 @@ async function spool(
 export async function readFileNatively(
   session: DuckDbSession,
   conn: DuckDBConnection,
-  table: string,
-  columns: ReadonlyMap<string, ColumnType>,
-  names: { logical(physical: string): string },
+  into: ReadInto,
   file: FileToRead,
 ): Promise<FileRead | undefined> {
+  const { table, columns, names } = into;
   const own = Object.keys(file.constants);
   const fields: { column: string; key: string; type: ColumnType; def?: FieldDef }[] = [];
   for (const [column, type] of columns) {
@@ -86,6 +85,11 @@ export async function readFileNatively(
   if (bom) return undefined;
   const paths = `[${fields.map((f) => sqlText(`$.${JSON.stringify(f.key)}`)).join(', ')}]`;
   const cells = fields.map((f, i) => cellOf(`j[${i + 1}]`, f.type, f.def));
+  // Merging, a line without the whole key would be a reject.
+  const keyed = into.key.map((k) => {
+    const at = fields.findIndex((f) => f.column === k);
+    return at < 0 ? 'false' : `(${cells[at]!.value}) IS NOT NULL`;
+  });
   const allowed = `[${fields.map((f) => sqlText(f.key)).join(', ')}]`;
   const lineOk = [
     `strlen(l) <= ${file.maxRecordBytes}`,
@@ -101,7 +105,7 @@ export async function readFileNatively(
   try {
     const result = await session.reading((reader) =>
       reader.runAndReadAll(
-        `SELECT count(*), count(*) FILTER (WHERE j IS NULL OR NOT (${cells.map((c) => c.ok).join(' AND ')})) FROM ${source}`,
+        `SELECT count(*), count(*) FILTER (WHERE j IS NULL OR NOT (${[...cells.map((c) => c.ok), ...(into.mode === 'merge' ? keyed : [])].join(' AND ')})) FROM ${source}`,
       ),
     );
     const [count, doubts] = result.getRows()[0] as [bigint, bigint];
@@ -111,12 +115,41 @@ export async function readFileNatively(
     // DuckDB could not read it (not UTF-8, a line ended by \r\n among others, ...).
     return undefined;
   }
-  const list = [...fields.map((f) => f.column), ...own].map(quoteIdent).join(', ');
+  const written = [...fields.map((f) => f.column), ...own];
   const constants = own.map(
     (c) => `CAST(${sqlText(file.constants[c]!)} AS ${DUCKDB_TYPE[columns.get(c)!]})`,
   );
-  await conn.run(
-    `INSERT INTO ${quoteIdent(table)} (${list}) SELECT ${[...cells.map((c) => c.value), ...constants].join(', ')} FROM ${source}`,
+  const typed = [...cells.map((c) => c.value), ...constants].map(
+    (v, i) => `${v} AS ${quoteIdent(written[i]!)}`,
   );
+  await conn.run(insertStatement(into, written, typed, source));
   return { rows: records, bytes };
+}
+
+/**
+ * The statement that writes the file's rows: appended, or merged as writer.ts merges a batch
+ * (the last line of each key wins, upserted on the table's key index, every column set).
+ */
+function insertStatement(
+  into: ReadInto,
+  names: readonly string[],
+  typed: readonly string[],
+  source: string,
+): string {
+  const list = names.map(quoteIdent).join(', ');
+  const table = quoteIdent(into.table);
+  if (into.mode === 'append')
+    return `INSERT INTO ${table} (${list}) SELECT ${typed.join(', ')} FROM ${source}`;
+  const keys = new Set(into.key);
+  const keyList = into.key.map(quoteIdent).join(', ');
+  const updates = names
+    .filter((n) => !keys.has(n))
+    .map((n) => `${quoteIdent(n)} = EXCLUDED.${quoteIdent(n)}`);
+  const action = updates.length === 0 ? 'DO NOTHING' : `DO UPDATE SET ${updates.join(', ')}`;
+  return (
+    `INSERT INTO ${table} (${list}) SELECT ${list} FROM (SELECT ${typed.join(', ')}, ` +
+    `row_number() OVER () AS "__sluice_pos" FROM ${source}) ` +
+    `QUALIFY row_number() OVER (PARTITION BY ${keyList} ORDER BY "__sluice_pos" DESC) = 1 ` +
+    `ON CONFLICT (${keyList}) ${action}`
+  );
 }

@@ -10,6 +10,7 @@ import {
   type DialectWriter,
   pairsStatement,
   quoteIdent,
+  type ReadInto,
   rowsInTableOrder,
   type TableRows,
 } from '../dialect.js';
@@ -47,13 +48,12 @@ export class DuckDbWriter implements DialectWriter<DuckDBConnection> {
 
   readFile(
     conn: DuckDBConnection,
-    table: string,
-    columns: ReadonlyMap<string, ColumnType>,
-    names: { logical(physical: string): string },
+    into: ReadInto,
     file: FileToRead,
   ): Promise<FileRead | undefined> {
     if (!this.native) return Promise.resolve(undefined);
-    return readFileNatively(this.session, conn, table, columns, names, file);
+    if (into.mode === 'merge') this.session.changed.add(into.table);
+    return readFileNatively(this.session, conn, into, file);
   }
 
   encode(packed: PackedRows, columns: readonly BoundColumn[]): TableRows {

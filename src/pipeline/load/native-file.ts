@@ -19,8 +19,8 @@ import type { FileWritten } from './write-file.js';
 /**
  * Whether a job's files may be offered to the destination to read itself: one it can
  * (`capabilities.readsFiles`), NDJSON, `nested: json` with no pinned column, no autotrace and no
- * owner lookup (one table, a row per record: `JobTables.plainJson`), rows only appended (a merge
- * keeps the last of each key and replaces child rows, which sluice's path does).
+ * owner lookup (one table, a row per record: `JobTables.plainJson`), appended or merged by
+ * its key (the last line of each key wins, as in sluice's own path).
  */
 export function nativeLoadable(load: JobLoad): boolean {
   const { ctx, job, tables } = load;
@@ -28,7 +28,7 @@ export function nativeLoadable(load: JobLoad): boolean {
     ctx.destination.capabilities.readsFiles === true &&
     job.format === 'json' &&
     tables.plainJson &&
-    !tables.merging &&
+    (!tables.merging || (tables.plan.write === 'merge' && tables.plan.key.length > 0)) &&
     tables.relatedTables().length === 0
   );
 }
