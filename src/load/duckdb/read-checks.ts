@@ -9,6 +9,28 @@ import type { ColumnType } from '../../schema/types.js';
  * must but never less.
  */
 
+/**
+ * A line `l` that sluice reads as a record with no doubt about the line itself: within `maxBytes`,
+ * a JSON object, no NUL, each key once and one of `keys` (SQL texts), and outside its strings
+ * no number with an exponent or a run of 16 digits (which a double may hold otherwise than
+ * sluice: `1e-400` is 0 to DuckDB, a reject to sluice).
+ */
+export function lineKept(l: string, maxBytes: number, keys: readonly string[]): string {
+  const bare = `regexp_replace(${l}, '"([^"\\\\]|\\\\.)*"', '""', 'g')`;
+  return [
+    `strlen(${l}) <= ${maxBytes}`,
+    `json_valid(${l})`,
+    `json_type(${l}) = 'OBJECT'`,
+    `NOT contains(${l}, chr(0))`,
+    `NOT contains(${l}, '\\u0000')`,
+    `len(json_keys(${l})) = len(list_distinct(json_keys(${l})))`,
+    `len(list_filter(json_keys(${l}), k -> NOT list_contains([${keys.join(', ')}], k))) = 0`,
+    `NOT regexp_matches(${bare}, '[0-9][eE]|[0-9]{16}')`,
+  ]
+    .map((test) => `coalesce(${test}, false)`)
+    .join(' AND ');
+}
+
 /** The column type a field must already have for its values to go in as they are. */
 export function columnOf(def: FieldDef | undefined): ColumnType {
   if (def === undefined) return 'text';
@@ -33,20 +55,23 @@ const COMMON_TIME = '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z';
 const DATE_SHAPE =
   '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?';
 
-/** A real time in the service's form: DuckDB reads it back as the same text. */
+/**
+ * A real time in the service's form: DuckDB reads it back as the same text. (Every test here
+ * is false, never NULL, where a cast fails: a NULL inside a list's test would pass it.)
+ */
 function realTime(s: string): string {
   return (
-    `(regexp_full_match(${s}, '${COMMON_TIME}') AND left(${s}, 4) <> '0000' AND ` +
-    `strftime(TRY_CAST(${s} AS TIMESTAMPTZ), '%Y-%m-%dT%H:%M:%SZ') = ${s})`
+    `coalesce(regexp_full_match(${s}, '${COMMON_TIME}') AND left(${s}, 4) <> '0000' AND ` +
+    `strftime(TRY_CAST(${s} AS TIMESTAMPTZ), '%Y-%m-%dT%H:%M:%SZ') = ${s}, false)`
   );
 }
 
 /** Text `d` that a date field keeps as it is: not date-shaped, or a real time or date. */
 function dateKept(d: string): string {
   return (
-    `(NOT regexp_full_match(${d}, '${DATE_SHAPE}') OR ${realTime(d)} OR ` +
+    `coalesce(NOT regexp_full_match(${d}, '${DATE_SHAPE}') OR ${realTime(d)} OR ` +
     `(regexp_full_match(${d}, '[0-9]{4}-[0-9]{2}-[0-9]{2}') AND left(${d}, 4) <> '0000' AND ` +
-    `strftime(TRY_CAST(${d} AS DATE), '%Y-%m-%d') = ${d}))`
+    `strftime(TRY_CAST(${d} AS DATE), '%Y-%m-%d') = ${d}), false)`
   );
 }
 
@@ -179,5 +204,9 @@ export function cellOf(
       value = c;
     }
   }
-  return { ok: `(${empty} OR (${ok}))`, value: `CASE WHEN ${empty} THEN NULL ELSE ${value} END` };
+  // A test that is NULL (a cast that failed) is a doubt, never a pass.
+  return {
+    ok: `coalesce(${empty} OR (${ok}), false)`,
+    value: `CASE WHEN ${empty} THEN NULL ELSE ${value} END`,
+  };
 }

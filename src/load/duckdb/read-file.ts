@@ -7,7 +7,7 @@ import type { ColumnType } from '../../schema/types.js';
 import type { FileRead, FileToRead } from '../destination.js';
 import { quoteIdent, type ReadInto } from '../dialect.js';
 import type { DuckDbSession } from './connection.js';
-import { cellOf, columnOf } from './read-checks.js';
+import { cellOf, columnOf, lineKept } from './read-checks.js';
 import { DUCKDB_TYPE } from './types.js';
 
 /**
@@ -69,7 +69,7 @@ export async function readFileNatively(
   into: ReadInto,
   file: FileToRead,
 ): Promise<FileRead | undefined> {
-  const { table, columns, names } = into;
+  const { columns, names } = into;
   const own = Object.keys(file.constants);
   const fields: { column: string; key: string; type: ColumnType; def?: FieldDef }[] = [];
   for (const [column, type] of columns) {
@@ -77,7 +77,7 @@ export async function readFileNatively(
     const key = names.logical(column);
     const def = Object.hasOwn(file.fields, key) ? file.fields[key] : undefined;
     // A column widened (or pinned) away from its field's own type: left to sluice's decoding.
-    if (columnOf(def) !== type || key === '' || key.startsWith('_sluice')) return undefined;
+    if (columnOf(def) !== type || key === '' || key.startsWith('_')) return undefined;
     fields.push({ column, key, type, ...(def ? { def } : {}) });
   }
   if (own.some((c) => !columns.has(c)) || fields.length === 0) return undefined;
@@ -90,22 +90,17 @@ export async function readFileNatively(
     const at = fields.findIndex((f) => f.column === k);
     return at < 0 ? 'false' : `(${cells[at]!.value}) IS NOT NULL`;
   });
-  const allowed = `[${fields.map((f) => sqlText(f.key)).join(', ')}]`;
-  const lineOk = [
-    `strlen(l) <= ${file.maxRecordBytes}`,
-    `json_valid(l)`,
-    `json_type(l) = 'OBJECT'`,
-    `NOT contains(l, chr(0))`,
-    `NOT contains(l, '\\u0000')`,
-    `len(json_keys(l)) = len(list_distinct(json_keys(l)))`,
-    `len(list_filter(json_keys(l), k -> NOT list_contains(${allowed}, k))) = 0`,
-  ].join(' AND ');
+  const lineOk = lineKept(
+    'l',
+    file.maxRecordBytes,
+    fields.map((f) => sqlText(f.key)),
+  );
   const source = `(SELECT l, CASE WHEN ${lineOk} THEN json_extract(l, ${paths}) END AS j FROM ${linesOf(path)} WHERE l IS NOT NULL)`;
   let records: number;
   try {
     const result = await session.reading((reader) =>
       reader.runAndReadAll(
-        `SELECT count(*), count(*) FILTER (WHERE j IS NULL OR NOT (${[...cells.map((c) => c.ok), ...(into.mode === 'merge' ? keyed : [])].join(' AND ')})) FROM ${source}`,
+        `SELECT count(*), count(*) FILTER (WHERE j IS NULL OR (${[...cells.map((c) => c.ok), ...(into.mode === 'merge' ? keyed : [])].join(' AND ')}) IS NOT TRUE) FROM ${source}`,
       ),
     );
     const [count, doubts] = result.getRows()[0] as [bigint, bigint];

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { SluiceError } from '../../errors.js';
-import type { ColumnType, PackedRows } from '../../schema/types.js';
+import type { PackedRows } from '../../schema/types.js';
 import { asCopyText, copyChunks } from '../copy-rows.js';
 import type { FileRead, FileToRead, PairFilter } from '../destination.js';
 import {
