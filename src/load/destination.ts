@@ -1,4 +1,5 @@
 import type { FieldMap } from '../catalog.js';
+import { SluiceError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RowEncoding } from '../schema/copy-text.js';
 import type { Naming, NamingStyle } from '../schema/naming.js';
@@ -88,6 +89,21 @@ export interface FileToRead {
   constants: Readonly<Record<string, string>>;
   /** A line longer than this (in bytes) is a reject: such a file is left to sluice's decoding. */
   maxRecordBytes: number;
+  /** Told why, when the destination sends the file back to be loaded the usual way. */
+  sentBack?(why: string): void;
+}
+
+/**
+ * The database's own reading of a file failed after its checks passed (out of memory, say):
+ * its transaction writes nothing, and the file is to be loaded the usual way.
+ */
+export class FileReadFailed extends SluiceError {
+  constructor(cause: unknown) {
+    super(`the database could not read the file itself: ${(cause as Error).message}`, {
+      code: 'SLUICE_DESTINATION',
+      cause,
+    });
+  }
 }
 
 /** What a destination's own reading of a file wrote: its rows, and the bytes of its text. */

@@ -8,7 +8,7 @@ import { runToEnd, stopAt } from '../helpers/runs.js';
 /**
  * DuckDB reading NDJSON result files itself (issue 41, src/load/duckdb/read-file.ts): where it
  * does, the tables and state rows are those sluice's own decoding writes for the same download
- * (SLUICE_DUCKDB_NATIVE=0); a file it doubts goes down the usual path whole.
+ * (SLUICE_DUCKDB_NATIVE=0, the default); a file it doubts goes down the usual path whole.
  */
 
 const KIND = 'duckdb';
@@ -22,6 +22,8 @@ before(async () => {
 });
 after(() => harness?.close());
 
+/** DuckDB reading the files itself is off unless this is set. */
+const NATIVE = { SLUICE_DUCKDB_NATIVE: '1' };
 const POLL = 'poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }';
 const fresh = targetFactory(KIND, () => dir);
 
@@ -42,7 +44,7 @@ async function runJob(
   const file = pipelineOf(t, name, job);
   return runCli(
     ['run', file, '--no-progress', '--log-level', 'debug'],
-    emulatorEnv(harness, { SLUICE_FILES_AT_ONCE: '1', ...env }),
+    emulatorEnv(harness, { SLUICE_FILES_AT_ONCE: '1', ...NATIVE, ...env }),
   );
 }
 
@@ -155,7 +157,7 @@ describe('DuckDB reading result files itself', { skip: reason }, () => {
       const file = pipelineOf(a, 'gzip-native', PROPS('homes'));
       const run = await runCli(
         ['run', file, '--no-progress', '--log-level', 'debug'],
-        emulatorEnv(gz, { SLUICE_FILES_AT_ONCE: '1' }),
+        emulatorEnv(gz, { SLUICE_FILES_AT_ONCE: '1', ...NATIVE }),
       );
       assert.equal(run.code, 0, run.stderr);
       assert.equal((run.stderr.match(/read by the destination itself/g) ?? []).length, 3);
@@ -169,14 +171,14 @@ describe('DuckDB reading result files itself', { skip: reason }, () => {
     await harness.reset();
     const a = await fresh('killed');
     const file = pipelineOf(a, 'killed', PROPS('homes'));
-    await stopAt(file, harness, 'file-batch:homes@1', 'SIGKILL');
+    await stopAt(file, harness, 'file-batch:homes@1', 'SIGKILL', NATIVE);
     const files = await a.all<{ file_index: number }>('SELECT file_index FROM _sluice_files');
     assert.deepEqual(
       files.map((f) => Number(f.file_index)),
       [0],
     );
     assert.equal((await rowsOf(a, 'homes')).length, 40);
-    await runToEnd(file, harness);
+    await runToEnd(file, harness, NATIVE);
     assert.equal((await rowsOf(a, 'homes')).length, 120);
     const b = await fresh('unkilled');
     await harness.reset();

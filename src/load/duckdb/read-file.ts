@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { FieldDef } from '../../catalog.js';
 import type { ColumnType } from '../../schema/types.js';
-import type { FileRead, FileToRead } from '../destination.js';
+import { type FileRead, FileReadFailed, type FileToRead } from '../destination.js';
 import { quoteIdent, type ReadInto } from '../dialect.js';
 import type { DuckDbSession } from './connection.js';
 import { cellOf, columnOf, lineKept } from './read-checks.js';
@@ -28,17 +28,28 @@ import { DUCKDB_TYPE } from './types.js';
  * list and no key twice.
  */
 
-/** The lines of a spooled file, one VARCHAR column `l` (NULL for an empty line), in order. */
-function linesOf(path: string): string {
-  const max = 64 << 20;
+/**
+ * The lines of a spooled file, one VARCHAR column `l` (NULL for an empty line), in order unless
+ * `parallel` (DuckDB's threads share the file: its check needs no order). A line
+ * longer than `maxBytes` is sluice's reject: DuckDB need not read it (it fails, and the file goes
+ * back), and its buffers stay small (DuckDB's budget is 256 MB: settings.ts).
+ */
+function linesOf(path: string, maxBytes: number, parallel: boolean): string {
+  const max = Math.max(maxBytes + 1, 1 << 20);
   return (
     `read_csv('${path.replaceAll("'", "''")}', columns = {'l': 'VARCHAR'}, header = false, ` +
-    `delim = '\x1f', quote = '', escape = '', auto_detect = false, parallel = false, ` +
+    `delim = '\x1f', quote = '', escape = '', auto_detect = false, parallel = ${parallel}, ` +
     `max_line_size = ${max}, buffer_size = ${2 * max})`
   );
 }
 
 const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/** Sends the file back to be loaded the usual way, saying why. */
+function back(file: FileToRead, why: string): undefined {
+  file.sentBack?.(why);
+  return undefined;
+}
 
 /** Writes the file's text to the scratch folder; its path and bytes. */
 async function spool(
@@ -77,12 +88,17 @@ export async function readFileNatively(
     const key = names.logical(column);
     const def = Object.hasOwn(file.fields, key) ? file.fields[key] : undefined;
     // A column widened (or pinned) away from its field's own type: left to sluice's decoding.
-    if (columnOf(def) !== type || key === '' || key.startsWith('_')) return undefined;
+    if (columnOf(def) !== type || key === '' || key.startsWith('_')) {
+      return back(file, `column ${column} (${type}) is not what its field reads as`);
+    }
     fields.push({ column, key, type, ...(def ? { def } : {}) });
   }
-  if (own.some((c) => !columns.has(c)) || fields.length === 0) return undefined;
+  if (own.some((c) => !columns.has(c)) || fields.length === 0) {
+    return back(file, 'the table lacks columns');
+  }
   const { path, bytes, bom } = await spool(session, file);
-  if (bom) return undefined;
+  if (bom) return back(file, 'it opens with a byte order mark');
+  const lines = linesOf(path, file.maxRecordBytes, true);
   const paths = `[${fields.map((f) => sqlText(`$.${JSON.stringify(f.key)}`)).join(', ')}]`;
   const cells = fields.map((f, i) => cellOf(`j[${i + 1}]`, f.type, f.def));
   // Merging, a line without the whole key would be a reject.
@@ -92,10 +108,13 @@ export async function readFileNatively(
   });
   const lineOk = lineKept(
     'l',
+    'k',
     file.maxRecordBytes,
     fields.map((f) => sqlText(f.key)),
   );
-  const source = `(SELECT l, CASE WHEN ${lineOk} THEN json_extract(l, ${paths}) END AS j FROM ${linesOf(path)} WHERE l IS NOT NULL)`;
+  const source =
+    `(SELECT CASE WHEN ${lineOk} THEN json_extract(l, ${paths}) END AS j ` +
+    `FROM (SELECT l, json_keys(l) AS k FROM ${lines} WHERE l IS NOT NULL))`;
   let records: number;
   try {
     const result = await session.reading((reader) =>
@@ -104,11 +123,11 @@ export async function readFileNatively(
       ),
     );
     const [count, doubts] = result.getRows()[0] as [bigint, bigint];
-    if (doubts > 0n) return undefined;
+    if (doubts > 0n) return back(file, `${doubts} of its lines are in doubt`);
     records = Number(count);
-  } catch {
+  } catch (error) {
     // DuckDB could not read it (not UTF-8, a line ended by \r\n among others, ...).
-    return undefined;
+    return back(file, (error as Error).message.split('\n')[0]!);
   }
   const written = [...fields.map((f) => f.column), ...own];
   const constants = own.map(
@@ -117,7 +136,15 @@ export async function readFileNatively(
   const typed = [...cells.map((c) => c.value), ...constants].map(
     (v, i) => `${v} AS ${quoteIdent(written[i]!)}`,
   );
-  await conn.run(insertStatement(into, written, typed, source));
+  // The lines are known to be kept: the statement reads them without looking again.
+  // Read in order (a merge's last line of a key wins; appends keep the file's order).
+  const ordered = linesOf(path, file.maxRecordBytes, false);
+  const rows = `(SELECT json_extract(l, ${paths}) AS j FROM ${ordered} WHERE l IS NOT NULL)`;
+  try {
+    await conn.run(insertStatement(into, written, typed, rows));
+  } catch (error) {
+    throw new FileReadFailed(error);
+  }
   return { rows: records, bytes };
 }
 

@@ -43,7 +43,7 @@ export class DuckDbWriter implements DialectWriter<DuckDBConnection> {
   constructor(
     readonly session: DuckDbSession,
     /** Whether result files may be read by DuckDB itself (`SLUICE_DUCKDB_NATIVE`, read-file.ts). */
-    readonly native = true,
+    readonly native = false,
   ) {}
 
   readFile(

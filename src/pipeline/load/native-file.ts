@@ -1,6 +1,6 @@
 import { FIELDS } from '../../catalog.js';
 import type { ResultFileRef, ServiceClient } from '../../client/types.js';
-import type { FileToRead } from '../../load/destination.js';
+import { FileReadFailed, type FileToRead } from '../../load/destination.js';
 import { checkpoint } from '../checkpoints.js';
 import { isoAt } from '../clock.js';
 import type { DownloadRecords } from './download-records.js';
@@ -49,41 +49,50 @@ export async function loadNatively(
   }: { inFlight: FilesInFlight; counts: FileCounts; records: DownloadRecords },
 ): Promise<FileWritten | undefined> {
   const { ctx, job, outcome, tables } = load;
-  return ctx.destination.loadFile(async (tx) => {
-    if (tx.readFile === undefined) return undefined;
-    const loadedAt = isoAt(ctx.clock);
-    const toRead: FileToRead = {
-      open: () => source.openResultFile(downloadId, file, { signal: ctx.signal }),
-      fields: FIELDS[tables.plan.type],
-      constants: { _sluice_download_id: downloadId, _sluice_loaded_at: loadedAt },
-      maxRecordBytes: maxRecordBytes(ctx.env),
-    };
-    // A file loaded again (after a rollback) must not keep the rejects of its earlier try.
-    await tx.clearRejects(downloadId, file.name);
-    const read = await tx.readFile(targetOf(load, tables.main), toRead);
-    if (read === undefined) return undefined;
-    counts.rows = read.rows;
-    ctx.progress.update(
-      job.name,
-      outcome.loaded + outcome.rejected + inFlight.rows + inFlight.rejects,
-    );
-    await checkpoint(ctx, 'file-batch', job.name, file.index);
-    const downloadRecords = records.written(file, read.rows);
-    await tx.recordFile({
-      download_id: downloadId,
-      file_index: file.index,
-      file_name: file.name,
-      table_name: job.table,
-      rows_loaded: read.rows,
-      rows_rejected: 0,
-      bytes: read.bytes,
-      loaded_at: isoAt(ctx.clock),
-      run_id: ctx.runId,
+  return ctx.destination
+    .loadFile(async (tx) => {
+      if (tx.readFile === undefined) return undefined;
+      const loadedAt = isoAt(ctx.clock);
+      const toRead: FileToRead = {
+        open: () => source.openResultFile(downloadId, file, { signal: ctx.signal }),
+        fields: FIELDS[tables.plan.type],
+        constants: { _sluice_download_id: downloadId, _sluice_loaded_at: loadedAt },
+        maxRecordBytes: maxRecordBytes(ctx.env),
+        sentBack: (why) =>
+          load.log.debug({ file: file.name }, `${file.name}: loaded the usual way: ${why}`),
+      };
+      // A file loaded again (after a rollback) must not keep the rejects of its earlier try.
+      await tx.clearRejects(downloadId, file.name);
+      const read = await tx.readFile(targetOf(load, tables.main), toRead);
+      if (read === undefined) return undefined;
+      counts.rows = read.rows;
+      ctx.progress.update(
+        job.name,
+        outcome.loaded + outcome.rejected + inFlight.rows + inFlight.rejects,
+      );
+      await checkpoint(ctx, 'file-batch', job.name, file.index);
+      const downloadRecords = records.written(file, read.rows);
+      await tx.recordFile({
+        download_id: downloadId,
+        file_index: file.index,
+        file_name: file.name,
+        table_name: job.table,
+        rows_loaded: read.rows,
+        rows_rejected: 0,
+        bytes: read.bytes,
+        loaded_at: isoAt(ctx.clock),
+        run_id: ctx.runId,
+      });
+      return {
+        rows: read.rows,
+        rejects: 0,
+        ...(downloadRecords === undefined ? {} : { downloadRecords }),
+      };
+    })
+    .catch((error: unknown) => {
+      // Rolled back: the file goes down the usual path.
+      if (!(error instanceof FileReadFailed)) throw error;
+      load.log.debug({ file: file.name }, `${file.name}: ${error.message}`);
+      return undefined;
     });
-    return {
-      rows: read.rows,
-      rejects: 0,
-      ...(downloadRecords === undefined ? {} : { downloadRecords }),
-    };
-  });
 }
