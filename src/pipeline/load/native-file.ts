@@ -61,10 +61,10 @@ export async function loadNatively(
         sentBack: (why) =>
           load.log.debug({ file: file.name }, `${file.name}: loaded the usual way: ${why}`),
       };
-      // A file loaded again (after a rollback) must not keep the rejects of its earlier try.
-      await tx.clearRejects(downloadId, file.name);
       const read = await tx.readFile(targetOf(load, tables.main), toRead);
       if (read === undefined) return undefined;
+      // A file loaded again (after a rollback) must not keep the rejects of its earlier try.
+      await tx.clearRejects(downloadId, file.name);
       counts.rows = read.rows;
       ctx.progress.update(
         job.name,
