@@ -47,19 +47,21 @@ export function columnOf(def: FieldDef | undefined): ColumnType {
   }
 }
 
-const COMMON_TIME = '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z';
+/** The service's form of a time, its fields in their ranges (the day is checked by a cast). */
+const COMMON_TIME =
+  '[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z';
 /** records/types.ts's DATE_SHAPE, as RE2 reads it. */
 const DATE_SHAPE =
   '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?';
 
 /**
- * A real time in the service's form: DuckDB reads it back as the same text. (Every test here
+ * A real time in the service's form (a real day of a year from 1). (Every test here
  * is false, never NULL, where a cast fails: a NULL inside a list's test would pass it.)
  */
 function realTime(s: string): string {
   return (
     `coalesce(regexp_full_match(${s}, '${COMMON_TIME}') AND left(${s}, 4) <> '0000' AND ` +
-    `strftime(TRY_CAST(${s} AS TIMESTAMPTZ), '%Y-%m-%dT%H:%M:%SZ') = ${s}, false)`
+    `TRY_CAST(left(${s}, 10) AS DATE) IS NOT NULL, false)`
   );
 }
 
@@ -67,8 +69,8 @@ function realTime(s: string): string {
 function dateKept(d: string): string {
   return (
     `coalesce(NOT regexp_full_match(${d}, '${DATE_SHAPE}') OR ${realTime(d)} OR ` +
-    `(regexp_full_match(${d}, '[0-9]{4}-[0-9]{2}-[0-9]{2}') AND left(${d}, 4) <> '0000' AND ` +
-    `strftime(TRY_CAST(${d} AS DATE), '%Y-%m-%d') = ${d}), false)`
+    `(regexp_full_match(${d}, '[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])') AND ` +
+    `left(${d}, 4) <> '0000' AND TRY_CAST(${d} AS DATE) IS NOT NULL), false)`
   );
 }
 

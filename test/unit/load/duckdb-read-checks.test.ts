@@ -41,6 +41,8 @@ describe('what DuckDB reads of a line as sluice decodes it', () => {
       ['mostRecentPriceAmount', '1217000', '1217000.0'],
       ['latitude', '"29.514005"', '29.514005'],
       ['dateAdded', '"2015-09-04T12:27:58Z"', '2015-09-04 12:27:58+00'],
+      ['dateAdded', '"2020-02-29T23:59:59Z"', '2020-02-29 23:59:59+00'],
+      ['prices', '[{"date":"2020-02-29"}]', '[{"date":"2020-02-29"}]'],
       ['address', '""', null],
       ['address', 'null', null],
       ['parking', '["Carport"]', '["Carport"]'],
@@ -66,6 +68,11 @@ describe('what DuckDB reads of a line as sluice decodes it', () => {
       ['mostRecentPriceAmount', '-0.0'],
       ['dateAdded', '"2021-02-30T00:00:00Z"'], // no such day: a reject
       ['dateAdded', '"2021-02-03"'], // another form
+      ['dateAdded', '"2021-02-29T00:00:00Z"'],
+      ['dateAdded', '"2021-01-01T24:00:00Z"'],
+      ['dateAdded', '"0000-01-01T00:00:00Z"'],
+      ['prices', '[{"date":"2021-13-01T00:00:00Z"}]'],
+      ['prices', '[{"date":"2021-02-29"}]'],
       ['parking', '"Carport,Garage"'], // comma-joined: split by sluice
       ['parking', '["a",""]'],
       ['parking', '["\\u0001"]'],
