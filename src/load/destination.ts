@@ -1,4 +1,5 @@
 import type { FieldMap } from '../catalog.js';
+import { SluiceError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RowEncoding } from '../schema/copy-text.js';
 import type { Naming, NamingStyle } from '../schema/naming.js';
@@ -71,6 +72,44 @@ export interface DestinationCapabilities {
    * rows, at the cost of more held in the parse workers at once (each kind says why its own).
    */
   batchBytes: { appends: number; merges: { csv: number; json: number } };
+  /**
+   * Whether its file transactions can read a whole NDJSON result file themselves
+   * (`FileTransaction.readFile`), where that gives exactly the rows sluice's own decoding gives.
+   */
+  readsFiles?: boolean;
+}
+
+/** A result file for the destination to read itself (see `FileTransaction.readFile`). */
+export interface FileToRead {
+  /** The file's text as the service sends it (unzipped), opened when the destination reads it. */
+  open(): Promise<NodeJS.ReadableStream>;
+  /** The catalogue's fields of the job's data type, by which sluice decodes the records. */
+  fields: FieldMap;
+  /** The load's own columns, the same in every row. */
+  constants: Readonly<Record<string, string>>;
+  /** A line longer than this (in bytes) is a reject: such a file is left to sluice's decoding. */
+  maxRecordBytes: number;
+  /** Told why, when the destination sends the file back to be loaded the usual way. */
+  sentBack?(why: string): void;
+}
+
+/**
+ * The database's own reading of a file failed after its checks passed (out of memory, say):
+ * its transaction writes nothing, and the file is to be loaded the usual way.
+ */
+export class FileReadFailed extends SluiceError {
+  constructor(cause: unknown) {
+    super(`the database could not read the file itself: ${(cause as Error).message}`, {
+      code: 'SLUICE_DESTINATION',
+      cause,
+    });
+  }
+}
+
+/** What a destination's own reading of a file wrote: its rows, and the bytes of its text. */
+export interface FileRead {
+  rows: number;
+  bytes: number;
 }
 
 /** Where rows go: a table of the job, written directly or built aside for a replace. */
@@ -130,6 +169,13 @@ export interface FileTransaction {
   clearRejects(downloadId: string, fileName: string): Promise<void>;
   /** The `_sluice_files` row that makes the file count as loaded. */
   recordFile(row: FileRow): Promise<void>;
+  /**
+   * Reads a whole NDJSON result file into the target's existing table by the database's own
+   * reader, when every one of its lines comes out exactly as sluice's decoding would write it
+   * (no reject, no new or wider column); else writes nothing and answers undefined, for the file
+   * to be loaded the usual way. Where the destination has no such reader: undefined.
+   */
+  readFile?(target: WriteTarget, file: FileToRead): Promise<FileRead | undefined>;
 }
 
 export interface FileOptions {

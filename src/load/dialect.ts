@@ -3,7 +3,14 @@ import { SluiceError } from '../errors.js';
 import { plainRows } from '../schema/copy-text.js';
 import type { Widening } from '../schema/plan.js';
 import type { Column, PackedRows, RowValue } from '../schema/types.js';
-import type { DestinationCapabilities, Lock, LockOptions, PairFilter } from './destination.js';
+import type {
+  DestinationCapabilities,
+  FileRead,
+  FileToRead,
+  Lock,
+  LockOptions,
+  PairFilter,
+} from './destination.js';
 import type { LeaseHold } from './state-store.js';
 import type { StateDatabase } from './state-tables.js';
 
@@ -94,6 +101,19 @@ export interface DialectSchema<C> {
   drop(conn: C, table: string): Promise<void>;
 }
 
+/** The table a result file is read into by the database itself (`DialectWriter.readFile`). */
+export interface ReadInto {
+  /** Physical name. */
+  table: string;
+  /** Its columns as they are (physical names). */
+  columns: ReadonlyMap<string, Column['type']>;
+  /** The row key (field) each column holds. */
+  names: { logical(physical: string): string };
+  mode: 'append' | 'merge';
+  /** The merge key (physical names). */
+  key: readonly string[];
+}
+
 export interface DialectWriter<C> {
   /**
    * Rows as this destination writes them: bound values in the table's column order (see
@@ -125,6 +145,11 @@ export interface DialectWriter<C> {
     columns: [string, string],
     filter?: PairFilter,
   ): Promise<[unknown, unknown][]>;
+  /**
+   * Reads a result file itself into a table, or writes nothing and answers undefined (see
+   * `FileTransaction.readFile`).
+   */
+  readFile?(conn: C, into: ReadInto, file: FileToRead): Promise<FileRead | undefined>;
 }
 
 /** Rows to insert: `count` rows of one value per column of the insert, row after row. */

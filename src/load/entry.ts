@@ -46,6 +46,8 @@ export interface DestinationEntry<O extends object = object> {
   readonly environment?: Readonly<Record<string, string>>;
   /** Its own options, from its settings (already checked) and the environment. */
   options?(settings: Settings, env: NodeJS.ProcessEnv): O;
+  /** Its capabilities under its own options, where they change them (else `capabilities`). */
+  capabilitiesWith?(own: O): DestinationCapabilities;
   /**
    * Connects to the destination a URL of this kind names: the parts of its dialect, which the
    * registry puts under the shared loader with the entry's name and capabilities.

@@ -10,7 +10,7 @@ import {
 } from '../schema/types.js';
 import { inexactRows, type RefusedRow } from './core/inexact-rows.js';
 import { type ShapeInternals, TableShapes } from './core/table-shapes.js';
-import type { FileTransaction, WriteTarget } from './destination.js';
+import type { FileRead, FileToRead, FileTransaction, WriteTarget } from './destination.js';
 import { type BoundColumn, type Dialect, rowsInTableOrder, type TableRows } from './dialect.js';
 import { DestinationError } from './errors.js';
 import type { FileRow, RejectRow, StateStore } from './state-store.js';
@@ -54,6 +54,19 @@ export class LoaderTransaction<C> implements FileTransaction {
   /** Makes the target's table hold `wanted` columns (see `TableShapes.ensure`). */
   ensure(target: WriteTarget, wanted: Iterable<Column>): Promise<Map<string, ColumnType>> {
     return this.shapes.ensure(target, wanted);
+  }
+
+  /** The file read by the database itself, where its writer can (see `FileTransaction`). */
+  async readFile(target: WriteTarget, file: FileToRead): Promise<FileRead | undefined> {
+    const table = this.loader.physical(target.table, target.stagedBy);
+    if (this.#dialect.writer.readFile === undefined) return undefined;
+    if ((await this.shapes.columns(table)) === undefined) return undefined;
+    // The table as it is (with its key index, merging): the file changes no column.
+    const columns = await this.ensure(target, []);
+    const names = this.shapes.namesOf(table);
+    const key = target.key.map((k) => names.physical(k));
+    const into = { table, columns, names, mode: target.mode, key };
+    return this.#dialect.writer.readFile(this.conn, into, file);
   }
 
   async write(

@@ -84,7 +84,7 @@ export async function openDestination(
     {
       name: entry.name,
       displayName: entry.displayName,
-      capabilities: entry.capabilities,
+      capabilities: entry.capabilitiesWith?.(own) ?? entry.capabilities,
       ...parts,
     },
     options.naming,

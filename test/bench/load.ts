@@ -347,9 +347,28 @@ async function duckdbBench(): Promise<void> {
     const { files, bytes } = warmed.get(format)!;
     const results: Measure[] = [];
     for (const threads of [1, 2]) results.push(await duckdbRead(format, files, bytes, threads));
-    const append = await sluiceRun('duckdb', format, 'json', 'append', bytes);
-    results.push(append);
+    const append = await sluiceRun('duckdb', format, 'json', 'append', bytes, {
+      SLUICE_DUCKDB_NATIVE: '1',
+    });
+    // NDJSON appends: DuckDB reads each file itself (issue 41, load/duckdb/read-file.ts) where
+    // it gives sluice's rows (SLUICE_DUCKDB_NATIVE=1); beside it, the same run with every file
+    // decoded by sluice (the default).
+    results.push(
+      format === 'json' ? { ...append, label: `${append.label}, DuckDB reads` } : append,
+    );
+    if (format === 'json') {
+      const decoded = await sluiceRun('duckdb', format, 'json', 'append', bytes, {
+        SLUICE_DUCKDB_NATIVE: '0',
+      });
+      results.push({ ...decoded, label: `${decoded.label}, sluice decodes` });
+    }
     results.push(await sluiceRun('duckdb', format, 'json', 'merge', bytes));
+    if (format === 'json') {
+      const merge = await sluiceRun('duckdb', format, 'json', 'merge', bytes, {
+        SLUICE_DUCKDB_NATIVE: '1',
+      });
+      results.push({ ...merge, label: `${merge.label}, DuckDB reads` });
+    }
     // DuckDB's settings as they were before sluice set them (80% of memory, every core).
     const unbounded = await sluiceRun('duckdb', format, 'json', 'append', bytes, {
       SLUICE_DUCKDB_MEMORY_LIMIT: `${Math.floor((totalmem() * 0.8) / 2 ** 20)}MB`,

@@ -12,6 +12,9 @@ const CAPABILITIES: DestinationCapabilities = {
   // table's casts): 8 MiB batches (some 4,000 property records) spread that over many rows. At
   // 1 MiB a run spent a fifth more CPU; at 16 MiB no less than at 8, with 60 MB more memory.
   batchBytes: { appends: 8 << 20, merges: { csv: 8 << 20, json: 8 << 20 } },
+  // DuckDB reads an NDJSON file itself where it gives sluice's rows exactly (read-file.ts) only
+  // with SLUICE_DUCKDB_NATIVE=1 (`capabilitiesWith`): slower so far (docs/speed.md).
+  readsFiles: false,
 };
 
 /**
@@ -25,6 +28,15 @@ export const duckdb: DestinationEntry = {
   displayName: 'DuckDB',
   example: 'duckdb:PATH (e.g. duckdb:data/out.duckdb)',
   capabilities: CAPABILITIES,
+  environment: {
+    SLUICE_DUCKDB_NATIVE:
+      '1 to have DuckDB read NDJSON result files itself where that gives the same rows (read-file.ts); off by default until it is measured faster',
+  },
+  options: (_settings, env) => ({ native: env.SLUICE_DUCKDB_NATIVE === '1' }),
+  capabilitiesWith: (own: { native?: boolean }) => ({
+    ...CAPABILITIES,
+    readsFiles: own.native === true,
+  }),
   matches: (url) => duckdbPath(url) !== undefined,
   // Its catalogue's own names (duckdb_tables(), ...), and its pg_catalog views' (pg_class, ...).
   reservedPrefixes: [
@@ -35,7 +47,7 @@ export const duckdb: DestinationEntry = {
   async typeNames() {
     return (await import('./types.js')).DUCKDB_TYPE;
   },
-  async connect(url, options) {
+  async connect(url, options, own: { native?: boolean }) {
     const [
       { openDuckDb, DuckDbConnection },
       { DuckDbSchema },
@@ -60,7 +72,7 @@ export const duckdb: DestinationEntry = {
       db: session.db,
       connection: new DuckDbConnection(session),
       schema: new DuckDbSchema(session),
-      writer: new DuckDbWriter(session),
+      writer: new DuckDbWriter(session, own.native === true),
       translate: (error) => translateDuckDbError(error, path),
     };
   },

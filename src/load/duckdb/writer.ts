@@ -4,17 +4,19 @@ import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { SluiceError } from '../../errors.js';
 import type { PackedRows } from '../../schema/types.js';
 import { asCopyText, copyChunks } from '../copy-rows.js';
-import type { PairFilter } from '../destination.js';
+import type { FileRead, FileToRead, PairFilter } from '../destination.js';
 import {
   type BoundColumn,
   type DialectWriter,
   pairsStatement,
   quoteIdent,
+  type ReadInto,
   rowsInTableOrder,
   type TableRows,
 } from '../dialect.js';
 import { DestinationError } from '../errors.js';
 import type { DuckDbSession } from './connection.js';
+import { readFileNatively } from './read-file.js';
 import { fromCopyCell, refusedCell } from './types.js';
 
 /** The longest line DuckDB's reader takes: a record is at most 4 MiB as it comes, more escaped. */
@@ -38,7 +40,21 @@ const MAX_LINE_BYTES = 64 << 20;
 export class DuckDbWriter implements DialectWriter<DuckDBConnection> {
   #file: string | undefined;
 
-  constructor(readonly session: DuckDbSession) {}
+  constructor(
+    readonly session: DuckDbSession,
+    /** Whether result files may be read by DuckDB itself (`SLUICE_DUCKDB_NATIVE`, read-file.ts). */
+    readonly native = false,
+  ) {}
+
+  readFile(
+    conn: DuckDBConnection,
+    into: ReadInto,
+    file: FileToRead,
+  ): Promise<FileRead | undefined> {
+    if (!this.native) return Promise.resolve(undefined);
+    if (into.mode === 'merge') this.session.changed.add(into.table);
+    return readFileNatively(this.session, conn, into, file);
+  }
 
   encode(packed: PackedRows, columns: readonly BoundColumn[]): TableRows {
     return asCopyText(packed, columns) ?? rowsInTableOrder(packed, columns);

@@ -18,6 +18,7 @@ import { TooManyRejects } from './file-rejects.js';
 import { FilesInFlight } from './files-in-flight.js';
 import { cursorChange } from './incremental.js';
 import type { JobLoad } from './job-load.js';
+import { loadNatively, nativeLoadable } from './native-file.js';
 import { FileReader, maxRecordBytes, parseWorkers } from './normalize.js';
 import { type FileWritten, writeFile } from './write-file.js';
 
@@ -142,6 +143,7 @@ export async function loadFiles(
   const limit = pLimit(files);
   const inFlight = new FilesInFlight();
   const records = new DownloadRecords(downloadId, info.numRecords, info.files, loaded);
+  const native = nativeLoadable(load);
   /** The first file to fail: no file starts after it, those under way finish. */
   let failure: { error: unknown } | undefined;
   const loadOne = async (file: ResultFileRef) => {
@@ -152,6 +154,7 @@ export async function loadFiles(
           inFlight,
           shared: files > 1,
           records,
+          ...(native ? { native: source } : {}),
         });
         span.setAttributes({
           'sluice.records': done?.rows,
@@ -215,10 +218,19 @@ async function loadFile(
     inFlight,
     shared,
     records,
-  }: { inFlight: FilesInFlight; shared: boolean; records: DownloadRecords },
+    native,
+  }: {
+    inFlight: FilesInFlight;
+    shared: boolean;
+    records: DownloadRecords;
+    /** Where the file is fetched for the destination to read it itself (native-file.ts). */
+    native?: Pick<ServiceClient, 'openResultFile'>;
+  },
 ): Promise<FileWritten | undefined> {
   const { ctx, log, outcome } = load;
   let alone = false;
+  /** Offered to the destination to read itself until it sends the file back. */
+  let offer = native;
   /** Transfer faults of this file so far. */
   let faults = 0;
   for (let attempt = 1; ; attempt++) {
@@ -231,6 +243,20 @@ async function loadFile(
         { file: file.name, attempt, alone },
         `loading ${file.name}${attempt > 1 || faults > 0 ? ` again (try ${attempt + faults})` : ''}${alone ? ', alone' : ''}: fetching and parsing it into one transaction`,
       );
+      const read =
+        offer &&
+        (await inStage('load', () =>
+          loadNatively(load, offer!, file, downloadId, { inFlight, counts, records }),
+        ));
+      if (read !== undefined) {
+        log.debug({ file: file.name }, `${file.name}: read by the destination itself`);
+        inFlight.close(counts);
+        records.committed(file);
+        outcome.loaded += read.rows;
+        warnBeyond(load, downloadId, read, records);
+        return read;
+      }
+      offer = undefined;
       // The file's request, until its body streams (read as the load writes it).
       const at = { 'sluice.file': file.name };
       parsing = await inSpan('fetch', at, () => inStage('normalize', () => reader.open(file)));
@@ -262,11 +288,7 @@ async function loadFile(
       records.committed(file);
       outcome.loaded += done.rows;
       outcome.rejected += done.rejects;
-      if (done.downloadRecords !== undefined && done.downloadRecords > records.expected) {
-        log.warn(
-          `download ${downloadId}: its files hold ${done.downloadRecords} records, more than the ${records.expected} the service counts; all are loaded`,
-        );
-      }
+      warnBeyond(load, downloadId, done, records);
       return done;
     } catch (error) {
       inFlight.close(counts);
@@ -310,6 +332,20 @@ async function loadFile(
     } finally {
       parsing?.cancel();
     }
+  }
+}
+
+/** Said when the file that completes the download shows it held more records than counted. */
+function warnBeyond(
+  load: JobLoad,
+  downloadId: string,
+  done: FileWritten,
+  records: DownloadRecords,
+): void {
+  if (done.downloadRecords !== undefined && done.downloadRecords > records.expected) {
+    load.log.warn(
+      `download ${downloadId}: its files hold ${done.downloadRecords} records, more than the ${records.expected} the service counts; all are loaded`,
+    );
   }
 }
 

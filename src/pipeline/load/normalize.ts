@@ -70,7 +70,8 @@ export function maxRecordBytes(env: NodeJS.ProcessEnv): number {
 
 /** Opens the result files of one download as batches, with the parse workers it needs. */
 export class FileReader {
-  readonly #pool: ParserPool | undefined;
+  /** Started with the first file parsed here: none while the destination reads the files. */
+  #pool: ParserPool | undefined;
   readonly #tables: JobTables;
 
   constructor(
@@ -93,14 +94,14 @@ export class FileReader {
     },
     readonly signal?: AbortSignal,
   ) {
-    this.#pool =
-      parsing.workers > 0 ? new ParserPool(parsing.workers, parsing.files ?? 1) : undefined;
     this.#tables = new JobTables(plan);
   }
 
   async open(file: ResultFileRef): Promise<ParseJob> {
     const stream = await this.client.openResultFile(this.downloadId, file, { signal: this.signal });
     const format = this.format;
+    const { workers, files } = this.parsing;
+    if (workers > 0) this.#pool ??= new ParserPool(workers, files ?? 1);
     if (this.#pool) {
       return this.#pool.parse(stream, {
         format,
