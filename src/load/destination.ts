@@ -6,18 +6,9 @@ import type { Naming, NamingStyle } from '../schema/naming.js';
 import type { TableDef } from '../schema/plan.js';
 import type { Column, ColumnType, PackedRows, Row } from '../schema/types.js';
 import type { DashboardReads } from './core/dashboard-reads.js';
-import type {
-  AlertRow,
-  Attempt,
-  CursorRow,
-  FileRow,
-  JobRow,
-  NewRun,
-  PhaseRow,
-  RejectRow,
-  RunRow,
-  TableOwnerRow,
-} from './state-store.js';
+import type { Attempt, FileRow, RejectRow } from './core/download-ledger.js';
+import type { CursorRow, TableOwnerRow } from './core/pipeline-holdings.js';
+import type { AlertRow, JobRow, NewRun, PhaseRow, RunRow } from './core/run-log.js';
 
 export type { Column, ColumnType, Row } from '../schema/types.js';
 export type {
@@ -26,18 +17,9 @@ export type {
   RejectFilter,
   RunFilter,
 } from './core/dashboard-reads.js';
-export type {
-  AlertRow,
-  Attempt,
-  CursorRow,
-  FileRow,
-  JobRow,
-  NewRun,
-  PhaseRow,
-  RejectRow,
-  RunRow,
-  TableOwnerRow,
-} from './state-store.js';
+export type { Attempt, FileRow, RejectRow } from './core/download-ledger.js';
+export type { CursorRow, TableOwnerRow } from './core/pipeline-holdings.js';
+export type { AlertRow, JobRow, NewRun, PhaseRow, RunRow } from './core/run-log.js';
 
 /**
  * A destination is sealed: the run talks to it in terms of tables, files and state, and

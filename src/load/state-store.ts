@@ -12,9 +12,8 @@ import {
 import type { State } from './destination.js';
 import type { StateDatabase } from './state-tables.js';
 
-export type { Attempt, AttemptStatus, FileRow, RejectRow } from './core/download-ledger.js';
-export { OPEN_STATUSES } from './core/download-ledger.js';
-export type { CursorRow, LeaseHold, LeaseRow, TableOwnerRow } from './core/pipeline-holdings.js';
+export type { Attempt, FileRow, RejectRow } from './core/download-ledger.js';
+export type { CursorRow, LeaseHold, TableOwnerRow } from './core/pipeline-holdings.js';
 export type { AlertRow, JobRow, NewRun, PhaseRow, RunRow } from './core/run-log.js';
 
 /**

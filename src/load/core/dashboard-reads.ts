@@ -1,14 +1,7 @@
 import { type Kysely, sql } from 'kysely';
-import type {
-  AlertRow,
-  Attempt,
-  FileRow,
-  JobRow,
-  PhaseRow,
-  RejectRow,
-  RunRow,
-} from '../state-store.js';
 import type { StateDatabase } from '../state-tables.js';
+import type { Attempt, FileRow, RejectRow } from './download-ledger.js';
+import type { AlertRow, JobRow, PhaseRow, RunRow } from './run-log.js';
 
 /**
  * The dashboard's reads of the state tables (`sluice ui`, `sluice report`): paged and filtered

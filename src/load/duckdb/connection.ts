@@ -15,10 +15,10 @@ import {
 } from 'kysely';
 import { SluiceError } from '../../errors.js';
 import { sleep } from '../../util/sleep.js';
+import { lockBesideFile } from '../core/lock-file.js';
 import type { Lock, LockOptions } from '../destination.js';
 import type { DialectConnection } from '../dialect.js';
 import { DestinationError } from '../errors.js';
-import { lockBesideFile } from '../lock-file.js';
 import type { StateDatabase } from '../state-tables.js';
 import { translateDuckDbError } from './errors.js';
 import { readOnlyInstance } from './left-log.js';

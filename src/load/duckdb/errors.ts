@@ -1,6 +1,6 @@
 import { type ErrorCode, SluiceError } from '../../errors.js';
+import { cantOpenReason } from '../core/file-database.js';
 import { DestinationError } from '../errors.js';
-import { cantOpenReason } from '../file-database.js';
 
 /**
  * A DuckDB or file-system error as a DestinationError saying what to do. DuckDB names its

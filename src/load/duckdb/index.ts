@@ -1,6 +1,6 @@
+import { fileDatabasePath } from '../core/file-database.js';
 import type { DestinationCapabilities } from '../destination.js';
 import type { DestinationEntry } from '../entry.js';
-import { fileDatabasePath } from '../file-database.js';
 
 const CAPABILITIES: DestinationCapabilities = {
   maxIdentifierBytes: Number.POSITIVE_INFINITY,

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tryLockFile } from '../lock-file.js';
+import { tryLockFile } from '../core/lock-file.js';
 
 /**
  * The folder in $TMPDIR where a DuckDB handle puts the files DuckDB's reader takes rows from,

@@ -1,8 +1,8 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { lockFileOf } from '../core/lock-file.js';
 import type { TestTarget, TestTargets } from '../entry.js';
-import { lockFileOf } from '../lock-file.js';
 
 /**
  * DuckDB for tests (see `DestinationEntry.testTargets`): a new file in the test's folder, read

@@ -3,10 +3,10 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect as KyselySqliteDialect, sql } from 'kysely';
 import { SluiceError } from '../../errors.js';
+import { lockBesideFile } from '../core/lock-file.js';
 import type { Lock, LockOptions } from '../destination.js';
 import type { DialectConnection } from '../dialect.js';
 import { DestinationError } from '../errors.js';
-import { lockBesideFile } from '../lock-file.js';
 import type { StateDatabase } from '../state-tables.js';
 import { translateSqliteError } from './errors.js';
 

@@ -1,7 +1,7 @@
 import { dirname } from 'node:path';
 import { type ErrorCode, SluiceError } from '../../errors.js';
+import { cantOpenReason } from '../core/file-database.js';
 import { DestinationError } from '../errors.js';
-import { cantOpenReason } from '../file-database.js';
 
 /** A better-sqlite3 or file-system error as a DestinationError saying what to do. */
 export function translateSqliteError(

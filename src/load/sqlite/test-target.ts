@@ -1,8 +1,8 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { lockFileOf } from '../core/lock-file.js';
 import type { TestTarget, TestTargets } from '../entry.js';
-import { lockFileOf } from '../lock-file.js';
 
 /**
  * SQLite for tests (see `DestinationEntry.testTargets`): a new file in the test's folder, read

@@ -3,8 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
+import { tryLockFile } from '../../../src/load/core/lock-file.js';
 import { removeDeadScratch, ScratchFolder } from '../../../src/load/duckdb/scratch.js';
-import { tryLockFile } from '../../../src/load/lock-file.js';
 import { tempDir } from '../../helpers/pipeline.js';
 
 /** A PID no process has now: one of a process that has ended. */

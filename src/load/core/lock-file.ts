@@ -1,9 +1,9 @@
 import { readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { SluiceError } from '../errors.js';
-import { sleep } from '../util/sleep.js';
-import type { Lock, LockOptions } from './destination.js';
-import { DestinationError } from './errors.js';
+import { SluiceError } from '../../errors.js';
+import { sleep } from '../../util/sleep.js';
+import type { Lock, LockOptions } from '../destination.js';
+import { DestinationError } from '../errors.js';
 
 /**
  * A file destination's stand-in for a database server's advisory lock: a small embedded
