@@ -5,11 +5,14 @@
  *   (b) `psql \copy` into a copy of the typed table sluice made (the floor of any loader of it),
  *   (c) `sluice run`, append (nested json), as load.ts runs it,
  *   (d) the bound: each file's raw lines `\copy`'d into a staging table of one text column,
- *       then one INSERT ... SELECT through jsonb_populate_record, per file in a transaction,
+ *       then one INSERT ... SELECT through jsonb_populate_record, per file in a transaction;
+ *       (d0) to (d2) where its time goes: the staging alone, with a jsonb parse of each line,
+ *       and the bound through json_populate_record instead,
  *   (e) the same with the checks a real path needs to send a file with any problem down today's
  *       path, and the load's own columns and a `_sluice_files`-like row, per file in one
  *       transaction: (e1) one check query over the staging table, then the insert; (e2) the
- *       checks folded into the insert, a line with a problem failing the statement.
+ *       checks folded into the insert, a line with a problem failing the statement; (e3) e1
+ *       with keys named twice found at any depth (a recursive count of json's keys).
  *
  *   npx tsx test/bench/pg-server.ts [--records 100000] [--keep]
  *
@@ -18,7 +21,8 @@
  * statement, which rolls the file back, and the file would go down today's path):
  *   - a line that is not a JSON object, or names a key twice (at the top level: jsonb keeps the
  *     last, so json_object_keys of `line::json` is counted against jsonb's; nested objects
- *     counted the same way, one level down), or a key the plan has no column for;
+ *     counted the same way, one level down; deeper only in e3), or a key the plan has no column
+ *     for;
  *   - a value the server would take where sluice would not, or would take otherwise: a string
  *     or a fraction in an integer column (a string in a float column), an integer past 2^53 in
  *     a float column, anything but a string in a text column, anything but a boolean in a
@@ -26,7 +30,9 @@
  *     (`now`, `epoch`, `infinity` and finer fractions are taken by the server);
  *   - a line over the record-size limit.
  * Dates that are no dates (2021-02-30), numbers past a double's range or rounded to zero fail
- * the cast itself, which fails the statement.
+ * the cast itself, which fails the statement. At the end, the first line changed one way for
+ * each of these goes through the checks, which must find it or fail (a self-check, printed).
+ * Figures and the decision: docs/speed.md, "PostgreSQL: rows built on the server".
  *
  * PostgreSQL comes from SLUICE_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test);
  * the run loads into a throwaway schema, dropped at the end unless --keep.
