@@ -20,7 +20,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -89,6 +89,10 @@ interface Run {
   label: string;
   seconds: number;
   peakRssMb: number;
+  /** The machine's busy CPU seconds during the run (sluice, the emulator, the database). */
+  cpu: number;
+  /** Of which the emulator's (this process's): the service's work, elsewhere in real life. */
+  emulatorCpu: number;
   tables?: Map<string, string>;
 }
 
@@ -124,12 +128,24 @@ try {
       console.log(
         `\n${destination}, ${size} jobs (emulator: queued ${values['queue-ms']} ms, ${values.rate} records/s)`,
       );
-      console.log('run                                  seconds  x slowest alone  peak MB');
+      console.log(
+        'run                                  seconds  x slowest alone  peak MB  machine CPU s',
+      );
       for (const r of [...alone, serial, together, ...overlapped]) {
         console.log(
-          `${r.label.padEnd(36)} ${r.seconds.toFixed(1).padStart(7)}  ${(r.seconds / slowest.seconds).toFixed(2).padStart(15)}  ${r.peakRssMb.toFixed(0).padStart(7)}`,
+          `${r.label.padEnd(36)} ${r.seconds.toFixed(1).padStart(7)}  ${(r.seconds / slowest.seconds).toFixed(2).padStart(15)}  ${r.peakRssMb.toFixed(0).padStart(7)}  ${r.cpu.toFixed(1).padStart(13)}`,
         );
       }
+      // The bound of jobs at once on this machine: their CPU work spread over every core, on top
+      // of the time every job spends waiting for its download to be prepared (no CPU, the same
+      // for all of them at once).
+      // The emulator's share is the service's work, done elsewhere in real life: left out.
+      const queued = Number(values['queue-ms']) / 1000;
+      const work = together.cpu - together.emulatorCpu;
+      const floor = work / availableParallelism() + queued;
+      console.log(
+        `CPU floor of jobs at once: ${work.toFixed(1)} CPU s (the machine's ${together.cpu.toFixed(1)}, less the emulator's ${together.emulatorCpu.toFixed(1)}) over ${availableParallelism()} cores + ${queued.toFixed(1)} s queued = ${floor.toFixed(1)} s (${(floor / slowest.seconds).toFixed(2)}x the slowest job alone)`,
+      );
       console.log(
         `jobs at once: ${(together.seconds / slowest.seconds).toFixed(2)}x the slowest job alone (${slowest.label}), ${(serial.seconds / together.seconds).toFixed(2)}x faster than one at a time; tables ${same ? 'equal' : 'DIFFER'} to the one-at-a-time run`,
       );
@@ -139,6 +155,10 @@ try {
   await emulator.close();
   for (const schema of schemas) await dropSchema(schema, PG_URL).catch(() => {});
   rmSync(dir, { recursive: true, force: true });
+}
+
+function cpuSeconds(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1e6;
 }
 
 /** One `sluice run` of the pipeline into a destination of its own. */
@@ -177,6 +197,7 @@ ${jobs
   )
   .join('')}`,
   );
+  const ownCpu = process.cpuUsage();
   const result = await measure(
     join(ROOT, 'bin/sluice.js'),
     ['run', file, '--no-progress', '--json', ...args],
@@ -185,7 +206,13 @@ ${jobs
   );
   if (result.code !== 0)
     throw new Error(`${label}: sluice run failed (${result.code}): ${result.stderr}`);
-  const out: Run = { label, seconds: result.seconds, peakRssMb: result.peakRssMb };
+  const out: Run = {
+    label,
+    seconds: result.seconds,
+    peakRssMb: result.peakRssMb,
+    cpu: result.machineCpuSeconds,
+    emulatorCpu: cpuSeconds(process.cpuUsage(ownCpu)),
+  };
   if (snapshot) out.tables = await tables(destination, db, schema);
   return out;
 }

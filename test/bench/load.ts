@@ -80,6 +80,8 @@ interface Measure {
 }
 
 const warmed = new Map<'csv' | 'json', { files: string[]; bytes: number }>();
+/** The warmed download's result file URLs, for the fetch floor. */
+const resultUrls = new Map<'csv' | 'json', string[]>();
 for (const format of new Set<'csv' | 'json'>([...FORMATS, 'csv'])) {
   const files = await warm(format);
   const bytes = files.reduce((sum, f) => sum + statSync(f).size, 0);
@@ -328,6 +330,10 @@ async function warm(format: 'csv' | 'json'): Promise<string[]> {
     )) as typeof download;
   } while (download.status !== 'completed');
   const paths: string[] = [];
+  resultUrls.set(
+    format,
+    download.results.map((r) => r.url),
+  );
   for (const [i, { url }] of download.results.entries()) {
     const res = await request(url);
     const path = join(dir, `warm-${format}-${i}.${format}`);
@@ -347,6 +353,7 @@ async function duckdbBench(): Promise<void> {
     const { files, bytes } = warmed.get(format)!;
     const results: Measure[] = [];
     for (const threads of [1, 2]) results.push(await duckdbRead(format, files, bytes, threads));
+    results.push(await fetchFloor(format, bytes));
     const append = await sluiceRun('duckdb', format, 'json', 'append', bytes, {
       SLUICE_DUCKDB_NATIVE: '1',
     });
@@ -380,6 +387,33 @@ async function duckdbBench(): Promise<void> {
     }
     report(`duckdb, ${format}`, results);
   }
+}
+
+/**
+ * The floor of any load that downloads the files: the result files fetched from the emulator
+ * one after another in a process of its own, each body read and dropped, nothing parsed or
+ * stored. sluice's runs pay this (overlapped with their loading); the databases' readers, which
+ * read the files from disk, do not.
+ */
+async function fetchFloor(format: 'csv' | 'json', bytes: number): Promise<Measure> {
+  const urls = resultUrls.get(format)!;
+  const script = `
+    const { request } = await import('undici');
+    for (const url of ${JSON.stringify(urls)}) await (await request(url)).body.dump({ limit: Infinity });
+  `;
+  const { seconds, peakRssMb, code, stderr } = await measure(
+    process.execPath,
+    ['--input-type=module', '-e', script],
+    ROOT,
+  );
+  if (code !== 0) throw new Error(`fetching the result files failed: ${stderr}`);
+  return {
+    label: `the files fetched, nothing loaded (${format})`,
+    rows: RECORDS,
+    bytes,
+    seconds,
+    peakRssMb,
+  };
 }
 
 /** DuckDB's own reader of the files, in a process of its own, as `CREATE TABLE AS`. */

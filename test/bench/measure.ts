@@ -12,9 +12,17 @@ export function measure(
   args: string[],
   cwd: string,
   env: Record<string, string> = {},
-): Promise<{ seconds: number; peakRssMb: number; code: number; stderr: string }> {
+): Promise<{
+  seconds: number;
+  peakRssMb: number;
+  code: number;
+  stderr: string;
+  /** CPU seconds the whole machine was busy meanwhile (every process: servers, emulator). */
+  machineCpuSeconds: number;
+}> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
+    const cpu0 = machineBusyTicks();
     const child = spawn(cmd, args, {
       cwd,
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -36,6 +44,7 @@ export function measure(
         peakRssMb: peak / 1024,
         code: code ?? 1,
         stderr,
+        machineCpuSeconds: (machineBusyTicks() - cpu0) / TICKS_PER_SECOND,
       });
     });
   });
@@ -54,4 +63,19 @@ function treeRssKb(pid: number): number {
     // The process ended between two samples.
   }
   return total;
+}
+
+/** Linux's USER_HZ, the unit of /proc/stat: 100 on every architecture sluice runs on. */
+const TICKS_PER_SECOND = 100;
+
+/** The machine's busy CPU time so far (all cores, /proc/stat: all but idle and iowait), in ticks. */
+function machineBusyTicks(): number {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+    const ticks = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = ticks.reduce((a, b) => a + b, 0);
+    return total - (ticks[3] ?? 0) - (ticks[4] ?? 0);
+  } catch {
+    return 0;
+  }
 }
