@@ -1,12 +1,13 @@
 import { type Kysely, sql } from 'kysely';
 import type { StateDatabase } from '../state-tables.js';
-import type { Attempt, FileRow, RejectRow } from './download-ledger.js';
-import type { AlertRow, JobRow, PhaseRow, RunRow } from './run-log.js';
+import { type Attempt, DownloadLedger, type FileRow, type RejectRow } from './download-ledger.js';
+import { type AlertRow, type JobRow, type PhaseRow, RunLog, type RunRow } from './run-log.js';
 
 /**
  * The dashboard's reads of the state tables (`sluice ui`, `sluice report`): paged and filtered
  * where a destination may hold many rows (10,000 runs, a million rejects), so that no page reads
- * a whole table. Reads only: every statement here is a SELECT.
+ * a whole table. Reads only: every statement here is a SELECT. Reads the run itself asks too
+ * (a run, a pipeline's latest, a run's attempts) are the stores' own.
  */
 
 export interface RunFilter {
@@ -49,11 +50,15 @@ type AnyDb = Kysely<any>;
 export class DashboardReads {
   readonly #db: Db;
   readonly #tableNames: () => Promise<string[]>;
+  readonly #runs: RunLog;
+  readonly #downloads: DownloadLedger;
 
   /** `tableNames`: the destination's tables, as its dialect lists them. */
   constructor(db: Db, tableNames: () => Promise<string[]>) {
     this.#db = db;
     this.#tableNames = tableNames;
+    this.#runs = new RunLog(db);
+    this.#downloads = new DownloadLedger(db);
   }
 
   /** Every pipeline that ran here, by name. */
@@ -67,14 +72,8 @@ export class DashboardReads {
     return rows.map((r) => r.pipeline);
   }
 
-  async latestRun(pipeline: string): Promise<RunRow | undefined> {
-    return this.#db
-      .selectFrom('_sluice_runs')
-      .selectAll()
-      .where('pipeline', '=', pipeline)
-      .orderBy('started_at', 'desc')
-      .orderBy('run_id', 'desc')
-      .executeTakeFirst();
+  latestRun(pipeline: string): Promise<RunRow | undefined> {
+    return this.#runs.latestRun(pipeline);
   }
 
   async runs(filter: RunFilter, limit: number, offset: number): Promise<Paged<RunRow>> {
@@ -96,12 +95,8 @@ export class DashboardReads {
     return { rows, total: Number(count?.n ?? 0) };
   }
 
-  async run(runId: string): Promise<RunRow | undefined> {
-    return this.#db
-      .selectFrom('_sluice_runs')
-      .selectAll()
-      .where('run_id', '=', runId)
-      .executeTakeFirst();
+  run(runId: string): Promise<RunRow | undefined> {
+    return this.#runs.run(runId);
   }
 
   async jobs(runId: string): Promise<JobRow[]> {
@@ -114,13 +109,8 @@ export class DashboardReads {
       .execute();
   }
 
-  async attempts(runId: string): Promise<Attempt[]> {
-    return this.#db
-      .selectFrom('_sluice_downloads')
-      .selectAll()
-      .where('run_id', '=', runId)
-      .orderBy('requested_at')
-      .execute();
+  attempts(runId: string): Promise<Attempt[]> {
+    return this.#downloads.attemptsOfRuns([runId]);
   }
 
   async files(downloadIds: readonly string[]): Promise<FileRow[]> {
