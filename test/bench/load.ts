@@ -28,11 +28,11 @@ import { availableParallelism, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { request } from 'undici';
 import { startEmulator } from '../../src/emulator/index.js';
 import { dropSchema, postgresUrl, queryPostgres, randomSchemaName } from '../helpers/postgres.js';
 import { measure } from './measure.js';
 import { printStages, stageProfile } from './stages.js';
+import { warmDownload } from './warm.js';
 
 const { values } = parseArgs({
   options: {
@@ -83,7 +83,8 @@ const warmed = new Map<'csv' | 'json', { files: string[]; bytes: number }>();
 /** The warmed download's result file URLs, for the fetch floor. */
 const resultUrls = new Map<'csv' | 'json', string[]>();
 for (const format of new Set<'csv' | 'json'>([...FORMATS, 'csv'])) {
-  const files = await warm(format);
+  const { files, urls } = await warmDownload(emulator, { records: RECORDS, format, dir });
+  resultUrls.set(format, urls);
   const bytes = files.reduce((sum, f) => sum + statSync(f).size, 0);
   warmed.set(format, { files, bytes });
   console.log(
@@ -305,42 +306,6 @@ function report(destination: string, results: Measure[]) {
     );
   }
   console.log('');
-}
-
-/** Downloads the records once through the API so the emulator renders (spools) every file. */
-async function warm(format: 'csv' | 'json'): Promise<string[]> {
-  const auth = (await api('POST', '/v4/auth', { email, password })) as { token: string };
-  const headers = { authorization: `Bearer ${auth.token}` };
-  const start = (await api(
-    'POST',
-    '/v4/properties/search',
-    { query: '*', num_records: RECORDS, download: true, format },
-    headers,
-  )) as {
-    download_id: string;
-  };
-  let download: { status: string; results: { url: string }[] };
-  do {
-    await new Promise((r) => setTimeout(r, 20));
-    download = (await api(
-      'GET',
-      `/v4/downloads/${start.download_id}`,
-      undefined,
-      headers,
-    )) as typeof download;
-  } while (download.status !== 'completed');
-  const paths: string[] = [];
-  resultUrls.set(
-    format,
-    download.results.map((r) => r.url),
-  );
-  for (const [i, { url }] of download.results.entries()) {
-    const res = await request(url);
-    const path = join(dir, `warm-${format}-${i}.${format}`);
-    writeFileSync(path, Buffer.from(await res.body.arrayBuffer()));
-    paths.push(path);
-  }
-  return paths;
 }
 
 /**
@@ -713,20 +678,4 @@ function countRows(db: string, table: string): number {
   return Number(
     execFileSync('sqlite3', [db, `select count(*) from "${table}"`], { encoding: 'utf8' }).trim(),
   );
-}
-
-async function api(
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-) {
-  const res = await request(emulator.url + path, {
-    method: method as 'GET',
-    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.body.text();
-  if (res.statusCode >= 300) throw new Error(`${method} ${path} -> ${res.statusCode}: ${text}`);
-  return JSON.parse(text) as unknown;
 }

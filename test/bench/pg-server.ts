@@ -43,10 +43,10 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { request } from 'undici';
 import { startEmulator } from '../../src/emulator/index.js';
 import { dropSchema, postgresUrl, queryPostgres, randomSchemaName } from '../helpers/postgres.js';
 import { measure } from './measure.js';
+import { warmDownload } from './warm.js';
 
 const { values } = parseArgs({
   options: {
@@ -118,43 +118,10 @@ try {
 
 /** Downloads the records once through the API, so the emulator spools every file. */
 async function warm(format: 'csv' | 'json'): Promise<string[]> {
-  const auth = (await api('POST', '/v4/auth', { email, password })) as { token: string };
-  const headers = { authorization: `Bearer ${auth.token}` };
-  const body = { query: '*', num_records: RECORDS, download: true, format };
-  const start = (await api('POST', '/v4/properties/search', body, headers)) as {
-    download_id: string;
-  };
-  let download: { status: string; results: { url: string }[] };
-  do {
-    await new Promise((r) => setTimeout(r, 20));
-    download = (await api(
-      'GET',
-      `/v4/downloads/${start.download_id}`,
-      undefined,
-      headers,
-    )) as typeof download;
-  } while (download.status !== 'completed');
-  const paths: string[] = [];
-  for (const [i, { url }] of download.results.entries()) {
-    const res = await request(url);
-    const path = join(dir, `warm-${format}-${i}.${format}`);
-    writeFileSync(path, Buffer.from(await res.body.arrayBuffer()));
-    paths.push(path);
-  }
-  const bytes = paths.reduce((sum, f) => sum + statSync(f).size, 0);
-  console.log(`${format}: ${paths.length} files, ${(bytes / 1e6).toFixed(0)} MB`);
-  return paths;
-}
-
-async function api(method: string, path: string, body?: unknown, headers = {}) {
-  const res = await request(emulator.url + path, {
-    method: method as 'GET',
-    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.body.text();
-  if (res.statusCode >= 300) throw new Error(`${method} ${path} -> ${res.statusCode}: ${text}`);
-  return JSON.parse(text) as unknown;
+  const { files } = await warmDownload(emulator, { records: RECORDS, format, dir });
+  const bytes = files.reduce((sum, f) => sum + statSync(f).size, 0);
+  console.log(`${format}: ${files.length} files, ${(bytes / 1e6).toFixed(0)} MB`);
+  return files;
 }
 
 /** A psql script, timed with its peak memory (psql's; the server's work is in the time). */
@@ -279,19 +246,33 @@ function stage(file: string): string {
 
 /** (d) The bound: raw lines in, jsonb_populate_record, no check, no own columns, no file row. */
 async function bound(table: string, files: string[]): Promise<Measure> {
-  const typed = `${q(schema)}.bound`;
+  const script = await populated(table, 'bound', files, 'jsonb');
+  return psql('(d) raw lines, typed on the server (bound)', script, 'bound');
+}
+
+/**
+ * The script of the bound: a copy of sluice's table named `name`, and per file in a
+ * transaction its raw lines staged and each typed by `json[b]_populate_record`.
+ */
+async function populated(
+  table: string,
+  name: string,
+  files: string[],
+  type: 'json' | 'jsonb',
+): Promise<string> {
+  const typed = `${q(schema)}.${name}`;
   await queryPostgres(`CREATE TABLE ${typed} (LIKE ${q(schema)}.${q(table)})`, [], PG_URL);
   const lines = ['CREATE TEMP TABLE staging (line text);'];
   for (const file of files) {
     lines.push(
       'BEGIN;',
       stage(file),
-      `INSERT INTO ${typed} SELECT r.* FROM staging, jsonb_populate_record(NULL::${typed}, staging.line::jsonb) r;`,
+      `INSERT INTO ${typed} SELECT r.* FROM staging, ${type}_populate_record(NULL::${typed}, staging.line::${type}) r;`,
       'TRUNCATE staging;',
       'COMMIT;',
     );
   }
-  return psql('(d) raw lines, typed on the server (bound)', lines.join('\n'), 'bound');
+  return lines.join('\n');
 }
 
 /**
@@ -336,21 +317,8 @@ async function parts(table: string, files: string[]): Promise<Measure[]> {
       sum('parsed'),
     ),
   );
-  const typed = `${q(schema)}.bound_json`;
-  await queryPostgres(`CREATE TABLE ${typed} (LIKE ${q(schema)}.${q(table)})`, [], PG_URL);
-  const lines = ['CREATE TEMP TABLE staging (line text);'];
-  for (const file of files) {
-    lines.push(
-      'BEGIN;',
-      stage(file),
-      `INSERT INTO ${typed} SELECT r.* FROM staging, json_populate_record(NULL::${typed}, staging.line::json) r;`,
-      'TRUNCATE staging;',
-      'COMMIT;',
-    );
-  }
-  out.push(
-    await psql('(d2) the bound through json_populate_record', lines.join('\n'), 'bound_json'),
-  );
+  const script = await populated(table, 'bound_json', files, 'json');
+  out.push(await psql('(d2) the bound through json_populate_record', script, 'bound_json'));
   return out;
 }
 
