@@ -33,6 +33,7 @@ import { loadPipeline, noProgress, runPipeline } from '../../src/pipeline/index.
 import { encodeCopyText } from '../../src/schema/copy-text.js';
 import { META_COLUMNS, packRows, type TableDef } from '../../src/schema/plan.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
+import { activeResources, lingering } from '../helpers/resources.js';
 import { fake } from './fake/index.js';
 
 interface Opened {
@@ -1636,30 +1637,14 @@ for (const h of harnesses) {
         const reader = await o.reopen({ readOnly: true });
         assert.equal(await reader.hasState(), false);
         await reader.close();
-        assert.deepEqual(leftOver(before, activeResources()), []);
+        assert.deepEqual(await lingering(before), []);
         await o.dest.ensureState();
         const again = await o.reopen({ readOnly: true });
         assert.equal(await again.hasState(), true);
         await again.state.recent('p', 5);
         await again.close();
-        assert.deepEqual(leftOver(before, activeResources()), []);
+        assert.deepEqual(await lingering(before), []);
       }));
-  });
-}
-
-/** The kinds of the resources keeping the event loop alive now (sockets, timers...). */
-function activeResources(): string[] {
-  return process.getActiveResourcesInfo();
-}
-
-/** What `after` holds that `before` did not, one entry per resource more. */
-function leftOver(before: readonly string[], after: readonly string[]): string[] {
-  const left = [...before];
-  return after.filter((kind) => {
-    const at = left.indexOf(kind);
-    if (at < 0) return true;
-    left.splice(at, 1);
-    return false;
   });
 }
 

@@ -8,6 +8,7 @@ import {
 } from '../helpers/destinations.js';
 import { EmulatorHarness } from '../helpers/emulator.js';
 import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../helpers/pipeline.js';
+import { activeResources, lingering } from '../helpers/resources.js';
 import { stopAt } from '../helpers/runs.js';
 
 /**
@@ -395,23 +396,12 @@ for (const kind of destinationKinds()) {
       const file = pipeline(t, 'status-empty', homes());
       // What keeps a process alive once its work is done (a socket, a timer) is an active
       // resource: `status` must leave none behind, so its process exits as soon as it answers.
-      const before = process.getActiveResourcesInfo();
+      const before = activeResources();
       const status = await runCli(['status', file], emulatorEnv(harness));
-      const left = leftOver(before, process.getActiveResourcesInfo());
+      const left = await lingering(before);
       assert.equal(status.code, 0, status.stderr);
       assert.match(status.stdout, /no state found at .*pipeline 'status-empty' has not run/);
       assert.deepEqual(left, []);
     });
-  });
-}
-
-/** What `after` holds that `before` did not, one entry per resource more. */
-function leftOver(before: readonly string[], after: readonly string[]): string[] {
-  const left = [...before];
-  return after.filter((kind) => {
-    const at = left.indexOf(kind);
-    if (at < 0) return true;
-    left.splice(at, 1);
-    return false;
   });
 }
