@@ -45,5 +45,6 @@ export {
   parsePipeline,
   pipelineJsonSchema,
 } from './spec/spec.js';
+export { DEFAULT_PARALLEL_JOBS } from './spec/spec-format.js';
 export { checkSharedTables } from './spec/table-names.js';
 export { withTracer } from './trace.js';

@@ -7,13 +7,15 @@
  *
  * - each job alone (`--job NAME`), the slowest of which is the bound;
  * - the pipeline one job at a time (`--parallel 1`), as sluice ran before;
- * - the pipeline with its jobs at once (the default);
+ * - the pipeline with its jobs at once (the default: at most 16 in flight);
+ * - with more jobs than that, every job in flight (`--parallel N`): the last jobs no longer
+ *   wait for the first to end before their downloads are asked for;
  *
  * with the peak resident memory of each run, and a check that the tables the jobs-at-once run
  * made equal those of the one-at-a-time run (rows and content, less the load columns).
  *
- * `--loads-at-once 2,4` adds, for PostgreSQL, the jobs-at-once run with that many jobs loading
- * at once (`SLUICE_JOB_LOADS_AT_ONCE`; one on two cores by default), its tables checked too.
+ * `--loads-at-once 2,4` adds, for PostgreSQL, the every-job-in-flight run with that many jobs
+ * loading at once (`SLUICE_JOB_LOADS_AT_ONCE`; one on two cores by default), tables checked too.
  *
  *   npx tsx test/bench/jobs.ts [--destinations sqlite,postgres] [--sizes 4,10]
  *       [--queue-ms 4000] [--rate 2000] [--loads-at-once 2,4]
@@ -26,6 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { startEmulator } from '../../src/emulator/index.js';
+import { DEFAULT_PARALLEL_JOBS } from '../../src/pipeline/spec/spec-format.js';
 import { dropSchema, postgresUrl, queryPostgres, randomSchemaName } from '../helpers/postgres.js';
 import { measure } from './measure.js';
 
@@ -111,17 +114,43 @@ try {
         ['--parallel', '1'],
         true,
       );
-      const together = await run(destination, jobs, 'jobs at once (default)', [], true);
+      const together = await run(
+        destination,
+        jobs,
+        `jobs at once (default, ${Math.min(size, DEFAULT_PARALLEL_JOBS)} in flight)`,
+        [],
+        true,
+      );
       const sameAs = (r: Run) =>
         [...serial.tables!].every(([t, h]) => r.tables!.get(t) === h) &&
         serial.tables!.size === r.tables!.size;
       const same = sameAs(together);
       const overlapped: Run[] = [];
+      // More jobs than the default keeps in flight: the last ones start only when the first end,
+      // so the pipeline takes two downloads' time whatever the loads cost. Every job in flight
+      // (`--parallel N`, `max_parallel_jobs: N`) is the run that waits for its slowest download.
+      const all =
+        size > DEFAULT_PARALLEL_JOBS
+          ? await run(
+              destination,
+              jobs,
+              `every job in flight (--parallel ${size})`,
+              ['--parallel', String(size)],
+              true,
+            )
+          : together;
+      if (all !== together)
+        overlapped.push({ ...all, label: `${all.label}${sameAs(all) ? '' : ' (tables DIFFER)'}` });
       if (destination === 'postgres' && values['loads-at-once']) {
         for (const n of values['loads-at-once'].split(',').map(Number)) {
-          const r = await run(destination, jobs, `jobs at once, ${n} loads at once`, [], true, {
-            SLUICE_JOB_LOADS_AT_ONCE: String(n),
-          });
+          const r = await run(
+            destination,
+            jobs,
+            `every job in flight, ${n} loads at once`,
+            ['--parallel', String(size)],
+            true,
+            { SLUICE_JOB_LOADS_AT_ONCE: String(n) },
+          );
           overlapped.push({ ...r, label: `${r.label}${sameAs(r) ? '' : ' (tables DIFFER)'}` });
         }
       }
@@ -141,14 +170,18 @@ try {
       // for all of them at once).
       // The emulator's share is the service's work, done elsewhere in real life: left out.
       const queued = Number(values['queue-ms']) / 1000;
-      const work = together.cpu - together.emulatorCpu;
+      const work = all.cpu - all.emulatorCpu;
       const floor = work / availableParallelism() + queued;
       console.log(
-        `CPU floor of jobs at once: ${work.toFixed(1)} CPU s (the machine's ${together.cpu.toFixed(1)}, less the emulator's ${together.emulatorCpu.toFixed(1)}) over ${availableParallelism()} cores + ${queued.toFixed(1)} s queued = ${floor.toFixed(1)} s (${(floor / slowest.seconds).toFixed(2)}x the slowest job alone)`,
+        `CPU floor of every job in flight: ${work.toFixed(1)} CPU s (the machine's ${all.cpu.toFixed(1)}, less the emulator's ${all.emulatorCpu.toFixed(1)}) over ${availableParallelism()} cores + ${queued.toFixed(1)} s queued = ${floor.toFixed(1)} s (${(floor / slowest.seconds).toFixed(2)}x the slowest job alone)`,
       );
       console.log(
         `jobs at once: ${(together.seconds / slowest.seconds).toFixed(2)}x the slowest job alone (${slowest.label}), ${(serial.seconds / together.seconds).toFixed(2)}x faster than one at a time; tables ${same ? 'equal' : 'DIFFER'} to the one-at-a-time run`,
       );
+      if (all !== together)
+        console.log(
+          `every job in flight: ${(all.seconds / slowest.seconds).toFixed(2)}x the slowest job alone; tables ${sameAs(all) ? 'equal' : 'DIFFER'} to the one-at-a-time run`,
+        );
     }
   }
 } finally {

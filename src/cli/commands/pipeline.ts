@@ -5,6 +5,7 @@ import {
   type BatchMember,
   checkSharedTables,
   clientFor,
+  DEFAULT_PARALLEL_JOBS,
   describeKind,
   type JobOutcome,
   namedTable,
@@ -527,7 +528,7 @@ export function registerPipeline(y: Argv, ctx: CliContext): Argv {
             numberFlag(
               'parallel',
               { min: 1, max: 64 },
-              "Jobs in flight at once, 1 to 64, in place of the file's max_parallel_jobs (default 8)",
+              `Jobs in flight at once, 1 to 64, in place of the file's max_parallel_jobs (default ${DEFAULT_PARALLEL_JOBS})`,
             ),
           )
           .option('run-key', {

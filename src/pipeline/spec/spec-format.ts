@@ -36,8 +36,12 @@ const duration = z
 /**
  * Jobs in flight at once by default. A job in flight mostly waits for the service to prepare its
  * download, polled every few seconds; loads take turns (one writer) or are bounded on their own.
+ * A job over the bound is not asked for until one in flight ends, so a pipeline of more jobs
+ * takes two downloads' time: with 8, ten jobs took 1.65x their slowest alone, every job in
+ * flight 1.21x (docs/speed.md). 16 keeps a pipeline of that size waiting for its slowest
+ * download only, and still bounds the requests a large one sends.
  */
-export const DEFAULT_PARALLEL_JOBS = 8;
+export const DEFAULT_PARALLEL_JOBS = 16;
 
 const identifier = z
   .string()
