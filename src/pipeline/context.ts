@@ -2,6 +2,7 @@ import type { LimitFunction } from 'p-limit';
 import type { ServiceClient } from '../client/types.js';
 import type { Destination, JobRow } from '../load/destination.js';
 import type { Logger } from '../log.js';
+import type { SpareWorkers } from '../records/index.js';
 import type { ShapePlan } from '../records/tables.js';
 import { type Clock, isoAt } from './clock.js';
 import type { ViewSync } from './extract/views.js';
@@ -41,6 +42,8 @@ export interface RunContext {
    * with one writer loads them one after another, in the order their downloads end.
    */
   loads: LimitFunction;
+  /** Parse workers a load gives back for the next to take, warm (records/workers/parallel.ts). */
+  parsers: SpareWorkers;
   signal?: AbortSignal;
 }
 

@@ -11,7 +11,7 @@ export { MAX_RECORD_BYTES } from './record-size.js';
 export type { RecordShape } from './shape.js';
 export { packBatch } from './shape.js';
 export type * from './types.js';
-export { BLOCK_BYTES, type ParseJob, ParserPool } from './workers/parallel.js';
+export { BLOCK_BYTES, type ParseJob, ParserPool, SpareWorkers } from './workers/parallel.js';
 
 export interface RecordBatchOptions {
   /** Rows per batch (the last batch may be smaller). */

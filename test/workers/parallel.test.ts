@@ -6,7 +6,7 @@ import { packBatch, packedBatches, recordBatches } from '../../src/records/index
 import { tooLongReason } from '../../src/records/record-size.js';
 import { JobTables, type ShapePlan } from '../../src/records/tables.js';
 import type { PackedBatch, RecordBatch } from '../../src/records/types.js';
-import { ParserPool } from '../../src/records/workers/parallel.js';
+import { ParserPool, SpareWorkers } from '../../src/records/workers/parallel.js';
 import { plainRows } from '../../src/schema/copy-text.js';
 import { type Row, unpackRow } from '../../src/schema/types.js';
 import { propertiesPlan } from '../helpers/pipeline.js';
@@ -139,6 +139,49 @@ async function everyWay(
 }
 
 describe('parsing in worker threads', () => {
+  it('workers kept between loads parse the next files as new ones would, also after a file given up', async () => {
+    const text = csvFile(3000);
+    const tables = new JobTables(plan);
+    const here = flat(
+      packedHere(
+        await collect(
+          recordBatches(source(text), 'csv', 'properties', { batchSize: 500, shape: tables.shape }),
+        ),
+        tables,
+      ),
+    );
+    const request = { ...CSV_REQUEST, blockBytes: 16 << 10 };
+    const spares = new SpareWorkers(2);
+    try {
+      // Two workers taking blocks, then given back.
+      const first = new ParserPool(2, 1, spares);
+      assert.deepEqual(flat(await collect(first.parse(source(text), request).batches)), here);
+      await first.close();
+      assert.equal(spares.idle, 2, 'both kept');
+      // One of them takes the next file streamed to it; the other stays kept.
+      const streamed = new ParserPool(1, 1, spares);
+      assert.deepEqual(flat(await collect(streamed.parse(source(text), request).batches)), here);
+      assert.equal(spares.idle, 1);
+      await streamed.close();
+      // A file given up after its first batch (its load failed): blocks of it may still be on
+      // their way to the workers, and the next file's rows are all its own.
+      const givenUp = new ParserPool(2, 1, spares);
+      const job = givenUp.parse(source(text), request);
+      const iterator = job.batches[Symbol.asyncIterator]();
+      assert.equal((await iterator.next()).done, false);
+      job.cancel();
+      await iterator.return?.(undefined);
+      await givenUp.close();
+      const next = new ParserPool(2, 1, spares);
+      assert.deepEqual(flat(await collect(next.parse(source(text), request).batches)), here);
+      await next.close();
+      assert.ok(spares.idle <= 2, 'never more than its bound');
+    } finally {
+      await spares.close();
+    }
+    assert.equal(spares.idle, 0, 'ended with the run');
+  });
+
   it('writes the job rows as COPY text when asked (one worker or several), keeping the keys as values', async () => {
     const text = csvFile(3000);
     const tables = new JobTables(plan);

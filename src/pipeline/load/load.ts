@@ -118,7 +118,7 @@ export async function loadFiles(
   progress.phase(job.name, 'load', info.numRecords);
   progress.update(job.name, outcome.loaded + outcome.rejected);
   const pending = info.files.filter((file) => !loaded.has(file.index));
-  const workers = parseWorkers(ctx.env, info.numRecords);
+  const workers = parseWorkers(ctx.env, info.numRecords, ctx.parsers.idle);
   const files = Math.min(
     filesAtOnce(ctx.env, destination.capabilities.concurrentWriters, tables),
     Math.max(1, pending.length),
@@ -137,6 +137,7 @@ export async function loadFiles(
         ? {}
         : { encoding: { name: destination.capabilities.rowEncoding, keep: tables.keysRead() } }),
       maxRecordBytes: maxRecordBytes(ctx.env),
+      spares: ctx.parsers,
     },
     ctx.signal,
   );

@@ -7,6 +7,7 @@ import {
   type ParseJob,
   ParserPool,
   packedBatches,
+  type SpareWorkers,
 } from '../../records/index.js';
 import { JobTables, type ShapePlan } from '../../records/tables.js';
 import type { FileFormat } from '../../records/types.js';
@@ -32,24 +33,28 @@ function blocksAhead(blockBytes: number | undefined): number {
   return Math.max(3, Math.floor((640 << 10) / bytes));
 }
 
-/** Downloads smaller than this are parsed in the main thread: a worker's start costs more. */
+/**
+ * Downloads smaller than this are parsed in the main thread unless a worker is kept from an
+ * earlier load of the run: a new worker's start costs more.
+ */
 const PARSE_WORKERS_FROM = 5000;
 
 /**
  * Parse workers for a download: `SLUICE_PARSE_WORKERS` (0 parses in the main thread, at most
- * 8), else none for small downloads and two, where there are two cores, for large ones. Two
- * workers parse a file on two cores at once (ParserPool): parsing costs more than writing, and a
- * second worker uses the core the main thread leaves; more gained nothing on two cores
- * (docs/speed.md, test/bench/load.ts --scaling 1,2,4).
+ * 8), else two, where there are two cores, for large ones, and for small ones only those an
+ * earlier load of the run left `warm` (SpareWorkers: no start to pay). Two workers parse a file
+ * on two cores at once (ParserPool): parsing costs more than writing, and a second worker uses
+ * the core the main thread leaves; more gained nothing on two cores (docs/speed.md,
+ * test/bench/load.ts --scaling 1,2,4).
  */
-export function parseWorkers(env: NodeJS.ProcessEnv, records: number): number {
+export function parseWorkers(env: NodeJS.ProcessEnv, records: number, warm = 0): number {
   const set = env.SLUICE_PARSE_WORKERS;
   if (set !== undefined && set !== '') {
     const n = Number(set);
     return Number.isInteger(n) && n >= 0 ? Math.min(n, 8) : 0;
   }
-  if (records < PARSE_WORKERS_FROM) return 0;
-  return Math.min(2, Math.max(1, availableParallelism()));
+  const workers = Math.min(2, Math.max(1, availableParallelism()));
+  return records < PARSE_WORKERS_FROM ? Math.min(warm, workers) : workers;
 }
 
 /**
@@ -91,6 +96,8 @@ export class FileReader {
       blockBytes?: number;
       encoding?: { name: RowEncoding; keep: string[] };
       maxRecordBytes?: number;
+      /** The run's workers kept between its loads. */
+      spares?: SpareWorkers;
     },
     readonly signal?: AbortSignal,
   ) {
@@ -101,7 +108,7 @@ export class FileReader {
     const stream = await this.client.openResultFile(this.downloadId, file, { signal: this.signal });
     const format = this.format;
     const { workers, files } = this.parsing;
-    if (workers > 0) this.#pool ??= new ParserPool(workers, files ?? 1);
+    if (workers > 0) this.#pool ??= new ParserPool(workers, files ?? 1, this.parsing.spares);
     if (this.#pool) {
       return this.#pool.parse(stream, {
         format,

@@ -6,10 +6,12 @@ import { SluiceError, UsageError } from '../../errors.js';
 import type { Destination, Lock } from '../../load/destination.js';
 import { openDestination } from '../../load/index.js';
 import type { Logger } from '../../log.js';
+import { SpareWorkers } from '../../records/index.js';
 import { type Clock, isoAt, systemClock } from '../clock.js';
 import type { RunContext } from '../context.js';
 import { ViewSync } from '../extract/views.js';
 import { RunGuard } from '../guard/guard.js';
+import { parseWorkers } from '../load/normalize.js';
 import { claimJobTables } from '../load/table-claims.js';
 import {
   addCredits,
@@ -151,16 +153,25 @@ async function runUntraced(spec: PipelineSpec, options: RunOptions): Promise<Run
     await inStage('destination', () => destination!.ensureState());
     const runId = randomUUID();
     const lock = await lockPipeline(spec, destination, runId, options, waiting);
+    const ctx = runContext(spec, selected, options, {
+      runId,
+      client,
+      destination,
+      clock,
+      log,
+      env,
+    });
     try {
       const parallel = options.parallel ?? spec.maxParallelJobs;
       return await runLocked(
         spec,
         selected,
         { waitedSince, ...(options.batch ? { batch: options.batch } : {}) },
-        runContext(spec, selected, options, { runId, client, destination, clock, log, env }),
+        ctx,
         parallel,
       );
     } finally {
+      await ctx.parsers.close();
       await lock.release();
     }
   } finally {
@@ -255,6 +266,7 @@ function runContext(
       selected.filter((j) => !j.people_keys_from && !j.refreshedBy).map((j) => j.name),
     ),
     loads: pLimit(loadsAtOnce(env, destination.capabilities.concurrentWriters)),
+    parsers: new SpareWorkers(parseWorkers(env, Number.POSITIVE_INFINITY)),
     ...(options.signal ? { signal: options.signal } : {}),
   };
 }

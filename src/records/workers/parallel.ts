@@ -37,10 +37,14 @@ export type { ParseJob } from './parse-protocol.js';
  */
 export class ParserPool {
   readonly #workers: ParseWorker[] = [];
+  /** The files given to its workers: any not done with by `close` is given up then. */
+  readonly #jobs: ParseJob[] = [];
 
   constructor(
     readonly size: number,
     readonly files = 1,
+    /** Where its workers come from and go back to between a run's jobs, if anywhere. */
+    readonly spares?: SpareWorkers,
   ) {}
 
   /** The live workers, as many as the pool may have. */
@@ -48,7 +52,9 @@ export class ParserPool {
     for (let i = this.#workers.length - 1; i >= 0; i--) {
       if (this.#workers[i]!.dead) this.#workers.splice(i, 1);
     }
-    while (this.#workers.length < this.size) this.#workers.push(new ParseWorker());
+    while (this.#workers.length < this.size) {
+      this.#workers.push(this.spares?.take() ?? new ParseWorker());
+    }
     return this.#workers;
   }
 
@@ -58,16 +64,58 @@ export class ParserPool {
   }
 
   parse(source: Readable, request: ParseRequest): ParseJob {
+    let job: ParseJob;
     if (this.streams) {
       const free = this.#live().find((w) => w.available);
       if (free === undefined) throw new Error('the parse worker is busy');
-      return free.parse(source, request);
-    }
-    return parseInBlocks(source, request, this.#live());
+      job = free.parse(source, request);
+    } else job = parseInBlocks(source, request, this.#live());
+    this.#jobs.push(job);
+    return job;
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.#workers.map((w) => w.terminate()));
+    // A file not done with (a load that failed) is given up, so that no worker kept for the
+    // run's next load still holds it.
+    for (const job of this.#jobs.splice(0)) job.cancel();
+    const spares = this.spares;
+    await Promise.all(this.#workers.map((w) => (spares ? spares.give(w) : w.terminate())));
     this.#workers.length = 0;
+  }
+}
+
+/**
+ * Parse workers kept between the loads of a run. A worker starts cold: its code is compiled and
+ * made fast as it parses, which a job of a few thousand records spends much of its parse on; a
+ * run's later loads take the workers an earlier one gave back, already warm. A worker that
+ * stopped or is still busy with a file is never kept (its file's blocks, if any are on their
+ * way, are dropped by their job number: see parse-worker.ts). At most `max` are kept; `close`
+ * ends them when the run ends.
+ */
+export class SpareWorkers {
+  readonly #idle: ParseWorker[] = [];
+
+  constructor(readonly max: number) {}
+
+  /** Workers kept, waiting for a load. */
+  get idle(): number {
+    return this.#idle.length;
+  }
+
+  take(): ParseWorker | undefined {
+    for (let w = this.#idle.pop(); w !== undefined; w = this.#idle.pop()) {
+      if (w.available) return w;
+      void w.terminate();
+    }
+    return undefined;
+  }
+
+  async give(worker: ParseWorker): Promise<void> {
+    if (worker.available && this.#idle.length < this.max) this.#idle.push(worker);
+    else await worker.terminate();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#idle.splice(0).map((w) => w.terminate()));
   }
 }
