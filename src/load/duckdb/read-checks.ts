@@ -1,5 +1,5 @@
 import type { FieldDef, FieldMap, ScalarKind } from '../../catalog.js';
-import type { ColumnType } from '../../schema/types.js';
+import { type ColumnType, declaredColumnType } from '../../schema/types.js';
 
 /**
  * The SQL that tells, cell by cell, whether DuckDB reading an NDJSON line gives exactly what
@@ -30,21 +30,7 @@ export function lineKept(l: string, k: string, maxBytes: number, keys: readonly 
 
 /** The column type a field must already have for its values to go in as they are. */
 export function columnOf(def: FieldDef | undefined): ColumnType {
-  if (def === undefined) return 'text';
-  switch (def.kind) {
-    case 'number':
-      return 'real';
-    case 'integer':
-    case 'boolean':
-      return def.kind;
-    case 'date':
-      return 'timestamp';
-    case 'list':
-    case 'objects':
-      return 'json';
-    default:
-      return 'text';
-  }
+  return def === undefined ? 'text' : declaredColumnType(def);
 }
 
 /** The service's form of a time, its fields in their ranges (the day is checked by a cast). */
