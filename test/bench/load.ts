@@ -28,11 +28,10 @@ import { availableParallelism, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startEmulator } from '../../src/emulator/index.js';
 import { dropSchema, postgresUrl, queryPostgres, randomSchemaName } from '../helpers/postgres.js';
 import { measure } from './measure.js';
 import { printStages, stageProfile } from './stages.js';
-import { warmDownload } from './warm.js';
+import { benchEmulator, warmDownload } from './warm.js';
 
 const { values } = parseArgs({
   options: {
@@ -55,16 +54,7 @@ const RECORDS = Number(values.records);
 const FORMATS = values.formats.split(',') as ('csv' | 'json')[];
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-'));
-const credits = { business: 1e9, people: 1e9, product: 1e9, property: 1e9 };
-const emulator = await startEmulator({
-  port: 0,
-  // This script reads the emulator's answers itself, in the interface's own forms.
-  wire: 'contract',
-  scale: Math.max(1, Math.ceil(RECORDS / 20_000)),
-  rate: 1e9,
-  queueMs: 0,
-  credits,
-});
+const emulator = await benchEmulator(RECORDS);
 const { email, password } = emulator.options;
 
 interface Measure {

@@ -43,10 +43,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startEmulator } from '../../src/emulator/index.js';
 import { dropSchema, postgresUrl, queryPostgres, randomSchemaName } from '../helpers/postgres.js';
 import { measure } from './measure.js';
-import { warmDownload } from './warm.js';
+import { benchEmulator, warmDownload } from './warm.js';
 
 const { values } = parseArgs({
   options: {
@@ -62,14 +61,7 @@ const dir = mkdtempSync(join(tmpdir(), 'sluice-pgserver-'));
 /** sluice's record-size limit as the checks use it (a line over it is a reject today). */
 const RECORD_LIMIT = 16 * 2 ** 20;
 const q = (name: string) => `"${name.replaceAll('"', '""')}"`;
-const emulator = await startEmulator({
-  port: 0,
-  wire: 'contract',
-  scale: Math.max(1, Math.ceil(RECORDS / 20_000)),
-  rate: 1e9,
-  queueMs: 0,
-  credits: { business: 1e9, people: 1e9, product: 1e9, property: 1e9 },
-});
+const emulator = await benchEmulator(RECORDS);
 const { email, password } = emulator.options;
 
 interface Measure {

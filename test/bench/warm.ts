@@ -1,12 +1,28 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
+import { startEmulator } from '../../src/emulator/index.js';
 
 /**
  * What the load benchmarks share: one download of property records through the emulator's v4
  * API, so that the emulator spools every result file before anything is measured, and the
  * files saved for the databases' own readers.
  */
+
+/**
+ * An emulator for `records` property records, answering in the interface's own forms (the
+ * benches read its answers themselves), downloads ready at once, credits without end.
+ */
+export function benchEmulator(records: number) {
+  return startEmulator({
+    port: 0,
+    wire: 'contract',
+    scale: Math.max(1, Math.ceil(records / 20_000)),
+    rate: 1e9,
+    queueMs: 0,
+    credits: { business: 1e9, people: 1e9, product: 1e9, property: 1e9 },
+  });
+}
 
 export interface WarmedDownload {
   /** The result files, saved in `dir`. */

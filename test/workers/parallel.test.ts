@@ -69,6 +69,16 @@ function packedHere(batches: RecordBatch[], tables: JobTables): PackedBatch[] {
   return batches.map((b) => packBatch(b, tables));
 }
 
+/** A CSV file of `plan` parsed in this thread, in batches of 500 rows, packed. */
+async function csvHere(text: string): Promise<PackedBatch[]> {
+  const tables = new JobTables(plan);
+  const batches = recordBatches(source(text), 'csv', 'properties', {
+    batchSize: 500,
+    shape: tables.shape,
+  });
+  return packedHere(await collect(batches), tables);
+}
+
 /** A row's fields that hold a value (a batch's columns are those some row has a value in). */
 function valuesOf(row: Row): Row {
   return Object.fromEntries(Object.entries(row).filter(([, v]) => v !== null));
@@ -141,15 +151,7 @@ async function everyWay(
 describe('parsing in worker threads', () => {
   it('workers kept between loads parse the next files as new ones would, also after a file given up', async () => {
     const text = csvFile(3000);
-    const tables = new JobTables(plan);
-    const here = flat(
-      packedHere(
-        await collect(
-          recordBatches(source(text), 'csv', 'properties', { batchSize: 500, shape: tables.shape }),
-        ),
-        tables,
-      ),
-    );
+    const here = flat(await csvHere(text));
     const request = { ...CSV_REQUEST, blockBytes: 16 << 10 };
     const spares = new SpareWorkers(2);
     try {
@@ -184,15 +186,7 @@ describe('parsing in worker threads', () => {
 
   it('writes the job rows as COPY text when asked (one worker or several), keeping the keys as values', async () => {
     const text = csvFile(3000);
-    const tables = new JobTables(plan);
-    const here = flat(
-      packedHere(
-        await collect(
-          recordBatches(source(text), 'csv', 'properties', { batchSize: 500, shape: tables.shape }),
-        ),
-        tables,
-      ),
-    );
+    const here = flat(await csvHere(text));
     for (const workers of [1, 2]) {
       const pool = new ParserPool(workers);
       try {
@@ -219,13 +213,7 @@ describe('parsing in worker threads', () => {
 
   it('gives exactly the batches of parsing in this thread, related rows included', async () => {
     const text = csvFile(3000);
-    const tables = new JobTables(plan);
-    const here = packedHere(
-      await collect(
-        recordBatches(source(text), 'csv', 'properties', { batchSize: 500, shape: tables.shape }),
-      ),
-      tables,
-    );
+    const here = await csvHere(text);
     // One worker: the file streamed to it, batch for batch as here; then the next file.
     const pool = new ParserPool(1);
     try {

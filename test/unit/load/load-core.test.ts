@@ -12,47 +12,42 @@ import type { ColumnType } from '../../../src/schema/types.js';
 
 const cols = (entries: [string, ColumnType][]) => new Map<string, ColumnType>(entries);
 
+/**
+ * What a committed transaction tells of table `t`: its columns (none: dropped), and whether it
+ * was changed under the table's lock (`known`) and made by it.
+ */
+function seenOfT(
+  columns: [string, ColumnType][] | undefined,
+  how: { known?: true; made?: true } = {},
+) {
+  return {
+    tables: new Map([['t', columns && cols(columns)]]),
+    known: new Set(how.known ? ['t'] : []),
+    made: how.made ? ['t'] : [],
+  };
+}
+
 describe('CommittedTables', () => {
   test('a table changed or described under its lock is learnt as the transaction saw it', () => {
     const committed = new CommittedTables();
-    committed.learn({
-      tables: new Map([['t', cols([['a', 'integer']])]]),
-      known: new Set(),
-      made: [],
-    });
-    committed.learn({
-      tables: new Map([['t', cols([['a', 'real']])]]),
-      known: new Set(['t']),
-      made: ['t'],
-    });
+    committed.learn(seenOfT([['a', 'integer']]));
+    committed.learn(seenOfT([['a', 'real']], { known: true, made: true }));
     assert.deepEqual([...committed.columns('t')!], [['a', 'real']]);
     assert.equal(committed.madeHere('t'), true);
   });
 
   test('a table only described is learnt if unknown, never overwritten', () => {
     const committed = new CommittedTables();
-    committed.learn({
-      tables: new Map([['t', cols([['a', 'integer']])]]),
-      known: new Set(),
-      made: [],
-    });
-    committed.learn({
-      tables: new Map([['t', cols([['a', 'text']])]]),
-      known: new Set(),
-      made: [],
-    });
+    committed.learn(seenOfT([['a', 'integer']]));
+    committed.learn(seenOfT([['a', 'text']]));
     assert.deepEqual([...committed.columns('t')!], [['a', 'integer']]);
     assert.equal(committed.madeHere('t'), false);
   });
 
   test('a table dropped is forgotten', () => {
     const committed = new CommittedTables();
-    committed.learn({
-      tables: new Map([['t', cols([['a', 'integer']])]]),
-      known: new Set(),
-      made: [],
-    });
-    committed.learn({ tables: new Map([['t', undefined]]), known: new Set(['t']), made: [] });
+    committed.learn(seenOfT([['a', 'integer']]));
+    committed.learn(seenOfT(undefined, { known: true }));
     assert.equal(committed.columns('t'), undefined);
   });
 });
