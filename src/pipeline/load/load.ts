@@ -244,52 +244,52 @@ async function loadFile(
         { file: file.name, attempt, alone },
         `loading ${file.name}${attempt > 1 || faults > 0 ? ` again (try ${attempt + faults})` : ''}${alone ? ', alone' : ''}: fetching and parsing it into one transaction`,
       );
-      const read =
+      let done =
         offer &&
         (await inStage('load', () =>
           loadNatively(load, offer!, file, downloadId, { inFlight, counts, records }),
         ));
-      if (read !== undefined) {
+      if (done !== undefined) {
         log.debug({ file: file.name }, `${file.name}: read by the destination itself`);
-        inFlight.close(counts);
-        records.committed(file);
-        outcome.loaded += read.rows;
-        warnBeyond(load, downloadId, read, records);
-        return read;
+      } else {
+        offer = undefined;
+        // The file's request, until its body streams (read as the load writes it).
+        const at = { 'sluice.file': file.name };
+        parsing = await inSpan('fetch', at, () => inStage('normalize', () => reader.open(file)));
+        const batches = parsing.batches;
+        done = await inStage('load', () =>
+          ctx.destination.loadFile(
+            async (tx) => {
+              try {
+                return await writeFile(
+                  load,
+                  tx,
+                  file,
+                  downloadId,
+                  batches,
+                  inFlight,
+                  counts,
+                  records,
+                );
+              } catch (error) {
+                if (error instanceof TooManyRejects) tooMany = error;
+                throw error;
+              }
+            },
+            { besideOthers: () => shared && !inFlight.claimAlone(counts) },
+          ),
+        );
       }
-      offer = undefined;
-      // The file's request, until its body streams (read as the load writes it).
-      const at = { 'sluice.file': file.name };
-      parsing = await inSpan('fetch', at, () => inStage('normalize', () => reader.open(file)));
-      const batches = parsing.batches;
-      const done = await inStage('load', () =>
-        ctx.destination.loadFile(
-          async (tx) => {
-            try {
-              return await writeFile(
-                load,
-                tx,
-                file,
-                downloadId,
-                batches,
-                inFlight,
-                counts,
-                records,
-              );
-            } catch (error) {
-              if (error instanceof TooManyRejects) tooMany = error;
-              throw error;
-            }
-          },
-          { besideOthers: () => shared && !inFlight.claimAlone(counts) },
-        ),
-      );
       // Committed: counted in the outcome at the moment it leaves the files in flight.
       inFlight.close(counts);
       records.committed(file);
       outcome.loaded += done.rows;
       outcome.rejected += done.rejects;
-      warnBeyond(load, downloadId, done, records);
+      if (done.downloadRecords !== undefined && done.downloadRecords > records.expected) {
+        log.warn(
+          `download ${downloadId}: its files hold ${done.downloadRecords} records, more than the ${records.expected} the service counts; all are loaded`,
+        );
+      }
       return done;
     } catch (error) {
       inFlight.close(counts);
@@ -333,20 +333,6 @@ async function loadFile(
     } finally {
       parsing?.cancel();
     }
-  }
-}
-
-/** Said when the file that completes the download shows it held more records than counted. */
-function warnBeyond(
-  load: JobLoad,
-  downloadId: string,
-  done: FileWritten,
-  records: DownloadRecords,
-): void {
-  if (done.downloadRecords !== undefined && done.downloadRecords > records.expected) {
-    load.log.warn(
-      `download ${downloadId}: its files hold ${done.downloadRecords} records, more than the ${records.expected} the service counts; all are loaded`,
-    );
   }
 }
 
