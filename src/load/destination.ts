@@ -63,8 +63,12 @@ export interface DestinationCapabilities {
 
 /** A result file for the destination to read itself (see `FileTransaction.readFile`). */
 export interface FileToRead {
+  /** The file's name, the same for each time it is offered. */
+  name: string;
   /** The file's text as the service sends it (unzipped), opened when the destination reads it. */
   open(): Promise<NodeJS.ReadableStream>;
+  /** The job's next file, which the destination may fetch while it reads this one. */
+  next?: Pick<FileToRead, 'name' | 'open'>;
   /** The catalogue's fields of the job's data type, by which sluice decodes the records. */
   fields: FieldMap;
   /** The load's own columns, the same in every row. */
@@ -76,15 +80,16 @@ export interface FileToRead {
 }
 
 /**
- * The database's own reading of a file failed after its checks passed (out of memory, say):
- * its transaction writes nothing, and the file is to be loaded the usual way.
+ * The database's own reading of a file failed (out of memory, say), or a line of it was found
+ * in doubt once it had been read: its transaction writes nothing, and the file is to be loaded
+ * the usual way.
  */
 export class FileReadFailed extends SluiceError {
-  constructor(cause: unknown) {
-    super(`the database could not read the file itself: ${(cause as Error).message}`, {
-      code: 'SLUICE_DESTINATION',
-      cause,
-    });
+  constructor(
+    cause: unknown,
+    message = `the database could not read the file itself: ${(cause as Error).message}`,
+  ) {
+    super(message, { code: 'SLUICE_DESTINATION', cause });
   }
 }
 

@@ -14,6 +14,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -80,6 +81,8 @@ interface Expects {
    * open itself fail with SLUICE_LOCKED, or wait.
    */
   processExclusive?: boolean;
+  /** It reads a result file itself (`FileTransaction.readFile`, DuckDB). */
+  readsFiles: boolean;
 }
 
 interface Harness {
@@ -158,6 +161,7 @@ async function harness(kind: string): Promise<Harness> {
       refusesValues: targets.refusesValues,
       caseTwins: targets.caseTwins,
       processExclusive: targets.oneProcess,
+      readsFiles: entry.capabilities.readsFiles === true,
     },
     async open() {
       const dir = mkdtempSync(join(tmpdir(), 'sluice-contract-'));
@@ -909,6 +913,51 @@ for (const h of harnesses) {
         ]);
         assert.equal(await dest.loadFile(async () => 'done'), 'done');
       }));
+
+    it('a destination that reads a result file itself: a key twice keeps its last line; a line in doubt writes nothing', (t) => {
+      if (h.expects.readsFiles !== true) return t.skip('it does not read result files itself');
+      return use(async (o) => {
+        const { dest } = o;
+        await dest.ensureState();
+        const hints: FieldMap = { id: { kind: 'string' }, price: { kind: 'number' } };
+        const to = target('homes', ['id'], { hints });
+        const own = { _sluice_download_id: 'dl-0', _sluice_loaded_at: '2024-05-01T10:00:00.000Z' };
+        await write(dest, to, rows({ id: 'a', price: 1, ...own }));
+        let why: string | undefined;
+        const fileOf = (name: string, text: string) => ({
+          name,
+          open: async () => Readable.from([Buffer.from(text)]),
+          fields: hints,
+          constants: { ...own, _sluice_download_id: 'dl-1' },
+          maxRecordBytes: 10_000,
+          sentBack: (reason: string) => {
+            why = reason;
+          },
+        });
+        const text = '{"id":"a","price":2}\n{"id":"b","price":3.5}\n{"id":"a","price":4}\n';
+        const read = await dest.loadFile((tx) => tx.readFile!(to, fileOf('f0', text)));
+        assert.deepEqual(read, { rows: 3, bytes: Buffer.byteLength(text) });
+        const table = async () =>
+          (await readNormalized(o, 'homes', ['id'])).map((r) => [
+            r.id,
+            r.price,
+            r._sluice_download_id,
+          ]);
+        const kept = [
+          ['a', 4, 'dl-1'],
+          ['b', 3.5, 'dl-1'],
+        ];
+        assert.deepEqual(await table(), kept);
+        // 1.0 is not as JSON.stringify writes it: the file goes back, nothing of it written.
+        const doubted = '{"id":"c","price":1}\n{"id":"d","price":1.0}\n';
+        assert.equal(
+          await dest.loadFile((tx) => tx.readFile!(to, fileOf('f1', doubted))),
+          undefined,
+        );
+        assert.match(why ?? '', /line 2/);
+        assert.deepEqual(await table(), kept);
+      });
+    });
 
     it('a file loaded beside others writes to its tables as they are, and refuses to change them', () =>
       use(async (o) => {

@@ -6,9 +6,9 @@ import { emulatorEnv, pipelineHead, runCli, tempDir, writePipeline } from '../he
 import { runToEnd, stopAt } from '../helpers/runs.js';
 
 /**
- * DuckDB reading NDJSON result files itself (issue 41, src/load/duckdb/read-file.ts): where it
- * does, the tables and state rows are those sluice's own decoding writes for the same download
- * (SLUICE_DUCKDB_NATIVE=0, the default); a file it doubts goes down the usual path whole.
+ * DuckDB reading NDJSON result files itself (issue 41, src/load/duckdb/read-file.ts, the
+ * default): where it does, the tables and state rows are those sluice's own decoding writes for
+ * the same download (SLUICE_DUCKDB_NATIVE=0); a file it doubts goes down the usual path whole.
  */
 
 const KIND = 'duckdb';
@@ -22,7 +22,7 @@ before(async () => {
 });
 after(() => harness?.close());
 
-/** DuckDB reading the files itself is off unless this is set. */
+/** DuckDB reads the files itself unless SLUICE_DUCKDB_NATIVE=0: set here all the same. */
 const NATIVE = { SLUICE_DUCKDB_NATIVE: '1' };
 const POLL = 'poll: { interval: 100ms, max_interval: 200ms, timeout: 60s }';
 const fresh = targetFactory(KIND, () => dir);

@@ -20,11 +20,14 @@ import type { Lock, LockOptions } from '../destination.js';
 import type { DialectConnection } from '../dialect.js';
 import { DestinationError } from '../errors.js';
 import type { StateDatabase } from '../state-tables.js';
+import type { FileChecked } from './check-lines.js';
+import { CheckThread } from './check-thread.js';
 import { translateDuckDbError } from './errors.js';
 import { readOnlyInstance } from './left-log.js';
 import { DUCKDB_INSTALL } from './package.js';
 import { removeDeadScratch, ScratchFolder } from './scratch.js';
 import { duckDbBudget } from './settings.js';
+import { Spools } from './spools.js';
 
 type DuckDbApi = typeof import('@duckdb/node-api');
 
@@ -109,6 +112,10 @@ export class DuckDbSession {
    * such changes to a table the same transaction then alters (see DuckDbSchema).
    */
   readonly changed = new Set<string>();
+  /** The worker that checks half of each file DuckDB reads itself (read-file.ts). */
+  readonly checks = new CheckThread();
+  /** The result files DuckDB reads itself, fetched into the scratch folder (read-file.ts). */
+  readonly spools = new Spools<FileChecked>(() => this.scratch());
 
   constructor(
     readonly api: DuckDbApi,
@@ -268,6 +275,8 @@ export class DuckDbConnection implements DialectConnection<DuckDBConnection> {
 
   async close(): Promise<void> {
     await this.session.db.destroy();
+    await this.session.checks.close();
+    await this.session.spools.close();
     this.session.close();
   }
 }

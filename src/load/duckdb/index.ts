@@ -12,9 +12,9 @@ const CAPABILITIES: DestinationCapabilities = {
   // table's casts): 8 MiB batches (some 4,000 property records) spread that over many rows. At
   // 1 MiB a run spent a fifth more CPU; at 16 MiB no less than at 8, with 60 MB more memory.
   batchBytes: { appends: 8 << 20, merges: { csv: 8 << 20, json: 8 << 20 } },
-  // DuckDB reads an NDJSON file itself where it gives sluice's rows exactly (read-file.ts) only
-  // with SLUICE_DUCKDB_NATIVE=1 (`capabilitiesWith`): slower so far (docs/speed.md).
-  readsFiles: false,
+  // DuckDB reads an NDJSON file itself where it gives sluice's rows exactly (read-file.ts), unless
+  // SLUICE_DUCKDB_NATIVE=0 (`capabilitiesWith`): faster than decoding it (docs/speed.md).
+  readsFiles: true,
 };
 
 /**
@@ -30,9 +30,9 @@ export const duckdb: DestinationEntry = {
   capabilities: CAPABILITIES,
   environment: {
     SLUICE_DUCKDB_NATIVE:
-      '1 to have DuckDB read NDJSON result files itself where that gives the same rows (read-file.ts); off by default until it is measured faster',
+      '0 to have sluice decode every NDJSON result file, rather than DuckDB read it itself where that gives the same rows (the default)',
   },
-  options: (_settings, env) => ({ native: env.SLUICE_DUCKDB_NATIVE === '1' }),
+  options: (_settings, env) => ({ native: env.SLUICE_DUCKDB_NATIVE !== '0' }),
   capabilitiesWith: (own: { native?: boolean }) => ({
     ...CAPABILITIES,
     readsFiles: own.native === true,

@@ -1,49 +1,49 @@
-import { createWriteStream } from 'node:fs';
-import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { rmSync } from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { FieldDef } from '../../catalog.js';
-import type { ColumnType } from '../../schema/types.js';
 import { type FileRead, FileReadFailed, type FileToRead } from '../destination.js';
 import { quoteIdent, type ReadInto } from '../dialect.js';
+import { checkRange, type FileChecked, middleLine, type RangeToCheck } from './check-lines.js';
 import type { DuckDbSession } from './connection.js';
-import { cellOf, columnOf, lineKept } from './read-checks.js';
+import type { CheckedField } from './line-checks.js';
+import { cellValue, columnOf } from './read-checks.js';
+import type { Spooled } from './spools.js';
 import { DUCKDB_TYPE } from './types.js';
+
+const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /**
  * A result file read by DuckDB itself (issue 41; docs/speed.md, "DuckDB reading the files
- * itself"): the file is spooled to the handle's scratch folder, one query on the read connection
- * looks for any line that sluice's own decoding would not write exactly as DuckDB reads it, and
- * only when there is none, one INSERT ... SELECT in the file's transaction reads it into the
- * table. Any doubt sends the file back to sluice's decoding whole (undefined), so that rejects,
- * widening and their reasons stay what they are.
+ * itself"): the file is spooled to the handle's scratch folder and every line checked
+ * (line-scan.ts, line-checks.ts: by this thread and a worker, half each) for anything sluice's
+ * own decoding would not write exactly as DuckDB reads it; with none, one INSERT ... SELECT in
+ * the file's transaction reads it into the table. Any doubt sends the file to sluice's decoding
+ * whole, so that rejects, widening and their reasons stay what they are. While DuckDB reads a
+ * file, the job's next one is fetched and checked (spools.ts).
  *
- * What is taken (anything else is a doubt): each line a JSON object of the table's fields,
- * each once, within the record size limit, without NUL; text fields JSON strings; integers
- * and reals of at most 15 digits before the point, with no exponent; booleans; times in the
- * service's form `YYYY-MM-DDTHH:MM:SSZ` that are real times; lists and objects whose JSON text
- * DuckDB writes as JSON.stringify would (no `\u` escape, no whole or exponent double, no run of
- * 16 digits), holding no text that the catalogue would decode into something else (empty,
- * number- or boolean-like, a date-shaped text that is no date, a list field's text), no empty
- * list and no key twice.
+ * What is taken (anything else is a doubt): each line a JSON object of the table's fields as
+ * JSON.stringify writes it (each key once, numbers spelt as a parse keeps them), within the
+ * record size limit, without a `\u` escape; text fields JSON strings; integers and reals of at
+ * most 15 digits before the point, with no exponent; booleans; times in the service's form
+ * `YYYY-MM-DDTHH:MM:SSZ` that are real times; lists and objects holding no exponent or run of
+ * 16 digits, and no text that the catalogue would decode into something else (empty, number-
+ * or boolean-like, a date-shaped text that is no date, a list field's text), no empty list.
  */
 
 /**
- * The lines of a spooled file, one VARCHAR column `l` (NULL for an empty line), in order unless
- * `parallel` (DuckDB's threads share the file: its check needs no order). A line
- * longer than `maxBytes` is sluice's reject: DuckDB need not read it (it fails, and the file goes
- * back), and its buffers stay small (DuckDB's budget is 256 MB: settings.ts).
+ * The records of a spooled file, in order, each field a column named by its key: VARCHAR (a
+ * number or a boolean as its JSON text), or JSON for lists and objects. A line longer than
+ * `maxBytes` is sluice's reject: DuckDB need not read it (it fails, and the file goes back), and
+ * its buffers stay small (DuckDB's budget is 256 MB: settings.ts).
  */
-function linesOf(path: string, maxBytes: number, parallel: boolean): string {
-  const max = Math.max(maxBytes + 1, 1 << 20);
+export function recordsOf(path: string, fields: readonly CheckedField[], maxBytes: number): string {
+  const columns = fields.map(
+    (f) => `${sqlText(f.key)}: '${f.type === 'json' ? 'JSON' : 'VARCHAR'}'`,
+  );
   return (
-    `read_csv('${path.replaceAll("'", "''")}', columns = {'l': 'VARCHAR'}, header = false, ` +
-    `delim = '\x1f', quote = '', escape = '', auto_detect = false, parallel = ${parallel}, ` +
-    `max_line_size = ${max}, buffer_size = ${2 * max})`
+    `read_json(${sqlText(path)}, format = 'newline_delimited', columns = {${columns.join(', ')}}, ` +
+    `maximum_object_size = ${Math.max(maxBytes + 1, 1 << 20)})`
   );
 }
-
-const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /** Sends the file back to be loaded the usual way, saying why. */
 function back(file: FileToRead, why: string): undefined {
@@ -51,26 +51,54 @@ function back(file: FileToRead, why: string): undefined {
   return undefined;
 }
 
-/** Writes the file's text to the scratch folder; its path and bytes. */
-async function spool(
-  session: DuckDbSession,
-  file: FileToRead,
-): Promise<{ path: string; bytes: number; bom: boolean }> {
-  const path = join(session.scratch(), 'file.ndjson');
-  const stream = await file.open();
-  let bytes = 0;
-  let first: number[] | undefined;
-  const counted = async function* (source: AsyncIterable<Buffer>) {
-    for await (const chunk of source) {
-      if (first === undefined || first.length < 3)
-        first = [...(first ?? []), ...chunk.subarray(0, 3)];
-      bytes += chunk.length;
-      yield chunk;
+/** How a file is read into its table: its fields, a merge's key fields, and the statement. */
+interface ReadPlan {
+  fields: CheckedField[];
+  keyed: string[];
+  maxBytes: number;
+  /** The fields, key and size limit, as text: a check made by another plan's is not this one's. */
+  signature: string;
+  /** The INSERT of the rows of the file spooled at `path` (`keyAgain`: see FileChecked). */
+  insert(path: string, keyAgain: boolean): string;
+}
+
+/** How `file` is read into `into`, or why it is left to sluice's decoding. */
+function planOf(into: ReadInto, file: FileToRead): ReadPlan | string {
+  const { columns, names } = into;
+  const own = Object.keys(file.constants);
+  const fields: CheckedField[] = [];
+  const byColumn = new Map<string, string>();
+  for (const [column, type] of columns) {
+    if (own.includes(column)) continue;
+    const key = names.logical(column);
+    const def = Object.hasOwn(file.fields, key) ? file.fields[key] : undefined;
+    // A column widened (or pinned) away from its field's own type: left to sluice's decoding.
+    if (columnOf(def) !== type || key === '' || key.startsWith('_')) {
+      return `column ${column} (${type}) is not what its field reads as`;
     }
+    fields.push({ key, type, ...(def ? { def } : {}) });
+    byColumn.set(column, key);
+  }
+  if (own.some((c) => !columns.has(c)) || fields.length === 0) return 'the table lacks columns';
+  // Merging, a line without the whole key would be a reject.
+  const keyed = into.key.map((k) => byColumn.get(k));
+  if (keyed.some((k) => k === undefined)) return "the key is not the fields'";
+  const written = [...byColumn.keys(), ...own];
+  const constants = own.map(
+    (c) => `CAST(${sqlText(file.constants[c]!)} AS ${DUCKDB_TYPE[columns.get(c)!]})`,
+  );
+  const typed = [...fields.map((f) => cellValue(quoteIdent(f.key), f.type)), ...constants].map(
+    (v, i) => `${v} AS ${quoteIdent(written[i]!)}`,
+  );
+  return {
+    fields,
+    keyed: keyed as string[],
+    maxBytes: file.maxRecordBytes,
+    signature: JSON.stringify([fields, keyed, file.maxRecordBytes]),
+    // Read in order (a merge's last line of a key wins; appends keep the file's order).
+    insert: (path, keyAgain) =>
+      insertStatement(into, written, typed, recordsOf(path, fields, file.maxRecordBytes), keyAgain),
   };
-  await pipeline(stream as AsyncIterable<Buffer>, counted, createWriteStream(path));
-  const bom = first !== undefined && first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf;
-  return { path, bytes, bom };
 }
 
 /** See the top of this file. */
@@ -80,69 +108,79 @@ export async function readFileNatively(
   into: ReadInto,
   file: FileToRead,
 ): Promise<FileRead | undefined> {
-  const { columns, names } = into;
-  const own = Object.keys(file.constants);
-  const fields: { column: string; key: string; type: ColumnType; def?: FieldDef }[] = [];
-  for (const [column, type] of columns) {
-    if (own.includes(column)) continue;
-    const key = names.logical(column);
-    const def = Object.hasOwn(file.fields, key) ? file.fields[key] : undefined;
-    // A column widened (or pinned) away from its field's own type: left to sluice's decoding.
-    if (columnOf(def) !== type || key === '' || key.startsWith('_')) {
-      return back(file, `column ${column} (${type}) is not what its field reads as`);
+  const plan = planOf(into, file);
+  if (typeof plan === 'string') return back(file, plan);
+  const { spooled, begun } = await session.spools.take(file);
+  try {
+    // The job's next file is fetched and checked (by this file's fields) while this one is read.
+    if (file.next !== undefined) {
+      session.spools.fetchAhead(file.next, (next) => checkSpooled(session, next, plan));
     }
-    fields.push({ column, key, type, ...(def ? { def } : {}) });
-  }
-  if (own.some((c) => !columns.has(c)) || fields.length === 0) {
-    return back(file, 'the table lacks columns');
-  }
-  const { path, bytes, bom } = await spool(session, file);
-  if (bom) return back(file, 'it opens with a byte order mark');
-  const lines = linesOf(path, file.maxRecordBytes, true);
-  const paths = `[${fields.map((f) => sqlText(`$.${JSON.stringify(f.key)}`)).join(', ')}]`;
-  const cells = fields.map((f, i) => cellOf(`j[${i + 1}]`, f.type, f.def));
-  // Merging, a line without the whole key would be a reject.
-  const keyed = into.key.map((k) => {
-    const at = fields.findIndex((f) => f.column === k);
-    return at < 0 ? 'false' : `(${cells[at]!.value}) IS NOT NULL`;
-  });
-  const lineOk = lineKept(
-    'l',
-    'k',
-    file.maxRecordBytes,
-    fields.map((f) => sqlText(f.key)),
-  );
-  const source =
-    `(SELECT CASE WHEN ${lineOk} THEN json_extract(l, ${paths}) END AS j ` +
-    `FROM (SELECT l, json_keys(l) AS k FROM ${lines} WHERE l IS NOT NULL))`;
-  let records: number;
-  try {
-    const result = await session.reading((reader) =>
-      reader.runAndReadAll(
-        `SELECT count(*), count(*) FILTER (WHERE j IS NULL OR (${[...cells.map((c) => c.ok), ...(into.mode === 'merge' ? keyed : [])].join(' AND ')}) IS NOT TRUE) FROM ${source}`,
-      ),
+    if (spooled.bom) return back(file, 'it opens with a byte order mark');
+    const checked = begun?.then((ahead) =>
+      ahead?.signature === plan.signature ? ahead : checkSpooled(session, spooled, plan),
     );
-    const [count, doubts] = result.getRows()[0] as [bigint, bigint];
-    if (doubts > 0n) return back(file, `${doubts} of its lines are in doubt`);
-    records = Number(count);
-  } catch (error) {
-    // DuckDB could not read it (not UTF-8, a line ended by \r\n among others, ...).
-    return back(file, (error as Error).message.split('\n')[0]!);
+    return await readSpooled(
+      conn,
+      file,
+      spooled,
+      plan,
+      checked ?? checkSpooled(session, spooled, plan),
+    );
+  } finally {
+    rmSync(spooled.path, { force: true });
   }
-  const written = [...fields.map((f) => f.column), ...own];
-  const constants = own.map(
-    (c) => `CAST(${sqlText(file.constants[c]!)} AS ${DUCKDB_TYPE[columns.get(c)!]})`,
-  );
-  const typed = [...cells.map((c) => c.value), ...constants].map(
-    (v, i) => `${v} AS ${quoteIdent(written[i]!)}`,
-  );
-  // The lines are known to be kept: the statement reads them without looking again.
-  // Read in order (a merge's last line of a key wins; appends keep the file's order).
-  const ordered = linesOf(path, file.maxRecordBytes, false);
-  const rows = `(SELECT json_extract(l, ${paths}) AS j FROM ${ordered} WHERE l IS NOT NULL)`;
+}
+
+/** Checks a spooled file's lines: this thread and a worker each half of them. */
+async function checkSpooled(
+  session: DuckDbSession,
+  { path, bytes }: Spooled,
+  plan: ReadPlan,
+): Promise<FileChecked> {
+  const middle = await middleLine(path, bytes);
+  const range = (start: number, end: number): RangeToCheck => ({
+    path,
+    start,
+    end,
+    fields: plan.fields,
+    maxBytes: plan.maxBytes,
+    keyed: plan.keyed,
+  });
+  const [a, b] = await Promise.all([
+    session.checks.check(range(0, middle)),
+    checkRange(range(middle, bytes)),
+  ]);
+  const doubt = a.doubt ?? (b.doubt && { ...b.doubt, line: a.count + b.doubt.line });
+  const first = new Set(a.keys);
+  const keyAgain = a.again || b.again || b.keys.some((key) => first.has(key));
+  return {
+    signature: plan.signature,
+    records: a.records + b.records,
+    keyAgain,
+    ...(doubt ? { doubt } : {}),
+  };
+}
+
+/**
+ * The file's lines checked (most often while the file before it was read), DuckDB reads it into
+ * the table, unless a line is in doubt.
+ */
+async function readSpooled(
+  conn: DuckDBConnection,
+  file: FileToRead,
+  { path, bytes }: Spooled,
+  plan: ReadPlan,
+  checking: Promise<FileChecked>,
+): Promise<FileRead | undefined> {
+  const { doubt, records, keyAgain } = await checking.catch((error: unknown) => {
+    throw new FileReadFailed(error);
+  });
+  if (doubt !== undefined) return back(file, `line ${doubt.line}: ${doubt.why}`);
   try {
-    await conn.run(insertStatement(into, written, typed, rows));
+    await conn.run(plan.insert(path, keyAgain));
   } catch (error) {
+    // DuckDB could not read it after all (out of memory, say).
     throw new FileReadFailed(error);
   }
   return { rows: records, bytes };
@@ -150,13 +188,17 @@ export async function readFileNatively(
 
 /**
  * The statement that writes the file's rows: appended, or merged as writer.ts merges a batch
- * (the last line of each key wins, upserted on the table's key index, every column set).
+ * (the last line of each key wins, upserted on the table's key index, every column set). Where
+ * no key comes twice in the file, no line need be numbered and ranked: the rows are upserted as
+ * they are (about a tenth of a merge's time). Should a key be written two ways (`1` and `"1"`),
+ * DuckDB refuses to update a row twice in one statement, and the file goes the usual way.
  */
 function insertStatement(
   into: ReadInto,
   names: readonly string[],
   typed: readonly string[],
   source: string,
+  keyAgain: boolean,
 ): string {
   const list = names.map(quoteIdent).join(', ');
   const table = quoteIdent(into.table);
@@ -168,6 +210,9 @@ function insertStatement(
     .filter((n) => !keys.has(n))
     .map((n) => `${quoteIdent(n)} = EXCLUDED.${quoteIdent(n)}`);
   const action = updates.length === 0 ? 'DO NOTHING' : `DO UPDATE SET ${updates.join(', ')}`;
+  if (!keyAgain) {
+    return `INSERT INTO ${table} (${list}) SELECT ${typed.join(', ')} FROM ${source} ON CONFLICT (${keyList}) ${action}`;
+  }
   return (
     `INSERT INTO ${table} (${list}) SELECT ${list} FROM (SELECT ${typed.join(', ')}, ` +
     `row_number() OVER () AS "__sluice_pos" FROM ${source}) ` +

@@ -147,7 +147,7 @@ export async function loadFiles(
   const native = nativeLoadable(load);
   /** The first file to fail: no file starts after it, those under way finish. */
   let failure: { error: unknown } | undefined;
-  const loadOne = async (file: ResultFileRef) => {
+  const loadOne = async (file: ResultFileRef, next: ResultFileRef | undefined) => {
     try {
       const at = { 'sluice.file': file.name, 'sluice.download_id': downloadId };
       const counts = await inSpan('load', at, async (span) => {
@@ -155,7 +155,7 @@ export async function loadFiles(
           inFlight,
           shared: files > 1,
           records,
-          ...(native ? { native: source } : {}),
+          ...(native ? { native: source, next } : {}),
         });
         span.setAttributes({
           'sluice.records': done?.rows,
@@ -179,7 +179,7 @@ export async function loadFiles(
   };
   try {
     // Every file under way ends (commits or rolls back) before the workers are closed.
-    await Promise.all(pending.map((file) => limit(() => loadOne(file))));
+    await Promise.all(pending.map((file, i) => limit(() => loadOne(file, pending[i + 1]))));
   } finally {
     await reader.close();
   }
@@ -220,12 +220,15 @@ async function loadFile(
     shared,
     records,
     native,
+    next,
   }: {
     inFlight: FilesInFlight;
     shared: boolean;
     records: DownloadRecords;
     /** Where the file is fetched for the destination to read it itself (native-file.ts). */
     native?: Pick<ServiceClient, 'openResultFile'>;
+    /** The job's next file, which the destination may fetch while it reads this one. */
+    next?: ResultFileRef | undefined;
   },
 ): Promise<FileWritten | undefined> {
   const { ctx, log, outcome } = load;
@@ -247,7 +250,7 @@ async function loadFile(
       let done =
         offer &&
         (await inStage('load', () =>
-          loadNatively(load, offer!, file, downloadId, { inFlight, counts, records }),
+          loadNatively(load, offer!, file, downloadId, { inFlight, counts, records, next }),
         ));
       if (done !== undefined) {
         log.debug({ file: file.name }, `${file.name}: read by the destination itself`);

@@ -46,15 +46,27 @@ export async function loadNatively(
     inFlight,
     counts,
     records,
-  }: { inFlight: FilesInFlight; counts: FileCounts; records: DownloadRecords },
+    next,
+  }: {
+    inFlight: FilesInFlight;
+    counts: FileCounts;
+    records: DownloadRecords;
+    /** The job's next file, which the destination may fetch while it reads this one. */
+    next?: ResultFileRef | undefined;
+  },
 ): Promise<FileWritten | undefined> {
   const { ctx, job, outcome, tables } = load;
+  const opener = (ref: ResultFileRef) => ({
+    name: ref.name,
+    open: () => source.openResultFile(downloadId, ref, { signal: ctx.signal }),
+  });
   return ctx.destination
     .loadFile(async (tx) => {
       if (tx.readFile === undefined) return undefined;
       const loadedAt = isoAt(ctx.clock);
       const toRead: FileToRead = {
-        open: () => source.openResultFile(downloadId, file, { signal: ctx.signal }),
+        ...opener(file),
+        ...(next === undefined ? {} : { next: opener(next) }),
         fields: FIELDS[tables.plan.type],
         constants: { _sluice_download_id: downloadId, _sluice_loaded_at: loadedAt },
         maxRecordBytes: maxRecordBytes(ctx.env),

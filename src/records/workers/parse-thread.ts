@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { Worker } from 'node:worker_threads';
+import { startWorker, workerUrl } from '../../util/worker.js';
 import {
   type BlockToSend,
   type ParsedBlock,
@@ -11,11 +11,7 @@ import {
 } from './parse-protocol.js';
 import { streamToWorker } from './streamed-file.js';
 
-const FROM_SOURCE = import.meta.url.endsWith('.ts');
-const WORKER_URL = new URL(
-  FROM_SOURCE ? './parse-worker.ts' : './parse-worker.js',
-  import.meta.url,
-);
+const WORKER_URL = workerUrl(import.meta.url, 'parse-worker');
 
 /**
  * A parse worker holds a few batches at a time; a small heap keeps its garbage collected early,
@@ -23,17 +19,6 @@ const WORKER_URL = new URL(
  * `--max-semi-space-size`, as bin/sluice.js is, has that bound on every young generation.)
  */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 16 };
-
-/**
- * Built code runs the worker file directly. Run from source (tests, `npm run demo`), the worker
- * first registers tsx's loader in its own thread, as loaders are per thread.
- */
-function startWorker(): Worker {
-  if (!FROM_SOURCE) return new Worker(WORKER_URL, { resourceLimits: WORKER_LIMITS });
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const code = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL.href)}); });`;
-  return new Worker(code, { eval: true, resourceLimits: WORKER_LIMITS });
-}
 
 /** One file's lane to a worker that takes it in blocks (see `ParseWorker.blocks`). */
 export interface BlockLane {
@@ -46,7 +31,7 @@ export interface BlockLane {
  * workers.
  */
 export class ParseWorker {
-  readonly #worker = startWorker();
+  readonly #worker = startWorker(WORKER_URL, WORKER_LIMITS);
   /** A file is streamed to it. */
   #streaming = false;
   #dead = false;

@@ -1,0 +1,109 @@
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { type CheckedField, type LineCheck, lineCheck } from './line-checks.js';
+import { lineScan, UNSURE } from './line-scan.js';
+
+/**
+ * A part of a spooled file whose lines are to be checked (line-checks.ts): bytes `start` to
+ * `end`, which begins a line and ends one (or the file).
+ */
+export interface RangeToCheck {
+  path: string;
+  start: number;
+  end: number;
+  fields: CheckedField[];
+  maxBytes: number;
+  /** A merge's key fields, each to be there. */
+  keyed: string[];
+}
+
+/** What the check of a range found. */
+export interface RangeChecked {
+  /** Its lines, empty ones too (up to the one in doubt). */
+  count: number;
+  /** Its records: lines not empty (DuckDB's reader skips an empty line). */
+  records: number;
+  /** The first line in doubt: its number within the range (from 1), and why. */
+  doubt?: { line: number; why: string };
+  /**
+   * A merge's keys, as the JSON text of their values joined by commas (two lines of one key
+   * have the same, unless the same value is written two ways, `1` and `"1"`), each once; and
+   * whether a key came again.
+   */
+  keys: string[];
+  again: boolean;
+}
+
+/** What the check of a whole file's lines found (read-file.ts), and by which plan's fields. */
+export interface FileChecked {
+  signature: string;
+  records: number;
+  doubt?: { line: number; why: string };
+  /** A merge's key came in two lines or more. */
+  keyAgain: boolean;
+}
+
+/** Checks the lines of a range of a spooled file (see `RangeToCheck`). */
+export async function checkRange(range: RangeToCheck): Promise<RangeChecked> {
+  const keys = new Set<string>();
+  const found: RangeChecked = { count: 0, records: 0, keys: [], again: false };
+  const onKey = (key: string) => {
+    if (keys.has(key)) found.again = true;
+    else keys.add(key);
+  };
+  const scan = lineScan(range.fields, range.maxBytes, range.keyed, onKey);
+  const check: LineCheck = lineCheck(range.fields, range.maxBytes, range.keyed, onKey);
+  const one = (bytes: Buffer): boolean => {
+    found.count++;
+    if (bytes.length === 0) return true;
+    found.records++;
+    const scanned = scan(bytes);
+    const why = scanned === UNSURE ? check(bytes.toString('utf8'), bytes.length) : scanned;
+    if (why !== undefined) found.doubt = { line: found.count, why };
+    return why === undefined;
+  };
+  if (range.end <= range.start) return found;
+  const stream = createReadStream(range.path, {
+    start: range.start,
+    end: range.end - 1,
+    highWaterMark: 1 << 20,
+  });
+  let rest: Buffer[] = [];
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      let start = 0;
+      for (let nl = chunk.indexOf(10); nl >= 0; nl = chunk.indexOf(10, start)) {
+        const part = chunk.subarray(start, nl);
+        if (!one(rest.length === 0 ? part : Buffer.concat([...rest, part]))) return found;
+        rest = [];
+        start = nl + 1;
+      }
+      if (start < chunk.length) rest.push(chunk.subarray(start));
+    }
+  } finally {
+    stream.destroy();
+  }
+  if (rest.length > 0) one(Buffer.concat(rest));
+  found.keys = [...keys];
+  return found;
+}
+
+/**
+ * Where to split a file of `size` bytes in two for two checks at once: the start of the first
+ * line at or after its middle (`size` when there is none).
+ */
+export async function middleLine(path: string, size: number): Promise<number> {
+  const handle = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(1 << 16);
+    for (let at = Math.floor(size / 2); at < size; at += buffer.length) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, at);
+      const nl = buffer.subarray(0, bytesRead).indexOf(10);
+      if (nl >= 0) return at + nl + 1;
+      if (bytesRead === 0) break;
+    }
+    return size;
+  } finally {
+    await handle.close();
+  }
+}

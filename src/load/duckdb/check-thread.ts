@@ -1,0 +1,58 @@
+import type { Worker } from 'node:worker_threads';
+import { startWorker, workerUrl } from '../../util/worker.js';
+import type { RangeChecked, RangeToCheck } from './check-lines.js';
+
+/** A check worker's answer to a range (check-worker.ts). */
+export type CheckFromWorker = { id: number; checked: RangeChecked } | { id: number; error: string };
+
+const WORKER_URL = workerUrl(import.meta.url, 'check-worker');
+/** It holds a line or a few at a time. */
+const WORKER_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 16 };
+
+/**
+ * A worker thread that checks a range of a spooled file's lines while this thread checks
+ * another (read-file.ts), started at its first range and kept until `close`.
+ */
+export class CheckThread {
+  #worker: Worker | undefined;
+  #next = 0;
+  readonly #waiting = new Map<
+    number,
+    { resolve: (c: RangeChecked) => void; reject: (e: Error) => void }
+  >();
+
+  check(range: RangeToCheck): Promise<RangeChecked> {
+    const worker = this.#start();
+    const id = this.#next++;
+    return new Promise((resolve, reject) => {
+      this.#waiting.set(id, { resolve, reject });
+      worker.postMessage({ id, range });
+    });
+  }
+
+  #start(): Worker {
+    if (this.#worker) return this.#worker;
+    const worker = startWorker(WORKER_URL, WORKER_LIMITS);
+    worker.on('message', (message: CheckFromWorker) => {
+      const waiting = this.#waiting.get(message.id);
+      this.#waiting.delete(message.id);
+      if ('error' in message) waiting?.reject(new Error(message.error));
+      else waiting?.resolve(message.checked);
+    });
+    const fail = (error: Error) => {
+      for (const waiting of this.#waiting.values()) waiting.reject(error);
+      this.#waiting.clear();
+      if (this.#worker === worker) this.#worker = undefined;
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`the check worker stopped (exit code ${code})`)));
+    this.#worker = worker;
+    return worker;
+  }
+
+  async close(): Promise<void> {
+    const worker = this.#worker;
+    this.#worker = undefined;
+    await worker?.terminate();
+  }
+}

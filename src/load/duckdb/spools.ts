@@ -1,0 +1,109 @@
+import { createWriteStream, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { FileToRead } from '../destination.js';
+
+/** A result file written to the scratch folder for DuckDB to read (read-file.ts). */
+export interface Spooled {
+  path: string;
+  bytes: number;
+  /** It opens with a UTF-8 byte order mark. */
+  bom: boolean;
+}
+
+/** Writes a file's text to `path`; its bytes. */
+async function spoolTo(
+  path: string,
+  file: Pick<FileToRead, 'open'>,
+  signal: AbortSignal,
+): Promise<Spooled> {
+  const stream = await file.open();
+  let bytes = 0;
+  let first: number[] | undefined;
+  const counted = async function* (source: AsyncIterable<Buffer>) {
+    for await (const chunk of source) {
+      if (first === undefined || first.length < 3)
+        first = [...(first ?? []), ...chunk.subarray(0, 3)];
+      bytes += chunk.length;
+      yield chunk;
+    }
+  };
+  await pipeline(stream as AsyncIterable<Buffer>, counted, createWriteStream(path), { signal });
+  const bom = first !== undefined && first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf;
+  return { path, bytes, bom };
+}
+
+interface Ahead<T> {
+  name: string;
+  done: Promise<Spooled | undefined>;
+  /** What was begun on it once fetched (its check), undefined if it failed. */
+  begun: Promise<T | undefined>;
+  abort: AbortController;
+}
+
+/** A file spooled, and what was begun on it while fetched ahead. */
+export interface Taken<T> {
+  spooled: Spooled;
+  begun?: Promise<T | undefined>;
+}
+
+/**
+ * The result files a session's loads spool, each removed by its reader once read. While one
+ * file is read, the next file of the job (`FileToRead.next`) is fetched into the folder too, and
+ * work begun on it (its check), so that neither is waited for: a file fetched ahead
+ * that failed, or that is not the one asked for next, is dropped, and the file asked for fetched
+ * then.
+ */
+export class Spools<T> {
+  #ahead: Ahead<T> | undefined;
+  #count = 0;
+
+  constructor(readonly folder: () => string) {}
+
+  /** `file` spooled: fetched ahead, or now. */
+  async take(file: FileToRead): Promise<Taken<T>> {
+    const ahead = this.#ahead;
+    this.#ahead = undefined;
+    if (ahead?.name === file.name) {
+      const spooled = await ahead.done;
+      if (spooled !== undefined) return { spooled, begun: ahead.begun };
+    } else if (ahead !== undefined) {
+      await this.#drop(ahead);
+    }
+    return { spooled: await spoolTo(this.#path(), file, new AbortController().signal) };
+  }
+
+  /** Starts fetching `file` while the one before it is read, then `begin` on it. */
+  fetchAhead(
+    file: Pick<FileToRead, 'name' | 'open'>,
+    begin: (spooled: Spooled) => Promise<T>,
+  ): void {
+    const path = this.#path();
+    const abort = new AbortController();
+    const done = spoolTo(path, file, abort.signal).catch(() => {
+      rmSync(path, { force: true });
+      return undefined;
+    });
+    const begun = done
+      .then((spooled) => (spooled === undefined ? undefined : begin(spooled)))
+      .catch(() => undefined);
+    this.#ahead = { name: file.name, done, begun, abort };
+  }
+
+  /** Stops and removes a file fetched ahead and not read. */
+  async close(): Promise<void> {
+    const ahead = this.#ahead;
+    this.#ahead = undefined;
+    if (ahead !== undefined) await this.#drop(ahead);
+  }
+
+  async #drop(ahead: Ahead<T>): Promise<void> {
+    ahead.abort.abort();
+    const spooled = await ahead.done;
+    if (spooled !== undefined) rmSync(spooled.path, { force: true });
+  }
+
+  #path(): string {
+    return join(this.folder(), `file-${++this.#count}.ndjson`);
+  }
+}
