@@ -309,27 +309,22 @@ async function duckdbBench(): Promise<void> {
     const results: Measure[] = [];
     for (const threads of [1, 2]) results.push(await duckdbRead(format, files, bytes, threads));
     results.push(await fetchFloor(format, bytes));
-    const append = await sluiceRun('duckdb', format, 'json', 'append', bytes, {
-      SLUICE_DUCKDB_NATIVE: '1',
-    });
-    // NDJSON appends: DuckDB reads each file itself (issue 41, load/duckdb/read-file.ts) where
-    // it gives sluice's rows (SLUICE_DUCKDB_NATIVE=1); beside it, the same run with every file
-    // decoded by sluice (the default).
-    results.push(
-      format === 'json' ? { ...append, label: `${append.label}, DuckDB reads` } : append,
-    );
-    if (format === 'json') {
-      const decoded = await sluiceRun('duckdb', format, 'json', 'append', bytes, {
+    // NDJSON: DuckDB reads each file itself (issue 41, load/duckdb/read-file.ts) where it gives
+    // sluice's rows (the default); beside each, the same run with every file decoded by sluice
+    // (SLUICE_DUCKDB_NATIVE=0).
+    const append = await sluiceRun('duckdb', format, 'json', 'append', bytes);
+    const merge = await sluiceRun('duckdb', format, 'json', 'merge', bytes);
+    for (const made of [append, merge]) {
+      if (format !== 'json') {
+        results.push(made);
+        continue;
+      }
+      results.push({ ...made, label: `${made.label}, DuckDB reads` });
+      const write = made === append ? 'append' : 'merge';
+      const decoded = await sluiceRun('duckdb', format, 'json', write, bytes, {
         SLUICE_DUCKDB_NATIVE: '0',
       });
       results.push({ ...decoded, label: `${decoded.label}, sluice decodes` });
-    }
-    results.push(await sluiceRun('duckdb', format, 'json', 'merge', bytes));
-    if (format === 'json') {
-      const merge = await sluiceRun('duckdb', format, 'json', 'merge', bytes, {
-        SLUICE_DUCKDB_NATIVE: '1',
-      });
-      results.push({ ...merge, label: `${merge.label}, DuckDB reads` });
     }
     // DuckDB's settings as they were before sluice set them (80% of memory, every core).
     const unbounded = await sluiceRun('duckdb', format, 'json', 'append', bytes, {

@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { csvRow } from '../../src/emulator/render.js';
+import { parseWorkers, warmParsers } from '../../src/pipeline/load/normalize.js';
 import { packBatch, packedBatches, recordBatches } from '../../src/records/index.js';
 import { tooLongReason } from '../../src/records/record-size.js';
 import { JobTables, type ShapePlan } from '../../src/records/tables.js';
@@ -182,6 +183,40 @@ describe('parsing in worker threads', () => {
       await spares.close();
     }
     assert.equal(spares.idle, 0, 'ended with the run');
+  });
+
+  it('workers started ahead of a load (warm) parse its file; warmed only where a load will take them', async () => {
+    const text = csvFile(3000);
+    const here = flat(await csvHere(text));
+    const request = { ...CSV_REQUEST, blockBytes: 16 << 10 };
+    const warmed = (jobs: number, format: 'csv' | 'json', readsFiles: boolean, records: number) => {
+      const spares = new SpareWorkers(2);
+      const ctx = {
+        env: {},
+        parsers: spares,
+        destination: { capabilities: { readsFiles } },
+        spec: { jobs: Array.from({ length: jobs }) },
+      } as unknown as Parameters<typeof warmParsers>[0];
+      warmParsers(ctx, { format }, records);
+      return spares;
+    };
+    // A pipeline of several jobs, or one large download: two workers wait for the load.
+    for (const spares of [warmed(3, 'csv', false, 100), warmed(1, 'json', false, 50_000)]) {
+      try {
+        assert.equal(spares.idle, 2);
+        const pool = new ParserPool(parseWorkers({}, 100, spares.idle), 1, spares);
+        assert.deepEqual(flat(await collect(pool.parse(source(text), request).batches)), here);
+        await pool.close();
+        assert.equal(spares.idle, 2, 'kept for the next load');
+      } finally {
+        await spares.close();
+      }
+    }
+    // One small download, or NDJSON that DuckDB reads itself: none started.
+    for (const spares of [warmed(1, 'csv', false, 100), warmed(4, 'json', true, 50_000)]) {
+      assert.equal(spares.idle, 0);
+      await spares.close();
+    }
   });
 
   it('writes the job rows as COPY text when asked (one worker or several), keeping the keys as values', async () => {

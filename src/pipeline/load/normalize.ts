@@ -12,6 +12,8 @@ import {
 import { JobTables, type ShapePlan } from '../../records/tables.js';
 import type { FileFormat } from '../../records/types.js';
 import type { RowEncoding } from '../../schema/copy-text.js';
+import type { RunContext } from '../context.js';
+import type { JobSpec } from '../spec/spec.js';
 
 /**
  * The normalize stage: a result file's bytes to shaped batches (rows of the job's table and
@@ -55,6 +57,24 @@ export function parseWorkers(env: NodeJS.ProcessEnv, records: number, warm = 0):
   }
   const workers = Math.min(2, Math.max(1, availableParallelism()));
   return records < PARSE_WORKERS_FROM ? Math.min(warm, workers) : workers;
+}
+
+/**
+ * Starts the parse workers a job's load will take (SpareWorkers.warm) while its download is
+ * prepared, so that its first file is not parsed by workers just started (or, for a small
+ * download, in the main thread): for a download large enough to be given workers, and for every
+ * download of a pipeline of several jobs, whose loads follow one another and keep the workers
+ * (docs/speed.md, "Jobs at once"). Not for NDJSON into a destination that reads such files
+ * itself, whose loads seldom parse.
+ */
+export function warmParsers(
+  ctx: Pick<RunContext, 'env' | 'parsers' | 'destination' | 'spec'>,
+  job: Pick<JobSpec, 'format'>,
+  records: number | undefined,
+): void {
+  if (ctx.destination.capabilities.readsFiles === true && job.format === 'json') return;
+  if (ctx.spec.jobs.length < 2 && (records ?? 0) < PARSE_WORKERS_FROM) return;
+  ctx.parsers.warm(parseWorkers(ctx.env, Number.POSITIVE_INFINITY));
 }
 
 /**

@@ -102,6 +102,14 @@ export class SpareWorkers {
     return this.#idle.length;
   }
 
+  /**
+   * Starts workers until `count` wait (at most `max`): started while the run waits for its
+   * downloads, the first loads find them ready, as later loads find those kept.
+   */
+  warm(count: number): void {
+    while (this.#idle.length < Math.min(count, this.max)) this.#idle.push(new ParseWorker());
+  }
+
   take(): ParseWorker | undefined {
     for (let w = this.#idle.pop(); w !== undefined; w = this.#idle.pop()) {
       if (w.available) return w;
