@@ -86,10 +86,17 @@ function tryLock(path: string): Database.Database | undefined {
   }
 }
 
-/** sluice 0.1 wrote its pid into a text file of the same name; that file is not a lock now. */
+/**
+ * sluice 0.1 wrote its pid into a text file of the same name; that file is not a lock now. A
+ * lock file of today is empty (a lock held on a new database writes nothing) or a database of
+ * 512 bytes or more, and is never opened here: closing any descriptor of a file drops every
+ * lock this process holds on it (POSIX), so reading a lock another handle of this process
+ * holds would let another process take it.
+ */
 function replaceOldLockFile(path: string): void {
   try {
-    if (statSync(path).size > 64) return;
+    const size = statSync(path).size;
+    if (size === 0 || size > 64) return;
     if (/^\d+\n?$/.test(readFileSync(path, 'utf8'))) rmSync(path, { force: true });
   } catch {
     // no file yet

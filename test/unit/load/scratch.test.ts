@@ -78,3 +78,30 @@ describe('a DuckDB handle closing while another run tidies $TMPDIR', () => {
     }
   });
 });
+
+describe('a lock held while this process looks at it again', () => {
+  test("another process cannot take it: this process's own look never drops it", () => {
+    const dir = tempDir('sluice-lock-');
+    const path = join(dir, 'handle.lock');
+    const held = tryLockFile(path)!;
+    try {
+      // This process tidying (another DuckDB handle opening) looks at the lock it holds.
+      assert.equal(tryLockFile(path), undefined);
+      // Another process cannot take it (reading the lock file here dropped it, before).
+      const other = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '-e',
+          `import(${JSON.stringify(new URL('../../../src/load/core/lock-file.ts', import.meta.url).href)}).then(({ tryLockFile }) => { process.stdout.write(tryLockFile(${JSON.stringify(path)}) === undefined ? 'held' : 'taken'); })`,
+        ],
+        { encoding: 'utf8' },
+      );
+      assert.equal(other.stdout, 'held', other.stderr);
+    } finally {
+      held.release();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
