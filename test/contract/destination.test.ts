@@ -956,6 +956,30 @@ for (const h of harnesses) {
         );
         assert.match(why ?? '', /line 2/);
         assert.deepEqual(await table(), kept);
+        // One key twice however written: a text of UTF-8, one line of it left to the parsing
+        // check (a key opening with a digit), and an integer as a number and as a text.
+        const twice: FieldMap = { ...hints, n: { kind: 'integer' }, '3d': { kind: 'string' } };
+        for (const [table2, key, text2, last] of [
+          ['texts', 'id', '{"id":"é1","price":2}\n{"id":"é1","price":5,"3d":"y"}\n', ['é1', 5]],
+          ['numbers', 'n', '{"n":1,"price":2}\n{"n":"1","price":6}\n', [1, 6]],
+        ] as const) {
+          const at = target(table2, [key], { hints: twice });
+          await write(
+            dest,
+            at,
+            rows({ [key]: key === 'n' ? 9 : 'z', price: 0, '3d': 'x', ...own }),
+          );
+          const file = { ...fileOf(`${table2}-0`, text2), fields: twice };
+          assert.deepEqual(await dest.loadFile((tx) => tx.readFile!(at, file)), {
+            rows: 2,
+            bytes: Buffer.byteLength(text2),
+          });
+          const read = await readNormalized(o, table2, [key]);
+          assert.deepEqual(
+            new Set(read.map((r) => JSON.stringify([r[key], r.price]))),
+            new Set([last, key === 'n' ? [9, 0] : ['z', 0]].map((r) => JSON.stringify(r))),
+          );
+        }
       });
     });
 

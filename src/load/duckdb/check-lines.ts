@@ -27,8 +27,8 @@ export interface RangeChecked {
   doubt?: { line: number; why: string };
   /**
    * A merge's keys, as the JSON text of their values joined by commas (two lines of one key
-   * have the same, unless the same value is written two ways, `1` and `"1"`), each once; and
-   * whether a key came again.
+   * have the same, unless the same value is written two ways, `1` and `"1"`: read-file.ts
+   * trusts it for text keys only), each once; and whether a key came again.
    */
   keys: string[];
   again: boolean;
@@ -69,6 +69,7 @@ export async function checkRange(range: RangeToCheck): Promise<RangeChecked> {
     highWaterMark: 1 << 20,
   });
   let rest: Buffer[] = [];
+  let restBytes = 0;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       let start = 0;
@@ -76,9 +77,20 @@ export async function checkRange(range: RangeToCheck): Promise<RangeChecked> {
         const part = chunk.subarray(start, nl);
         if (!one(rest.length === 0 ? part : Buffer.concat([...rest, part]))) return found;
         rest = [];
+        restBytes = 0;
         start = nl + 1;
       }
-      if (start < chunk.length) rest.push(chunk.subarray(start));
+      if (start < chunk.length) {
+        rest.push(chunk.subarray(start));
+        restBytes += chunk.length - start;
+        // A line past the size limit is a doubt as it comes: it is not held whole.
+        if (restBytes > range.maxBytes) {
+          found.count++;
+          found.records++;
+          found.doubt = { line: found.count, why: 'over the record size limit' };
+          return found;
+        }
+      }
     }
   } finally {
     stream.destroy();

@@ -15,6 +15,7 @@ const WORKER_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 16
  */
 export class CheckThread {
   #worker: Worker | undefined;
+  #closed = false;
   #next = 0;
   readonly #waiting = new Map<
     number,
@@ -22,6 +23,7 @@ export class CheckThread {
   >();
 
   check(range: RangeToCheck): Promise<RangeChecked> {
+    if (this.#closed) return Promise.reject(new Error('the check worker is closed'));
     const worker = this.#start();
     const id = this.#next++;
     return new Promise((resolve, reject) => {
@@ -50,7 +52,9 @@ export class CheckThread {
     return worker;
   }
 
+  /** Ends the worker; a check asked for afterwards fails (no worker starts again). */
   async close(): Promise<void> {
+    this.#closed = true;
     const worker = this.#worker;
     this.#worker = undefined;
     await worker?.terminate();

@@ -275,8 +275,9 @@ export class DuckDbConnection implements DialectConnection<DuckDBConnection> {
 
   async close(): Promise<void> {
     await this.session.db.destroy();
-    await this.session.checks.close();
+    // The file fetched ahead first: its check may be under way in the worker.
     await this.session.spools.close();
+    await this.session.checks.close();
     this.session.close();
   }
 }

@@ -96,8 +96,16 @@ function planOf(into: ReadInto, file: FileToRead): ReadPlan | string {
     maxBytes: file.maxRecordBytes,
     signature: JSON.stringify([fields, keyed, file.maxRecordBytes]),
     // Read in order (a merge's last line of a key wins; appends keep the file's order).
+    // Told apart by their text only where each key column is text: one integer, say, is
+    // written `1` and `"1"`, two texts, one value.
     insert: (path, keyAgain) =>
-      insertStatement(into, written, typed, recordsOf(path, fields, file.maxRecordBytes), keyAgain),
+      insertStatement(
+        into,
+        written,
+        typed,
+        recordsOf(path, fields, file.maxRecordBytes),
+        keyAgain || !keyed.every((k) => fields.find((f) => f.key === k)?.type === 'text'),
+      ),
   };
 }
 
@@ -190,8 +198,9 @@ async function readSpooled(
  * The statement that writes the file's rows: appended, or merged as writer.ts merges a batch
  * (the last line of each key wins, upserted on the table's key index, every column set). Where
  * no key comes twice in the file, no line need be numbered and ranked: the rows are upserted as
- * they are (about a tenth of a merge's time). Should a key be written two ways (`1` and `"1"`),
- * DuckDB refuses to update a row twice in one statement, and the file goes the usual way.
+ * they are (about a tenth of a merge's time). That is only for a file known to hold each key
+ * once (`keyAgain` false): of two rows of one key in one statement, DuckDB keeps the first,
+ * silently.
  */
 function insertStatement(
   into: ReadInto,

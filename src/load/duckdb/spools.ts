@@ -28,7 +28,12 @@ async function spoolTo(
       yield chunk;
     }
   };
-  await pipeline(stream as AsyncIterable<Buffer>, counted, createWriteStream(path), { signal });
+  try {
+    await pipeline(stream as AsyncIterable<Buffer>, counted, createWriteStream(path), { signal });
+  } catch (error) {
+    rmSync(path, { force: true });
+    throw error;
+  }
   const bom = first !== undefined && first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf;
   return { path, bytes, bom };
 }
@@ -78,28 +83,30 @@ export class Spools<T> {
     file: Pick<FileToRead, 'name' | 'open'>,
     begin: (spooled: Spooled) => Promise<T>,
   ): void {
+    // One file ahead: one fetched ahead before and not taken goes.
+    const before = this.#ahead;
+    if (before !== undefined) void this.#drop(before);
     const path = this.#path();
     const abort = new AbortController();
-    const done = spoolTo(path, file, abort.signal).catch(() => {
-      rmSync(path, { force: true });
-      return undefined;
-    });
+    const done = spoolTo(path, file, abort.signal).catch(() => undefined);
     const begun = done
       .then((spooled) => (spooled === undefined ? undefined : begin(spooled)))
       .catch(() => undefined);
     this.#ahead = { name: file.name, done, begun, abort };
   }
 
-  /** Stops and removes a file fetched ahead and not read. */
+  /** Stops and removes a file fetched ahead and not read, once what was begun on it ends. */
   async close(): Promise<void> {
     const ahead = this.#ahead;
     this.#ahead = undefined;
     if (ahead !== undefined) await this.#drop(ahead);
   }
 
+  /** Stops a file fetched ahead, waits for what was begun on it, and removes it. */
   async #drop(ahead: Ahead<T>): Promise<void> {
     ahead.abort.abort();
     const spooled = await ahead.done;
+    await ahead.begun;
     if (spooled !== undefined) rmSync(spooled.path, { force: true });
   }
 

@@ -238,6 +238,9 @@ describe('what DuckDB reads of a line as sluice decodes it', () => {
       '["a",""]',
       '[true,null]',
       '[1,"x"]',
+      '"a\\\\u"',
+      '"é1"',
+      '[{"größe":"12"}]',
     ];
     const KEYS = [
       '"date"',
@@ -248,6 +251,8 @@ describe('what DuckDB reads of a line as sluice decodes it', () => {
       '""',
       '"a[]"',
       '"x\\"y"',
+      '"3d"',
+      '"größe"',
     ];
     const TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null/g;
     /** One change of `line`: a value, a key, a key twice, a space, a character less. */
