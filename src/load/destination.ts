@@ -80,16 +80,15 @@ export interface FileToRead {
 }
 
 /**
- * The database's own reading of a file failed (out of memory, say), or a line of it was found
- * in doubt once it had been read: its transaction writes nothing, and the file is to be loaded
- * the usual way.
+ * The database's own reading of a file failed after its checks passed (out of memory, say):
+ * its transaction writes nothing, and the file is to be loaded the usual way.
  */
 export class FileReadFailed extends SluiceError {
-  constructor(
-    cause: unknown,
-    message = `the database could not read the file itself: ${(cause as Error).message}`,
-  ) {
-    super(message, { code: 'SLUICE_DESTINATION', cause });
+  constructor(cause: unknown) {
+    super(`the database could not read the file itself: ${(cause as Error).message}`, {
+      code: 'SLUICE_DESTINATION',
+      cause,
+    });
   }
 }
 

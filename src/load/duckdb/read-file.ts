@@ -181,9 +181,14 @@ async function readSpooled(
   plan: ReadPlan,
   checking: Promise<FileChecked>,
 ): Promise<FileRead | undefined> {
-  const { doubt, records, keyAgain } = await checking.catch((error: unknown) => {
-    throw new FileReadFailed(error);
-  });
+  let checked: FileChecked;
+  try {
+    checked = await checking;
+  } catch (error) {
+    // The check worker stopped (out of memory, say): nothing is written yet.
+    return back(file, `its lines could not be checked: ${(error as Error).message}`);
+  }
+  const { doubt, records, keyAgain } = checked;
   if (doubt !== undefined) return back(file, `line ${doubt.line}: ${doubt.why}`);
   try {
     await conn.run(plan.insert(path, keyAgain));
