@@ -304,7 +304,6 @@ class Scanner {
     if (b[this.i] === CLOSE_BRACKET) stop('an empty list');
     const items = rule?.dateList ? { ...walk, dates: true } : walk;
     for (;;) {
-      const at = this.i;
       const kind = this.nested(items, undefined);
       if (
         rule?.decodedList &&
@@ -314,9 +313,8 @@ class Scanner {
       ) {
         stop('a number as text');
       }
-      if (rule?.dateList && (kind !== Kind.Text || b.subarray(at, this.i).includes(']'))) {
-        stop('not a real date');
-      }
+      // An item a text without `]` (this.closing: of the text just scanned).
+      if (rule?.dateList && (kind !== Kind.Text || this.closing)) stop('not a real date');
       const c = b[this.i++];
       if (c === CLOSE_BRACKET) return;
       if (c !== COMMA) stop('not as JSON.stringify writes it');
