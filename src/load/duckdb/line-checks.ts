@@ -38,8 +38,8 @@ const DATE_SHAPE =
 const DAY = /^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])$/;
 export const INTEGER = /^-?[0-9]{1,15}(?:\.0+)?$/;
 export const REAL = /^-?[0-9]{1,15}(?:\.[0-9]{1,20})?$/;
-export const MINUS_ZERO = /^-0(?:\.0*)?$/;
-const BOOLEAN_TEXT = new Set(['true', 'True', 'TRUE', 'false', 'False', 'FALSE']);
+const MINUS_ZERO = /^-0(?:\.0*)?$/;
+export const BOOLEAN_TEXT = new Set(['true', 'True', 'TRUE', 'false', 'False', 'FALSE']);
 /**
  * A number (as `String` spells it) the two writers may spell otherwise, or sluice refuses: an
  * exponent, or a run of 16 digits (past 2^53, or one a double would round).
@@ -66,6 +66,11 @@ function realDay(s: string): boolean {
   return day <= days;
 }
 
+/** Text of a number a column of its form (INTEGER, REAL) takes as it is. */
+export function numberKept(re: RegExp, s: string): boolean {
+  return re.test(s) && !(re === REAL && MINUS_ZERO.test(s));
+}
+
 /** A real time in the service's form. */
 export function realTime(s: string): boolean {
   return COMMON_TIME.test(s) && realDay(s);
@@ -83,45 +88,67 @@ function numberText(v: unknown): string | undefined {
   return typeof v === 'number' ? String(v) : typeof v === 'string' ? v : undefined;
 }
 
-/** A test of a nested value found under a key, at any depth: why it is in doubt, or undefined. */
-type KeyTest = (v: unknown) => string | undefined;
-
-const isList = (v: unknown) => v === null || Array.isArray(v);
 const isPrimitiveList = (v: unknown) =>
   !Array.isArray(v) ||
   v.every((x) => x === null || typeof x === 'number' || typeof x === 'boolean');
 const isDateList = (v: unknown) =>
   !Array.isArray(v) || v.every((x) => typeof x === 'string' && !x.includes(']') && dateKept(x));
 
+/** What the value of a nested object's key must be, by what its field is. */
+export interface KeyRule {
+  /** A list, or null. */
+  list?: boolean;
+  /** Objects: a list or an object, or null. */
+  objects?: boolean;
+  /** Not a text (a number or a boolean field). */
+  decoded?: boolean;
+  /** If a list, its items numbers, booleans or null. */
+  decodedList?: boolean;
+  /** If a text, kept as a date field keeps it. */
+  date?: boolean;
+  /** If a list, its items texts without `]`, each kept as a date field keeps it. */
+  dateList?: boolean;
+}
+
 /**
- * The tests of the keys of nested objects under a field, at any depth, by what their value must
- * be (a key that two nested objects define alike gets the tests of both).
+ * The rules of the keys of nested objects under a field, at any depth, by name (a key that two
+ * nested objects define alike gets the rules of both). line-scan.ts reads the same rules.
  */
-function keyTests(fields: FieldMap, into = new Map<string, KeyTest[]>()): Map<string, KeyTest[]> {
-  const add = (key: string, test: KeyTest) => into.set(key, [...(into.get(key) ?? []), test]);
+export function keyRules(
+  fields: FieldMap,
+  into = new Map<string, KeyRule>(),
+): Map<string, KeyRule> {
+  const rule = (name: string) => {
+    const found = into.get(name) ?? {};
+    into.set(name, found);
+    return found;
+  };
   for (const [name, def] of Object.entries(fields)) {
     if (def.kind === 'objects') {
-      add(name, (v) => (v === null || typeof v === 'object' ? undefined : 'objects not objects'));
-      keyTests(def.fields, into);
+      rule(name).objects = true;
+      keyRules(def.fields, into);
       continue;
     }
     const list = def.kind === 'list';
     const scalar = list ? def.of : def.kind;
-    if (list) add(name, (v) => (isList(v) ? undefined : 'a list not a list'));
-    if (DECODED.includes(scalar)) {
-      add(name, (v) =>
-        (list ? isPrimitiveList(v) : typeof v !== 'string') ? undefined : 'a number as text',
-      );
-    }
-    if (scalar === 'date') {
-      add(name, (v) =>
-        (list ? isDateList(v) : typeof v !== 'string' || dateKept(v))
-          ? undefined
-          : 'not a real date',
-      );
-    }
+    if (list) rule(name).list = true;
+    if (DECODED.includes(scalar)) rule(name)[list ? 'decodedList' : 'decoded'] = true;
+    if (scalar === 'date') rule(name)[list ? 'dateList' : 'date'] = true;
   }
   return into;
+}
+
+/** Why a nested key's value `v` breaks its rule, or undefined. */
+function ruleBroken(rule: KeyRule, v: unknown): string | undefined {
+  if (rule.list && v !== null && !Array.isArray(v)) return 'a list not a list';
+  if (rule.objects && (v === null ? false : typeof v !== 'object')) return 'objects not objects';
+  if ((rule.decoded && typeof v === 'string') || (rule.decodedList && !isPrimitiveList(v))) {
+    return 'a number as text';
+  }
+  if ((rule.date && typeof v === 'string' && !dateKept(v)) || (rule.dateList && !isDateList(v))) {
+    return 'not a real date';
+  }
+  return undefined;
 }
 
 /**
@@ -130,7 +157,7 @@ function keyTests(fields: FieldMap, into = new Map<string, KeyTest[]>()): Map<st
  */
 interface Walk {
   text?: (s: string) => string | undefined;
-  keys?: Map<string, KeyTest[]>;
+  keys?: Map<string, KeyRule>;
 }
 
 /**
@@ -161,14 +188,8 @@ function walkValue(v: unknown, walk: Walk): string | undefined {
     if (key === '' || key.includes('"') || key.includes('[]'))
       return 'an empty key, or a quote or [] in one';
     const value = object[key];
-    const tests = walk.keys?.get(key);
-    if (tests !== undefined) {
-      for (const test of tests) {
-        const why = test(value);
-        if (why !== undefined) return why;
-      }
-    }
-    const why = walk.text?.(key) ?? walkValue(value, walk);
+    const rule = walk.keys?.get(key);
+    const why = (rule && ruleBroken(rule, value)) ?? walk.text?.(key) ?? walkValue(value, walk);
     if (why !== undefined) return why;
   }
   return undefined;
@@ -181,7 +202,7 @@ function jsonCheck(def: FieldDef | undefined): CellCheck {
   if (def?.kind === 'list' && def.of === 'date') {
     walk.text = (s) => (dateKept(s) ? undefined : 'not a real date');
   }
-  if (def?.kind === 'objects') walk.keys = keyTests(def.fields);
+  if (def?.kind === 'objects') walk.keys = keyRules(def.fields);
   const list = def?.kind === 'list';
   return (v) => {
     if (isEmpty(v) || (Array.isArray(v) && v.length === 0)) return undefined;
@@ -194,7 +215,7 @@ function jsonCheck(def: FieldDef | undefined): CellCheck {
 export function cellCheck(type: ColumnType, def: FieldDef | undefined): CellCheck {
   const numeric = (re: RegExp, v: unknown) => {
     const s = numberText(v);
-    return s !== undefined && re.test(s) && !(re === REAL && MINUS_ZERO.test(s));
+    return s !== undefined && numberKept(re, s);
   };
   switch (type) {
     case 'text':

@@ -1,11 +1,14 @@
 import { isUtf8 } from 'node:buffer';
 import type { FieldDef, FieldMap } from '../../catalog.js';
 import {
+  BOOLEAN_TEXT,
   type CheckedField,
   DECODED,
   dateKept,
   INTEGER,
-  MINUS_ZERO,
+  type KeyRule,
+  keyRules,
+  numberKept,
   REAL,
   realTime,
 } from './line-checks.js';
@@ -26,43 +29,11 @@ export const UNSURE = Symbol('unsure');
 /** Why a line is in doubt, undefined when it is not, or UNSURE. */
 export type LineScan = (line: Buffer) => string | undefined | typeof UNSURE;
 
-/** What a nested key's value must be (line-checks.ts's `keyTests`, by kind). */
-interface KeyRule {
-  /** A list, or null. */
-  list?: boolean;
-  /** Objects: a list or an object, or null. */
-  objects?: boolean;
-  /** Not a text (a number or a boolean field). */
-  decoded?: boolean;
-  /** If a list, its items numbers, booleans or null. */
-  decodedList?: boolean;
-  /** If a text, kept as a date field keeps it. */
-  date?: boolean;
-  /** If a list, its items texts without `]`, each kept as a date field keeps it. */
-  dateList?: boolean;
-}
-
-function keyRules(fields: FieldMap, into = new Map<string, KeyRule>()): Map<string, KeyRule> {
-  // By the latin1 reading of the name's UTF-8, as keys are read (see Scanner).
-  const rule = (name: string) => {
-    const key = Buffer.from(name).toString('latin1');
-    const found = into.get(key) ?? {};
-    into.set(key, found);
-    return found;
-  };
-  for (const [name, def] of Object.entries(fields)) {
-    if (def.kind === 'objects') {
-      rule(name).objects = true;
-      keyRules(def.fields, into);
-      continue;
-    }
-    const list = def.kind === 'list';
-    const scalar = list ? def.of : def.kind;
-    if (list) rule(name).list = true;
-    if (DECODED.includes(scalar)) rule(name)[list ? 'decodedList' : 'decoded'] = true;
-    if (scalar === 'date') rule(name)[list ? 'dateList' : 'date'] = true;
-  }
-  return into;
+/** line-checks.ts's rules of nested keys, by the latin1 reading of their names (see Scanner). */
+function latin1Rules(fields: FieldMap): Map<string, KeyRule> {
+  return new Map(
+    [...keyRules(fields)].map(([name, rule]) => [Buffer.from(name).toString('latin1'), rule]),
+  );
 }
 
 const QUOTE = 0x22;
@@ -366,8 +337,6 @@ function keyTest(rule: KeyRule, kind: Kind): void {
 /** How a top-level field's value is scanned. */
 type FieldScan = (s: Scanner) => { empty: boolean };
 
-const BOOLEAN_TEXT = new Set(['true', 'True', 'TRUE', 'false', 'False', 'FALSE']);
-
 /** A top-level value that is null or an empty text: true; else undefined (not scanned). */
 function emptyScalar(s: Scanner): boolean | undefined {
   const b = s.b;
@@ -391,7 +360,7 @@ function fieldScan(type: CheckedField['type'], def: FieldDef | undefined): Field
       if (s.b[s.i] === QUOTE) {
         s.text();
         const text = s.escaped ? '' : s.content();
-        if (!re.test(text) || (re === REAL && MINUS_ZERO.test(text))) stop(why);
+        if (!numberKept(re, text)) stop(why);
       } else if (isDigit(s.b[s.i]) || s.b[s.i] === MINUS) {
         s.number();
         if (s.whole > 15 || s.fraction > fraction) stop(why);
@@ -448,7 +417,7 @@ function jsonScan(def: FieldDef | undefined): FieldScan {
   const walk: Walk = {
     noText: list && DECODED.includes(def.of),
     dates: list && def.of === 'date',
-    keys: def?.kind === 'objects' ? keyRules(def.fields) : undefined,
+    keys: def?.kind === 'objects' ? latin1Rules(def.fields) : undefined,
   };
   return (s) => {
     if (emptyScalar(s)) return { empty: true };
