@@ -6,8 +6,6 @@ import type { RangeChecked, RangeToCheck } from './check-lines.js';
 export type CheckFromWorker = { id: number; checked: RangeChecked } | { id: number; error: string };
 
 const WORKER_URL = workerUrl(import.meta.url, 'check-worker');
-/** It holds a line or a few at a time. */
-const WORKER_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 16 };
 
 /**
  * A worker thread that checks a range of a spooled file's lines while this thread checks
@@ -34,7 +32,7 @@ export class CheckThread {
 
   #start(): Worker {
     if (this.#worker) return this.#worker;
-    const worker = startWorker(WORKER_URL, WORKER_LIMITS);
+    const worker = startWorker(WORKER_URL);
     worker.on('message', (message: CheckFromWorker) => {
       const waiting = this.#waiting.get(message.id);
       this.#waiting.delete(message.id);

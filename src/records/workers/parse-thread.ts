@@ -13,13 +13,6 @@ import { streamToWorker } from './streamed-file.js';
 
 const WORKER_URL = workerUrl(import.meta.url, 'parse-worker');
 
-/**
- * A parse worker holds a few batches at a time; a small heap keeps its garbage collected early,
- * so the process stays small whatever the download's size. (A process started with V8's
- * `--max-semi-space-size`, as bin/sluice.js is, has that bound on every young generation.)
- */
-const WORKER_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 16 };
-
 /** One file's lane to a worker that takes it in blocks (see `ParseWorker.blocks`). */
 export interface BlockLane {
   send(block: BlockToSend): void;
@@ -31,7 +24,7 @@ export interface BlockLane {
  * workers.
  */
 export class ParseWorker {
-  readonly #worker = startWorker(WORKER_URL, WORKER_LIMITS);
+  readonly #worker = startWorker(WORKER_URL);
   /** A file is streamed to it. */
   #streaming = false;
   #dead = false;
