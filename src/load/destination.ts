@@ -55,7 +55,7 @@ export interface DestinationCapabilities {
    */
   batchBytes: { appends: number; merges: { csv: number; json: number } };
   /**
-   * Whether its file transactions can read a whole NDJSON result file themselves
+   * Whether its file transactions can read a whole result file themselves
    * (`FileTransaction.readFile`), where that gives exactly the rows sluice's own decoding gives.
    */
   readsFiles?: boolean;
@@ -65,6 +65,8 @@ export interface DestinationCapabilities {
 export interface FileToRead {
   /** The file's name, the same for each time it is offered. */
   name: string;
+  /** Its format: NDJSON, or CSV with a header line. */
+  format: 'json' | 'csv';
   /** The file's text as the service sends it (unzipped), opened when the destination reads it. */
   open(): Promise<NodeJS.ReadableStream>;
   /** The job's next file, which the destination may fetch while it reads this one. */

@@ -924,8 +924,9 @@ for (const h of harnesses) {
         const own = { _sluice_download_id: 'dl-0', _sluice_loaded_at: '2024-05-01T10:00:00.000Z' };
         await write(dest, to, rows({ id: 'a', price: 1, ...own }));
         let why: string | undefined;
-        const fileOf = (name: string, text: string) => ({
+        const fileOf = (name: string, text: string, format: 'json' | 'csv' = 'json') => ({
           name,
+          format,
           open: async () => Readable.from([Buffer.from(text)]),
           fields: hints,
           constants: { ...own, _sluice_download_id: 'dl-1' },
@@ -956,6 +957,37 @@ for (const h of harnesses) {
         );
         assert.match(why ?? '', /line 2/);
         assert.deepEqual(await table(), kept);
+        // CSV: the header names the fields in its own order; the last line of a key wins; a
+        // line in doubt (its line counted from the header's) writes nothing; a header alone
+        // writes no row.
+        const csv = 'price,id\n7,a\n8,"c"\n9,a\n';
+        assert.deepEqual(await dest.loadFile((tx) => tx.readFile!(to, fileOf('c0', csv, 'csv'))), {
+          rows: 3,
+          bytes: Buffer.byteLength(csv),
+        });
+        const withCsv = [['a', 9, 'dl-1'], kept[1]!, ['c', 8, 'dl-1']];
+        assert.deepEqual(await table(), withCsv);
+        why = undefined;
+        const csvDoubted = 'price,id\n1,d\n1e3,e\n';
+        assert.equal(
+          await dest.loadFile((tx) => tx.readFile!(to, fileOf('c1', csvDoubted, 'csv'))),
+          undefined,
+        );
+        assert.match(why ?? '', /line 3: price/);
+        assert.deepEqual(
+          await dest.loadFile((tx) => tx.readFile!(to, fileOf('c2', 'id,price\n', 'csv'))),
+          { rows: 0, bytes: 9 },
+        );
+        // A header that lacks a column of the table, or names one it has not: sent back.
+        for (const header of ['id\na\n', 'id,price,rooms\na,1,2\n']) {
+          why = undefined;
+          assert.equal(
+            await dest.loadFile((tx) => tx.readFile!(to, fileOf('c3', header, 'csv'))),
+            undefined,
+          );
+          assert.match(why ?? '', /line 1: the (file lacks|header names)/);
+        }
+        assert.deepEqual(await table(), withCsv);
         // One key twice however written: a text of UTF-8, one line of it left to the parsing
         // check (a key opening with a digit), and an integer as a number and as a text.
         const twice: FieldMap = { ...hints, n: { kind: 'integer' }, '3d': { kind: 'string' } };

@@ -189,7 +189,7 @@ describe('parsing in worker threads', () => {
     const text = csvFile(3000);
     const here = flat(await csvHere(text));
     const request = { ...CSV_REQUEST, blockBytes: 16 << 10 };
-    const warmed = (jobs: number, format: 'csv' | 'json', readsFiles: boolean, records: number) => {
+    const warmed = (jobs: number, readsFiles: boolean, records: number) => {
       const spares = new SpareWorkers(2);
       const ctx = {
         env: {},
@@ -197,11 +197,11 @@ describe('parsing in worker threads', () => {
         destination: { capabilities: { readsFiles } },
         spec: { jobs: Array.from({ length: jobs }) },
       } as unknown as Parameters<typeof warmParsers>[0];
-      warmParsers(ctx, { format }, records);
+      warmParsers(ctx, records);
       return spares;
     };
     // A pipeline of several jobs, or one large download: two workers wait for the load.
-    for (const spares of [warmed(3, 'csv', false, 100), warmed(1, 'json', false, 50_000)]) {
+    for (const spares of [warmed(3, false, 100), warmed(1, false, 50_000)]) {
       try {
         assert.equal(spares.idle, 2);
         const pool = new ParserPool(parseWorkers({}, 100, spares.idle), 1, spares);
@@ -212,8 +212,8 @@ describe('parsing in worker threads', () => {
         await spares.close();
       }
     }
-    // One small download, or NDJSON that DuckDB reads itself: none started.
-    for (const spares of [warmed(1, 'csv', false, 100), warmed(4, 'json', true, 50_000)]) {
+    // One small download, or files that DuckDB reads itself: none started.
+    for (const spares of [warmed(1, false, 100), warmed(4, true, 50_000)]) {
       assert.equal(spares.idle, 0);
       await spares.close();
     }

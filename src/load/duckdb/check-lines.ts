@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { csvLineCheck } from './csv-scan.js';
 import { type CheckedField, type LineCheck, lineCheck } from './line-checks.js';
 import { lineScan, UNSURE } from './line-scan.js';
 
@@ -11,6 +12,8 @@ export interface RangeToCheck {
   path: string;
   start: number;
   end: number;
+  /** NDJSON lines, or CSV records after the header (`fields` in its order). */
+  format: 'json' | 'csv';
   fields: CheckedField[];
   maxBytes: number;
   /** A merge's key fields, each to be there. */
@@ -21,7 +24,7 @@ export interface RangeToCheck {
 export interface RangeChecked {
   /** Its lines, empty ones too (up to the one in doubt). */
   count: number;
-  /** Its records: lines not empty (DuckDB's reader skips an empty line). */
+  /** Its records: lines not empty (DuckDB's JSON reader skips an empty line; in CSV, a doubt). */
   records: number;
   /** The first line in doubt: its number within the range (from 1), and why. */
   doubt?: { line: number; why: string };
@@ -37,6 +40,8 @@ export interface RangeChecked {
 /** What the check of a whole file's lines found (read-file.ts), and by which plan's fields. */
 export interface FileChecked {
   signature: string;
+  /** CSV: the fields of the header, in its order. */
+  header?: CheckedField[];
   records: number;
   doubt?: { line: number; why: string };
   /** A merge's key came in two lines or more. */
@@ -51,14 +56,13 @@ export async function checkRange(range: RangeToCheck): Promise<RangeChecked> {
     if (keys.has(key)) found.again = true;
     else keys.add(key);
   };
-  const scan = lineScan(range.fields, range.maxBytes, range.keyed, onKey);
-  const check: LineCheck = lineCheck(range.fields, range.maxBytes, range.keyed, onKey);
+  const test = lineTest(range, onKey);
+  const csv = range.format === 'csv';
   const one = (bytes: Buffer): boolean => {
     found.count++;
-    if (bytes.length === 0) return true;
+    if (bytes.length === 0 && !csv) return true;
     found.records++;
-    const scanned = scan(bytes);
-    const why = scanned === UNSURE ? check(bytes.toString('utf8'), bytes.length) : scanned;
+    const why = test(bytes);
     if (why !== undefined) found.doubt = { line: found.count, why };
     return why === undefined;
   };
@@ -100,6 +104,20 @@ export async function checkRange(range: RangeToCheck): Promise<RangeChecked> {
   return found;
 }
 
+/** The test of a line of the range's format. */
+function lineTest(
+  { format, fields, maxBytes, keyed }: RangeToCheck,
+  onKey: (key: string) => void,
+): (line: Buffer) => string | undefined {
+  if (format === 'csv') return csvLineCheck(fields, maxBytes, keyed, onKey);
+  const scan = lineScan(fields, maxBytes, keyed, onKey);
+  const check: LineCheck = lineCheck(fields, maxBytes, keyed, onKey);
+  return (bytes) => {
+    const scanned = scan(bytes);
+    return scanned === UNSURE ? check(bytes.toString('utf8'), bytes.length) : scanned;
+  };
+}
+
 /**
  * Where to split a file of `size` bytes in two for two checks at once: the start of the first
  * line at or after its middle (`size` when there is none).
@@ -115,6 +133,25 @@ export async function middleLine(path: string, size: number): Promise<number> {
       if (bytesRead === 0) break;
     }
     return size;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The first line of a file (a CSV header), without its newline, and where the next begins;
+ * undefined when none ends within `maxBytes`.
+ */
+export async function firstLine(
+  path: string,
+  maxBytes: number,
+): Promise<{ line: Buffer; end: number } | undefined> {
+  const handle = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(Math.min(maxBytes, 1 << 20));
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    const nl = buffer.subarray(0, bytesRead).indexOf(10);
+    return nl < 0 ? undefined : { line: buffer.subarray(0, nl), end: nl + 1 };
   } finally {
     await handle.close();
   }

@@ -12,7 +12,7 @@ const CAPABILITIES: DestinationCapabilities = {
   // table's casts): 8 MiB batches (some 4,000 property records) spread that over many rows. At
   // 1 MiB a run spent a fifth more CPU; at 16 MiB no less than at 8, with 60 MB more memory.
   batchBytes: { appends: 8 << 20, merges: { csv: 8 << 20, json: 8 << 20 } },
-  // DuckDB reads an NDJSON file itself where it gives sluice's rows exactly (read-file.ts), unless
+  // DuckDB reads an NDJSON or CSV file itself where it gives sluice's rows exactly (read-file.ts), unless
   // SLUICE_DUCKDB_NATIVE=0 (`capabilitiesWith`): faster than decoding it (docs/speed.md).
   readsFiles: true,
 };
@@ -30,7 +30,7 @@ export const duckdb: DestinationEntry = {
   capabilities: CAPABILITIES,
   environment: {
     SLUICE_DUCKDB_NATIVE:
-      '0 to have sluice decode every NDJSON result file, rather than DuckDB read it itself where that gives the same rows (the default)',
+      '0 to have sluice decode every result file, rather than DuckDB read it itself where that gives the same rows (the default)',
   },
   options: (_settings, env) => ({ native: env.SLUICE_DUCKDB_NATIVE !== '0' }),
   capabilitiesWith: (own: { native?: boolean }) => ({

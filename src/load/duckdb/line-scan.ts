@@ -505,3 +505,25 @@ export function lineScan(
     }
   };
 }
+
+/**
+ * The scan of a list or objects field's JSON text alone (a CSV cell's, csv-scan.ts), as a
+ * line's value is scanned: why it is in doubt, undefined, or UNSURE. `[]` is taken (a null).
+ */
+export function jsonTextScan(
+  def: FieldDef | undefined,
+): (text: Buffer) => string | undefined | typeof UNSURE {
+  const scan = jsonScan(def);
+  const s = new Scanner(new KeyNames());
+  return (text) => {
+    s.b = text;
+    s.i = 0;
+    try {
+      scan(s);
+      return s.i === text.length ? undefined : 'not as JSON.stringify writes it';
+    } catch (error) {
+      if (error instanceof Stop) return error.why;
+      throw error;
+    }
+  };
+}

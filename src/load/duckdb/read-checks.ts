@@ -3,8 +3,9 @@ import { type ColumnType, declaredColumnType } from '../../schema/types.js';
 
 /**
  * The SQL that gives, cell by cell, the value DuckDB writes of an NDJSON line's field
- * (read-file.ts). It is what sluice's decoding writes only for the lines line-checks.ts finds
- * in no doubt; any other line sends its file down sluice's own path.
+ * (read-file.ts), or of a CSV cell of a scalar field (csv-scan.ts). It is what sluice's decoding
+ * writes only for the lines line-checks.ts (csv-scan.ts) finds in no doubt; any other line sends
+ * its file down sluice's own path.
  */
 
 /** The column type a field must already have for its values to go in as they are. */

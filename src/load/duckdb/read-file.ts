@@ -2,8 +2,15 @@ import { rmSync } from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { type FileRead, FileReadFailed, type FileToRead } from '../destination.js';
 import { quoteIdent, type ReadInto } from '../dialect.js';
-import { checkRange, type FileChecked, middleLine, type RangeToCheck } from './check-lines.js';
+import {
+  checkRange,
+  type FileChecked,
+  firstLine,
+  middleLine,
+  type RangeToCheck,
+} from './check-lines.js';
 import type { DuckDbSession } from './connection.js';
+import { csvCellValue, csvHeader } from './csv-scan.js';
 import type { CheckedField } from './line-checks.js';
 import { cellValue, columnOf } from './read-checks.js';
 import type { Spooled } from './spools.js';
@@ -27,6 +34,10 @@ const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
  * `YYYY-MM-DDTHH:MM:SSZ` that are real times; lists and objects holding no exponent or run of
  * 16 digits, and no text that the catalogue would decode into something else (empty, number-
  * or boolean-like, a date-shaped text that is no date, a list field's text), no empty list.
+ *
+ * A CSV file is read by `read_csv` (every cell text, typed by csv-scan.ts's `csvCellValue`) when
+ * its header names the table's fields, each once, and each line is one record the same rules
+ * take (csv-scan.ts).
  */
 
 /**
@@ -45,6 +56,19 @@ export function recordsOf(path: string, fields: readonly CheckedField[], maxByte
   );
 }
 
+/**
+ * The records of a spooled CSV file of `cells` columns after its header, each cell a VARCHAR
+ * named `c0`, `c1`... in order (NULL when empty), read as csv-scan.ts checked them.
+ */
+export function csvRecordsOf(path: string, cells: number, maxBytes: number): string {
+  const columns = Array.from({ length: cells }, (_, i) => `'c${i}': 'VARCHAR'`);
+  return (
+    `read_csv(${sqlText(path)}, header = true, auto_detect = false, delim = ',', quote = '"', ` +
+    `escape = '"', new_line = '\\n', compression = 'none', columns = {${columns.join(', ')}}, ` +
+    `max_line_size = ${Math.max(maxBytes + 1, 1 << 21)})`
+  );
+}
+
 /** Sends the file back to be loaded the usual way, saying why. */
 function back(file: FileToRead, why: string): undefined {
   file.sentBack?.(why);
@@ -58,8 +82,11 @@ interface ReadPlan {
   maxBytes: number;
   /** The fields, key and size limit, as text: a check made by another plan's is not this one's. */
   signature: string;
-  /** The INSERT of the rows of the file spooled at `path` (`keyAgain`: see FileChecked). */
-  insert(path: string, keyAgain: boolean): string;
+  /**
+   * The INSERT of the rows of the file spooled at `path` (`keyAgain`: see FileChecked; `header`:
+   * a CSV file's fields, in its order).
+   */
+  insert(path: string, keyAgain: boolean, header?: CheckedField[]): string;
 }
 
 /** How `file` is read into `into`, or why it is left to sluice's decoding. */
@@ -83,29 +110,46 @@ function planOf(into: ReadInto, file: FileToRead): ReadPlan | string {
   // Merging, a line without the whole key would be a reject.
   const keyed = into.key.map((k) => byColumn.get(k));
   if (keyed.some((k) => k === undefined)) return "the key is not the fields'";
-  const written = [...byColumn.keys(), ...own];
+  const columnOfKey = new Map([...byColumn].map(([column, key]) => [key, column]));
   const constants = own.map(
     (c) => `CAST(${sqlText(file.constants[c]!)} AS ${DUCKDB_TYPE[columns.get(c)!]})`,
   );
-  const typed = [...fields.map((f) => cellValue(quoteIdent(f.key), f.type)), ...constants].map(
-    (v, i) => `${v} AS ${quoteIdent(written[i]!)}`,
-  );
+  // Told apart by their text only where each key column is text: one integer, say, is
+  // written `1` and `"1"`, two texts, one value.
+  const textKeys = keyed.every((k) => fields.find((f) => f.key === k)?.type === 'text');
+  /** The statement writing `read`'s fields, each given by `value`, from `source`. */
+  const statement = (
+    read: CheckedField[],
+    value: (f: CheckedField, at: number) => string,
+    source: string,
+    keyAgain: boolean,
+  ) => {
+    const written = [...read.map((f) => columnOfKey.get(f.key)!), ...own];
+    const typed = [...read.map(value), ...constants].map(
+      (v, i) => `${v} AS ${quoteIdent(written[i]!)}`,
+    );
+    return insertStatement(into, written, typed, source, keyAgain || !textKeys);
+  };
   return {
     fields,
     keyed: keyed as string[],
     maxBytes: file.maxRecordBytes,
-    signature: JSON.stringify([fields, keyed, file.maxRecordBytes]),
+    signature: JSON.stringify([fields, keyed, file.maxRecordBytes, file.format]),
     // Read in order (a merge's last line of a key wins; appends keep the file's order).
-    // Told apart by their text only where each key column is text: one integer, say, is
-    // written `1` and `"1"`, two texts, one value.
-    insert: (path, keyAgain) =>
-      insertStatement(
-        into,
-        written,
-        typed,
-        recordsOf(path, fields, file.maxRecordBytes),
-        keyAgain || !keyed.every((k) => fields.find((f) => f.key === k)?.type === 'text'),
-      ),
+    insert: (path, keyAgain, header) =>
+      header === undefined
+        ? statement(
+            fields,
+            (f) => cellValue(quoteIdent(f.key), f.type),
+            recordsOf(path, fields, file.maxRecordBytes),
+            keyAgain,
+          )
+        : statement(
+            header,
+            (f, at) => csvCellValue(`c${at}`, f),
+            csvRecordsOf(path, header.length, file.maxRecordBytes),
+            keyAgain,
+          ),
   };
 }
 
@@ -118,56 +162,104 @@ export async function readFileNatively(
 ): Promise<FileRead | undefined> {
   const plan = planOf(into, file);
   if (typeof plan === 'string') return back(file, plan);
+  const format = file.format;
   const { spooled, begun } = await session.spools.take(file);
   try {
     // The job's next file is fetched and checked (by this file's fields) while this one is read.
     if (file.next !== undefined) {
-      session.spools.fetchAhead(file.next, (next) => checkSpooled(session, next, plan));
+      session.spools.fetchAhead(file.next, (next) => checkSpooled(session, next, plan, format));
     }
     if (spooled.bom) return back(file, 'it opens with a byte order mark');
     const checked = begun?.then((ahead) =>
-      ahead?.signature === plan.signature ? ahead : checkSpooled(session, spooled, plan),
+      ahead?.signature === plan.signature ? ahead : checkSpooled(session, spooled, plan, format),
     );
     return await readSpooled(
       conn,
       file,
       spooled,
       plan,
-      checked ?? checkSpooled(session, spooled, plan),
+      checked ?? checkSpooled(session, spooled, plan, format),
     );
   } finally {
     rmSync(spooled.path, { force: true });
   }
 }
 
-/** Checks a spooled file's lines: this thread and a worker each half of them. */
+/**
+ * Checks a spooled file's lines: this thread and a worker each half of them (of a CSV file, the
+ * lines after its header, whose names must be the table's fields, each once).
+ */
 async function checkSpooled(
   session: DuckDbSession,
   { path, bytes }: Spooled,
   plan: ReadPlan,
+  format: FileToRead['format'],
 ): Promise<FileChecked> {
-  const middle = await middleLine(path, bytes);
-  const range = (start: number, end: number): RangeToCheck => ({
+  let fields = plan.fields;
+  let start = 0;
+  if (format === 'csv') {
+    const header = await csvFields(path, plan);
+    if (typeof header === 'string') {
+      return {
+        signature: plan.signature,
+        records: 0,
+        keyAgain: false,
+        doubt: { line: 1, why: header },
+      };
+    }
+    ({ fields, start } = header);
+  }
+  const middle = Math.max(start, await middleLine(path, bytes));
+  const range = (from: number, end: number): RangeToCheck => ({
     path,
-    start,
+    start: from,
     end,
-    fields: plan.fields,
+    format,
+    fields,
     maxBytes: plan.maxBytes,
     keyed: plan.keyed,
   });
   const [a, b] = await Promise.all([
-    session.checks.check(range(0, middle)),
+    session.checks.check(range(start, middle)),
     checkRange(range(middle, bytes)),
   ]);
-  const doubt = a.doubt ?? (b.doubt && { ...b.doubt, line: a.count + b.doubt.line });
+  const before = start === 0 ? 0 : 1;
+  const doubt =
+    (a.doubt && { ...a.doubt, line: before + a.doubt.line }) ??
+    (b.doubt && { ...b.doubt, line: before + a.count + b.doubt.line });
   const first = new Set(a.keys);
   const keyAgain = a.again || b.again || b.keys.some((key) => first.has(key));
   return {
     signature: plan.signature,
+    ...(format === 'csv' ? { header: fields } : {}),
     records: a.records + b.records,
     keyAgain,
     ...(doubt ? { doubt } : {}),
   };
+}
+
+/**
+ * A CSV file's header, as the plan's fields in its order, and where its records begin; or why
+ * the file is left to sluice's decoding (a name the table has no column for, or a column of
+ * the table the file lacks: sluice's own path decides what each means).
+ */
+async function csvFields(
+  path: string,
+  plan: ReadPlan,
+): Promise<{ fields: CheckedField[]; start: number } | string> {
+  const first = await firstLine(path, plan.maxBytes);
+  if (first === undefined) return 'no header line';
+  const names = csvHeader(first.line);
+  if (typeof names === 'string') return names;
+  const byKey = new Map(plan.fields.map((f) => [f.key, f]));
+  const fields: CheckedField[] = [];
+  for (const name of names) {
+    const field = byKey.get(name);
+    if (field === undefined) return `the header names ${name}, which the table has no column for`;
+    fields.push(field);
+  }
+  if (fields.length !== plan.fields.length) return 'the file lacks a column of the table';
+  return { fields, start: first.end };
 }
 
 /**
@@ -188,10 +280,10 @@ async function readSpooled(
     // The check worker stopped (out of memory, say): nothing is written yet.
     return back(file, `its lines could not be checked: ${(error as Error).message}`);
   }
-  const { doubt, records, keyAgain } = checked;
+  const { doubt, records, keyAgain, header } = checked;
   if (doubt !== undefined) return back(file, `line ${doubt.line}: ${doubt.why}`);
   try {
-    await conn.run(plan.insert(path, keyAgain));
+    await conn.run(plan.insert(path, keyAgain, header));
   } catch (error) {
     // DuckDB could not read it after all (out of memory, say).
     throw new FileReadFailed(error);

@@ -26,7 +26,7 @@ export async function waitForDownload(run: JobRun, attempt: Attempt): Promise<Po
   let interval = job.poll.interval;
   const target = recordsAsked(job, attempt);
   progress.phase(job.name, 'download', target);
-  warmParsers(ctx, job, target);
+  warmParsers(ctx, target);
   let lastState = '';
   let unlistedSaid = false;
   for (let polls = 1; ; polls++) {

@@ -18,15 +18,14 @@ import type { FileWritten } from './write-file.js';
 
 /**
  * Whether a job's files may be offered to the destination to read itself: one it can
- * (`capabilities.readsFiles`), NDJSON, `nested: json` with no pinned column, no autotrace and no
- * owner lookup (one table, a row per record: `JobTables.plainJson`), appended or merged by
- * its key (the last line of each key wins, as in sluice's own path).
+ * (`capabilities.readsFiles`; NDJSON or CSV), `nested: json` with no pinned column, no
+ * autotrace and no owner lookup (one table, a row per record: `JobTables.plainJson`), appended
+ * or merged by its key (the last line of each key wins, as in sluice's own path).
  */
 export function nativeLoadable(load: JobLoad): boolean {
-  const { ctx, job, tables } = load;
+  const { ctx, tables } = load;
   return (
     ctx.destination.capabilities.readsFiles === true &&
-    job.format === 'json' &&
     tables.plainJson &&
     (!tables.merging || (tables.plan.write === 'merge' && tables.plan.key.length > 0)) &&
     tables.relatedTables().length === 0
@@ -66,6 +65,7 @@ export async function loadNatively(
       const loadedAt = isoAt(ctx.clock);
       const toRead: FileToRead = {
         ...opener(file),
+        format: job.format,
         ...(next === undefined ? {} : { next: opener(next) }),
         fields: FIELDS[tables.plan.type],
         constants: { _sluice_download_id: downloadId, _sluice_loaded_at: loadedAt },

@@ -13,7 +13,6 @@ import { JobTables, type ShapePlan } from '../../records/tables.js';
 import type { FileFormat } from '../../records/types.js';
 import type { RowEncoding } from '../../schema/copy-text.js';
 import type { RunContext } from '../context.js';
-import type { JobSpec } from '../spec/spec.js';
 
 /**
  * The normalize stage: a result file's bytes to shaped batches (rows of the job's table and
@@ -64,15 +63,14 @@ export function parseWorkers(env: NodeJS.ProcessEnv, records: number, warm = 0):
  * prepared, so that its first file is not parsed by workers just started (or, for a small
  * download, in the main thread): for a download large enough to be given workers, and for every
  * download of a pipeline of several jobs, whose loads follow one another and keep the workers
- * (docs/speed.md, "Jobs at once"). Not for NDJSON into a destination that reads such files
- * itself, whose loads seldom parse.
+ * (docs/speed.md, "Jobs at once"). Not for a destination that reads result files itself,
+ * whose loads seldom parse.
  */
 export function warmParsers(
   ctx: Pick<RunContext, 'env' | 'parsers' | 'destination' | 'spec'>,
-  job: Pick<JobSpec, 'format'>,
   records: number | undefined,
 ): void {
-  if (ctx.destination.capabilities.readsFiles === true && job.format === 'json') return;
+  if (ctx.destination.capabilities.readsFiles === true) return;
   if (ctx.spec.jobs.length < 2 && (records ?? 0) < PARSE_WORKERS_FROM) return;
   ctx.parsers.warm(parseWorkers(ctx.env, Number.POSITIVE_INFINITY));
 }

@@ -39,6 +39,7 @@ function fileOf(name: string, text: string) {
       }
       return Readable.from([Buffer.from(text)]);
     },
+    format: 'json' as const,
     fields: {},
     constants: {},
     maxRecordBytes: 1000,
