@@ -309,16 +309,12 @@ async function duckdbBench(): Promise<void> {
     const results: Measure[] = [];
     for (const threads of [1, 2]) results.push(await duckdbRead(format, files, bytes, threads));
     results.push(await fetchFloor(format, bytes));
-    // NDJSON: DuckDB reads each file itself (issue 41, load/duckdb/read-file.ts) where it gives
-    // sluice's rows (the default); beside each, the same run with every file decoded by sluice
+    // DuckDB reads each file itself (issue 41, load/duckdb/read-file.ts) where it gives sluice's
+    // rows (the default); beside each, the same run with every file decoded by sluice
     // (SLUICE_DUCKDB_NATIVE=0).
     const append = await sluiceRun('duckdb', format, 'json', 'append', bytes);
     const merge = await sluiceRun('duckdb', format, 'json', 'merge', bytes);
     for (const made of [append, merge]) {
-      if (format !== 'json') {
-        results.push(made);
-        continue;
-      }
       results.push({ ...made, label: `${made.label}, DuckDB reads` });
       const write = made === append ? 'append' : 'merge';
       const decoded = await sluiceRun('duckdb', format, 'json', write, bytes, {

@@ -140,7 +140,7 @@ export async function middleLine(path: string, size: number): Promise<number> {
 
 /**
  * The first line of a file (a CSV header), without its newline, and where the next begins;
- * undefined when none ends within `maxBytes`.
+ * undefined when none ends within `maxBytes` or the file's first MiB.
  */
 export async function firstLine(
   path: string,

@@ -35,8 +35,8 @@ type OnCell = (b: Buffer, start: number, end: number, n: number) => string | und
  * line's end follows; any other cell ends at a comma, and holds no quote.
  */
 export class CellCutter {
-  /** Where a quoted cell with doubled quotes is written unquoted. */
-  #scratch = Buffer.alloc(1 << 16);
+  /** Where a quoted cell with doubled quotes is written unquoted (grown as cells need). */
+  #scratch = Buffer.alloc(0);
 
   /**
    * How many cells `line` holds, each handed to `onCell` in turn; or why the line is in doubt:
@@ -64,7 +64,8 @@ export class CellCutter {
         start++;
         end = close;
         if (doubled) {
-          if (this.#scratch.length < end - start) this.#scratch = Buffer.alloc(line.length);
+          if (this.#scratch.length < end - start)
+            this.#scratch = Buffer.alloc(Math.max(line.length, 1 << 16));
           b = this.#scratch;
           end = unquote(line, start, end, b);
           start = 0;
@@ -211,8 +212,7 @@ export function csvLineCheck(
     return undefined;
   };
   return (line) => {
-    // The newline counts: sluice's limit is on the record's text with it.
-    if (line.length + 1 > maxBytes) return 'over the record size limit';
+    if (line.length > maxBytes) return 'over the record size limit';
     const bad = bytesInDoubt(line);
     if (bad !== undefined) return bad;
     if (line.includes(ESCAPED_NUL)) return 'a \\u0000 escape';

@@ -227,7 +227,8 @@ class Scanner {
 
   /** A literal (`true`, `false`, `null`). */
   literal(word: string): void {
-    if ((this.b as unknown as Latin1).latin1Slice(this.i, this.i + word.length) !== word) {
+    const end = this.i + word.length;
+    if (end > this.b.length || (this.b as unknown as Latin1).latin1Slice(this.i, end) !== word) {
       stop('not JSON');
     }
     this.i += word.length;

@@ -223,6 +223,7 @@ async function checkSpooled(
     session.checks.check(range(start, middle)),
     checkRange(range(middle, bytes)),
   ]);
+  // Lines are counted from the file's first: a CSV header is one line (csvFields).
   const before = start === 0 ? 0 : 1;
   const doubt =
     (a.doubt && { ...a.doubt, line: before + a.doubt.line }) ??
@@ -248,7 +249,7 @@ async function csvFields(
   plan: ReadPlan,
 ): Promise<{ fields: CheckedField[]; start: number } | string> {
   const first = await firstLine(path, plan.maxBytes);
-  if (first === undefined) return 'no header line';
+  if (first === undefined) return 'no header line ending in its first MiB';
   const names = csvHeader(first.line);
   if (typeof names === 'string') return names;
   const byKey = new Map(plan.fields.map((f) => [f.key, f]));

@@ -6,6 +6,8 @@ import { isoAt } from '../clock.js';
 import type { RunContext } from '../context.js';
 import { recordsAsked } from '../guard/figures.js';
 import type { JobRun } from '../job-run.js';
+import { plannedTables } from '../load/job-columns.js';
+import { readsItself } from '../load/native-file.js';
 import { warmParsers } from '../load/normalize.js';
 
 /** The end of the extract stage: polling a download until it is done. */
@@ -26,7 +28,7 @@ export async function waitForDownload(run: JobRun, attempt: Attempt): Promise<Po
   let interval = job.poll.interval;
   const target = recordsAsked(job, attempt);
   progress.phase(job.name, 'download', target);
-  warmParsers(ctx, target);
+  if (!readsItself(ctx, plannedTables(ctx.spec, job))) warmParsers(ctx, target);
   let lastState = '';
   let unlistedSaid = false;
   for (let polls = 1; ; polls++) {

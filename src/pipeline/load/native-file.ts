@@ -1,8 +1,10 @@
 import { FIELDS } from '../../catalog.js';
 import type { ResultFileRef, ServiceClient } from '../../client/types.js';
 import { FileReadFailed, type FileToRead } from '../../load/destination.js';
+import type { JobTables } from '../../records/tables.js';
 import { checkpoint } from '../checkpoints.js';
 import { isoAt } from '../clock.js';
+import type { RunContext } from '../context.js';
 import type { DownloadRecords } from './download-records.js';
 import type { FileCounts, FilesInFlight } from './files-in-flight.js';
 import { type JobLoad, targetOf } from './job-load.js';
@@ -23,7 +25,11 @@ import type { FileWritten } from './write-file.js';
  * or merged by its key (the last line of each key wins, as in sluice's own path).
  */
 export function nativeLoadable(load: JobLoad): boolean {
-  const { ctx, tables } = load;
+  return readsItself(load.ctx, load.tables);
+}
+
+/** `nativeLoadable` by a job's tables (`plannedTables`, before the job's load begins). */
+export function readsItself(ctx: Pick<RunContext, 'destination'>, tables: JobTables): boolean {
   return (
     ctx.destination.capabilities.readsFiles === true &&
     tables.plainJson &&

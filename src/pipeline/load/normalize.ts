@@ -63,14 +63,13 @@ export function parseWorkers(env: NodeJS.ProcessEnv, records: number, warm = 0):
  * prepared, so that its first file is not parsed by workers just started (or, for a small
  * download, in the main thread): for a download large enough to be given workers, and for every
  * download of a pipeline of several jobs, whose loads follow one another and keep the workers
- * (docs/speed.md, "Jobs at once"). Not for a destination that reads result files itself,
- * whose loads seldom parse.
+ * (docs/speed.md, "Jobs at once"). Not for a job whose files the destination reads itself
+ * (the caller asks `readsItself`), whose loads seldom parse.
  */
 export function warmParsers(
-  ctx: Pick<RunContext, 'env' | 'parsers' | 'destination' | 'spec'>,
+  ctx: Pick<RunContext, 'env' | 'parsers' | 'spec'>,
   records: number | undefined,
 ): void {
-  if (ctx.destination.capabilities.readsFiles === true) return;
   if (ctx.spec.jobs.length < 2 && (records ?? 0) < PARSE_WORKERS_FROM) return;
   ctx.parsers.warm(parseWorkers(ctx.env, Number.POSITIVE_INFINITY));
 }

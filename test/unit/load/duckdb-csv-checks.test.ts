@@ -154,6 +154,8 @@ describe('what DuckDB reads of a CSV line as sluice reads it', () => {
       ['features', '[{"key":"a","key":"b"}]'],
       ['features', '{"key": 1}'],
       ['features', 'plain'],
+      ['keys', '[tru'],
+      ['features', '"[{""a"":fals"'],
     ];
     for (const [key, line] of cases) {
       assert.ok(Object.hasOwn(props, key), key);
@@ -165,7 +167,8 @@ describe('what DuckDB reads of a CSV line as sluice reads it', () => {
     assert.match(csvLineCheck(two, 100)(Buffer.from('a'))!, /1 cells/);
     assert.match(csvLineCheck(two, 100)(Buffer.from(''))!, /empty/);
     assert.match(csvLineCheck(two, 100)(Buffer.from([0x61, 0x2c, 0xff]))!, /UTF-8/);
-    assert.match(csvLineCheck(two, 3)(Buffer.from('a,b'))!, /size limit/);
+    assert.match(csvLineCheck(two, 2)(Buffer.from('a,b'))!, /size limit/);
+    assert.equal(csvLineCheck(two, 3)(Buffer.from('a,b')), undefined);
   });
 
   test('every field of the records the service writes, and those cells changed, is in doubt or read alike', async () => {
