@@ -1,9 +1,7 @@
 import { strict as assert } from 'node:assert';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { describe, test } from 'node:test';
 import { FIELDS } from '../../../src/catalog.js';
 import { Dataset } from '../../../src/emulator/data/dataset.js';
 import { csvCell } from '../../../src/emulator/render.js';
@@ -18,6 +16,7 @@ import { columnOf } from '../../../src/load/duckdb/read-checks.js';
 import { csvRecordsOf } from '../../../src/load/duckdb/read-file.js';
 import { csvBlock } from '../../../src/records/csv.js';
 import { jsonColumns } from '../../../src/records/shape.js';
+import { duckDbScratch } from '../../helpers/duckdb-scratch.js';
 
 /**
  * The CSV lines DuckDB may read itself (src/load/duckdb/csv-scan.ts): for every line the check
@@ -25,18 +24,7 @@ import { jsonColumns } from '../../../src/records/shape.js';
  * writes; what sluice would reject, widen or read otherwise is in doubt.
  */
 
-let conn: DuckDBConnection;
-let dir: string;
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'sluice-csv-checks-'));
-  const { DuckDBInstance } = await import('@duckdb/node-api');
-  conn = await (await DuckDBInstance.create(':memory:')).connect();
-  await conn.run("SET TimeZone = 'UTC'");
-});
-after(() => {
-  conn?.closeSync();
-  rmSync(dir, { recursive: true, force: true });
-});
+const scratch = duckDbScratch('sluice-csv-checks-');
 
 const props = FIELDS.properties;
 const fieldOf = (key: string): CheckedField => {
@@ -60,11 +48,11 @@ function sluiceReads(key: string, line: string): { value: unknown } | { rejected
 
 /** What DuckDB reads of the line's cell as read-file.ts reads a file. */
 async function duckdbReads(field: CheckedField, line: string): Promise<unknown> {
-  const path = join(dir, 'one.csv');
+  const path = join(scratch.dir(), 'one.csv');
   writeFileSync(path, `${field.key}\n${line}\n`);
-  const result = await conn.runAndReadAll(
-    `SELECT ${csvCellValue('c0', field)} FROM ${csvRecordsOf(path, 1, 10_000)}`,
-  );
+  const result = await scratch
+    .conn()
+    .runAndReadAll(`SELECT ${csvCellValue('c0', field)} FROM ${csvRecordsOf(path, 1, 10_000)}`);
   const rows = result.getRowsJS() as [unknown][];
   assert.equal(rows.length, 1, line);
   return rows[0]![0];

@@ -1,9 +1,7 @@
 import { strict as assert } from 'node:assert';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { describe, test } from 'node:test';
 import { FIELDS } from '../../../src/catalog.js';
 import { Dataset } from '../../../src/emulator/data/dataset.js';
 import { quoteIdent } from '../../../src/load/dialect.js';
@@ -12,6 +10,7 @@ import { lineScan, UNSURE } from '../../../src/load/duckdb/line-scan.js';
 import { cellValue, columnOf } from '../../../src/load/duckdb/read-checks.js';
 import { recordsOf } from '../../../src/load/duckdb/read-file.js';
 import { declaredColumnType } from '../../../src/schema/types.js';
+import { duckDbScratch } from '../../helpers/duckdb-scratch.js';
 
 /**
  * The lines DuckDB may read itself (src/load/duckdb/line-checks.ts, the values of
@@ -19,18 +18,7 @@ import { declaredColumnType } from '../../../src/schema/types.js';
  * keeps as sent reads alike.
  */
 
-let conn: DuckDBConnection;
-let dir: string;
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'sluice-line-checks-'));
-  const { DuckDBInstance } = await import('@duckdb/node-api');
-  conn = await (await DuckDBInstance.create(':memory:')).connect();
-  await conn.run("SET TimeZone = 'UTC'");
-});
-after(() => {
-  conn?.closeSync();
-  rmSync(dir, { recursive: true, force: true });
-});
+const scratch = duckDbScratch('sluice-line-checks-');
 
 const props = FIELDS.properties;
 
@@ -39,14 +27,16 @@ async function reads(name: string, json: string): Promise<{ ok: boolean; value: 
   const def = Object.hasOwn(props, name) ? props[name] : undefined;
   const fields = [{ key: name, type: columnOf(def), ...(def ? { def } : {}) }];
   const line = `{${JSON.stringify(name)}:${json}}`;
-  const path = join(dir, 'line.ndjson');
+  const path = join(scratch.dir(), 'line.ndjson');
   writeFileSync(path, `${line}\n`);
   const ok = lineCheck(fields, 10_000)(line, Buffer.byteLength(line)) === undefined;
   if (!ok) return { ok, value: undefined };
   // Read as read-file.ts reads a file.
-  const result = await conn.runAndReadAll(
-    `SELECT CAST(${cellValue(quoteIdent(name), fields[0]!.type)} AS VARCHAR) FROM ${recordsOf(path, fields, 10_000)}`,
-  );
+  const result = await scratch
+    .conn()
+    .runAndReadAll(
+      `SELECT CAST(${cellValue(quoteIdent(name), fields[0]!.type)} AS VARCHAR) FROM ${recordsOf(path, fields, 10_000)}`,
+    );
   const [row] = result.getRowsJS() as [unknown][];
   return { ok, value: row![0] };
 }
@@ -164,9 +154,11 @@ describe('what DuckDB reads of a line as sluice decodes it', () => {
       const j = JSON.stringify(value);
       // The escaped quote is refused by the check of a list's text; the writers are compared still.
       if (check(line, Buffer.byteLength(line)) !== undefined && !j.includes('\\"')) continue;
-      const result = await conn.runAndReadAll(
-        `SELECT CAST(json_extract('${line.replaceAll("'", "''")}', '$.v') AS VARCHAR)`,
-      );
+      const result = await scratch
+        .conn()
+        .runAndReadAll(
+          `SELECT CAST(json_extract('${line.replaceAll("'", "''")}', '$.v') AS VARCHAR)`,
+        );
       assert.equal((result.getRowsJS() as [string][])[0]![0], j);
       compared++;
     }
