@@ -198,6 +198,8 @@ export function csvLineCheck(
 ): (line: Buffer) => string | undefined {
   const tests = fields.map(cellTest);
   const keys = keyed.map((k) => fields.findIndex((f) => f.key === k));
+  // A key field the header lacks: every line is without its key.
+  const keyMissing = keys.some((at) => at < 0);
   const count = fields.length;
   const keyText: string[] = [];
   const cutter = new CellCutter();
@@ -220,7 +222,7 @@ export function csvLineCheck(
     if (typeof cells === 'string') return cells;
     if (cells !== count) return `${cells} cells where the header has ${count}`;
     if (keys.length === 0) return undefined;
-    if (keys.some((at) => at < 0)) return 'a line without its key';
+    if (keyMissing) return 'a line without its key';
     onKey?.(keyText.map((k) => JSON.stringify(k)).join(','));
     return undefined;
   };

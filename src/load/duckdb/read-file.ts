@@ -80,6 +80,8 @@ interface ReadPlan {
   fields: CheckedField[];
   keyed: string[];
   maxBytes: number;
+  /** The file's format (and the next's: a job's files have one). */
+  format: FileToRead['format'];
   /** The fields, key and size limit, as text: a check made by another plan's is not this one's. */
   signature: string;
   /**
@@ -134,6 +136,7 @@ function planOf(into: ReadInto, file: FileToRead): ReadPlan | string {
     fields,
     keyed: keyed as string[],
     maxBytes: file.maxRecordBytes,
+    format: file.format,
     signature: JSON.stringify([fields, keyed, file.maxRecordBytes, file.format]),
     // Read in order (a merge's last line of a key wins; appends keep the file's order).
     insert: (path, keyAgain, header) =>
@@ -162,23 +165,22 @@ export async function readFileNatively(
 ): Promise<FileRead | undefined> {
   const plan = planOf(into, file);
   if (typeof plan === 'string') return back(file, plan);
-  const format = file.format;
   const { spooled, begun } = await session.spools.take(file);
   try {
     // The job's next file is fetched and checked (by this file's fields) while this one is read.
     if (file.next !== undefined) {
-      session.spools.fetchAhead(file.next, (next) => checkSpooled(session, next, plan, format));
+      session.spools.fetchAhead(file.next, (next) => checkSpooled(session, next, plan));
     }
     if (spooled.bom) return back(file, 'it opens with a byte order mark');
     const checked = begun?.then((ahead) =>
-      ahead?.signature === plan.signature ? ahead : checkSpooled(session, spooled, plan, format),
+      ahead?.signature === plan.signature ? ahead : checkSpooled(session, spooled, plan),
     );
     return await readSpooled(
       conn,
       file,
       spooled,
       plan,
-      checked ?? checkSpooled(session, spooled, plan, format),
+      checked ?? checkSpooled(session, spooled, plan),
     );
   } finally {
     rmSync(spooled.path, { force: true });
@@ -193,8 +195,8 @@ async function checkSpooled(
   session: DuckDbSession,
   { path, bytes }: Spooled,
   plan: ReadPlan,
-  format: FileToRead['format'],
 ): Promise<FileChecked> {
+  const { format } = plan;
   let fields = plan.fields;
   let start = 0;
   if (format === 'csv') {
