@@ -97,7 +97,11 @@ class KeyNames {
     for (let i = start; i < end; i++) hash = (Math.imul(hash, 31) + b[i]!) | 0;
     const known = this.#known.get(hash);
     if (known !== undefined) {
-      for (const key of known) if (sameBytes(key.bytes, b, start, end)) return key.name;
+      // Indexed: an iterator here was an object made per key of every line.
+      for (let k = 0; k < known.length; k++) {
+        const key = known[k]!;
+        if (sameBytes(key.bytes, b, start, end)) return key.name;
+      }
     }
     const name = (b as unknown as Latin1).latin1Slice(start, end);
     // At most so many kept: a file of ever new keys is read as it comes.
@@ -137,6 +141,9 @@ class Scanner {
   /** The last number scanned: its digits before the point, and after. */
   whole = 0;
   fraction = 0;
+  /** How deep in objects the scan is, and the keys met at each depth (`object`). */
+  depth = 0;
+  readonly #seen: string[][] = [];
 
   constructor(readonly names: KeyNames) {}
 
@@ -225,12 +232,12 @@ class Scanner {
     this.i = i;
   }
 
-  /** A literal (`true`, `false`, `null`). */
+  /** A literal (`true`, `false`, `null`), compared byte by byte (no text made of it). */
   literal(word: string): void {
-    const end = this.i + word.length;
-    if (end > this.b.length || (this.b as unknown as Latin1).latin1Slice(this.i, end) !== word) {
-      stop('not JSON');
-    }
+    const b = this.b;
+    const i = this.i;
+    if (i + word.length > b.length) stop('not JSON');
+    for (let k = 0; k < word.length; k++) if (b[i + k] !== word.charCodeAt(k)) stop('not JSON');
     this.i += word.length;
   }
 
@@ -300,7 +307,23 @@ class Scanner {
       this.i++;
       return;
     }
-    const seen: string[] = [];
+    // The keys met in this object go to an array kept per depth, none made per object; its
+    // first items are this object's (`length = 0` would free the array's store each time). A
+    // doubt leaves `depth` as it was: each scan starts it at 0.
+    let seen = this.#seen[this.depth];
+    if (seen === undefined) {
+      seen = [];
+      this.#seen[this.depth] = seen;
+    }
+    this.depth++;
+    this.members(walk, seen);
+    this.depth--;
+  }
+
+  /** An object's members, after its `{`, up to and past its `}`. */
+  private members(walk: Walk, seen: string[]): void {
+    const b = this.b;
+    let count = 0;
     for (;;) {
       if (b[this.i] !== QUOTE) stop('not as JSON.stringify writes it');
       this.text();
@@ -310,9 +333,9 @@ class Scanner {
         stop('an empty key, or a quote or [] in one');
       }
       const key = this.key();
-      if (/^(?:0|[1-9][0-9]*)$/.test(key)) stop(UNSURE);
-      if (seen.includes(key)) stop('not as JSON.stringify writes it');
-      seen.push(key);
+      if (isDigit(b[this.start]) && /^(?:0|[1-9][0-9]*)$/.test(key)) stop(UNSURE);
+      for (let k = 0; k < count; k++) if (seen[k] === key) stop('not as JSON.stringify writes it');
+      seen[count++] = key;
       if (walk.noText) stop('a number as text');
       if (walk.dates && !dateKept(key)) stop('not a real date');
       if (b[this.i++] !== COLON) stop('not as JSON.stringify writes it');
@@ -335,8 +358,8 @@ function keyTest(rule: KeyRule, kind: Kind): void {
   if (rule.decoded && kind === Kind.Text) stop('a number as text');
 }
 
-/** How a top-level field's value is scanned. */
-type FieldScan = (s: Scanner) => { empty: boolean };
+/** How a top-level field's value is scanned: whether it is empty (a boolean, no object made). */
+type FieldScan = (s: Scanner) => boolean;
 
 /** A top-level value that is null or an empty text: true; else undefined (not scanned). */
 function emptyScalar(s: Scanner): boolean | undefined {
@@ -357,7 +380,7 @@ function fieldScan(type: CheckedField['type'], def: FieldDef | undefined): Field
    * and `fraction` digits at most. */
   const numeric = (re: RegExp, fraction: number, why: string): FieldScan => {
     return (s) => {
-      if (emptyScalar(s)) return { empty: true };
+      if (emptyScalar(s)) return true;
       if (s.b[s.i] === QUOTE) {
         s.text();
         const text = s.escaped ? '' : s.content();
@@ -368,7 +391,7 @@ function fieldScan(type: CheckedField['type'], def: FieldDef | undefined): Field
       } else {
         stop(why);
       }
-      return { empty: false };
+      return false;
     };
   };
   switch (type) {
@@ -376,11 +399,11 @@ function fieldScan(type: CheckedField['type'], def: FieldDef | undefined): Field
       return (s) => {
         if (s.b[s.i] === 0x6e) {
           s.literal('null');
-          return { empty: true };
+          return true;
         }
         if (s.b[s.i] !== QUOTE) stop('not text');
         s.text();
-        return { empty: s.end === s.start };
+        return s.end === s.start;
       };
     case 'integer':
       return numeric(INTEGER, 0, 'not a 15-digit integer');
@@ -388,24 +411,24 @@ function fieldScan(type: CheckedField['type'], def: FieldDef | undefined): Field
       return numeric(REAL, 20, 'not a 15-digit number');
     case 'boolean':
       return (s) => {
-        if (emptyScalar(s)) return { empty: true };
+        if (emptyScalar(s)) return true;
         const c = s.b[s.i];
         if (c === 0x74 || c === 0x66) {
           s.literal(c === 0x74 ? 'true' : 'false');
-          return { empty: false };
+          return false;
         }
         if (c !== QUOTE) stop('not a boolean');
         s.text();
         if (s.escaped || !BOOLEAN_TEXT.has(s.content())) stop('not a boolean');
-        return { empty: false };
+        return false;
       };
     case 'timestamp':
       return (s) => {
-        if (emptyScalar(s)) return { empty: true };
+        if (emptyScalar(s)) return true;
         if (s.b[s.i] !== QUOTE) stop('not a time in the service form');
         s.text();
         if (s.escaped || !realTime(s.content())) stop('not a time in the service form');
-        return { empty: false };
+        return false;
       };
     default:
       return jsonScan(def);
@@ -421,18 +444,18 @@ function jsonScan(def: FieldDef | undefined): FieldScan {
     keys: def?.kind === 'objects' ? latin1Rules(def.fields) : undefined,
   };
   return (s) => {
-    if (emptyScalar(s)) return { empty: true };
+    if (emptyScalar(s)) return true;
     const b = s.b;
     if (b[s.i] === OPEN_BRACKET && b[s.i + 1] === CLOSE_BRACKET) {
       s.i += 2;
-      return { empty: true };
+      return true;
     }
     const c = b[s.i];
     if (list ? c !== OPEN_BRACKET : c !== OPEN_BRACKET && c !== OPEN_BRACE) {
       stop(`not ${list ? 'a list' : 'JSON'}`);
     }
     s.nested(walk, undefined);
-    return { empty: false };
+    return false;
   };
 }
 
@@ -465,6 +488,7 @@ export function lineScan(
     if (!isUtf8(line)) return 'a byte that is not UTF-8';
     if (line.includes(REPLACEMENT)) return 'a replacement character';
     s.b = line;
+    s.depth = 0;
     try {
       s.i = 1;
       if (line[1] !== CLOSE_BRACE) {
@@ -481,7 +505,7 @@ export function lineScan(
           seenIn[field.n] = lineNo;
           if (line[s.i++] !== COLON) stop('not as JSON.stringify writes it');
           valueAt[field.n] = s.i;
-          emptyIn[field.n] = field.scan(s).empty;
+          emptyIn[field.n] = field.scan(s);
           valueEnd[field.n] = s.i;
           const c = line[s.i++];
           if (c === CLOSE_BRACE) break;
@@ -519,6 +543,7 @@ export function jsonTextScan(
   return (text) => {
     s.b = text;
     s.i = 0;
+    s.depth = 0;
     try {
       scan(s);
       return s.i === text.length ? undefined : 'not as JSON.stringify writes it';
