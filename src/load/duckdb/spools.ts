@@ -1,4 +1,4 @@
-import { createWriteStream, rmSync } from 'node:fs';
+import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FileToRead } from '../destination.js';
@@ -11,7 +11,12 @@ export interface Spooled {
   bom: boolean;
 }
 
-/** Writes a file's text to `path`; its bytes. */
+/**
+ * Writes a file's text to `path`; its bytes. Each chunk is written as it comes, synchronously (a
+ * write to the page cache), so that it is garbage at once: chunks queued in a write stream lived
+ * on into V8's old generation, and their megabytes of external memory brought full collections
+ * every few megabytes fetched (docs/speed.md).
+ */
 async function spoolTo(
   path: string,
   file: Pick<FileToRead, 'open'>,
@@ -20,20 +25,23 @@ async function spoolTo(
   const stream = await file.open();
   let bytes = 0;
   let first: number[] | undefined;
-  const counted = async function* (source: AsyncIterable<Buffer>) {
+  const fd = openSync(path, 'w');
+  const write = async (source: AsyncIterable<Buffer>) => {
     for await (const chunk of source) {
       if (first === undefined || first.length < 3)
         first = [...(first ?? []), ...chunk.subarray(0, 3)];
+      for (let at = 0; at < chunk.length; ) at += writeSync(fd, chunk, at);
       bytes += chunk.length;
-      yield chunk;
     }
   };
   try {
-    await pipeline(stream as AsyncIterable<Buffer>, counted, createWriteStream(path), { signal });
+    await pipeline(stream as AsyncIterable<Buffer>, write, { signal });
   } catch (error) {
+    closeSync(fd);
     rmSync(path, { force: true });
     throw error;
   }
+  closeSync(fd);
   const bom = first !== undefined && first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf;
   return { path, bytes, bom };
 }
