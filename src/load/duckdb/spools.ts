@@ -22,10 +22,10 @@ async function spoolTo(
   file: Pick<FileToRead, 'open'>,
   signal: AbortSignal,
 ): Promise<Spooled> {
-  const stream = await file.open();
+  // Opened before the fetch, so that a file that cannot be made leaves no response open.
+  const fd = openSync(path, 'w');
   let bytes = 0;
   let first: number[] | undefined;
-  const fd = openSync(path, 'w');
   const write = async (source: AsyncIterable<Buffer>) => {
     for await (const chunk of source) {
       if (first === undefined || first.length < 3)
@@ -34,14 +34,15 @@ async function spoolTo(
       bytes += chunk.length;
     }
   };
+  let spooled = false;
   try {
+    const stream = await file.open();
     await pipeline(stream as AsyncIterable<Buffer>, write, { signal });
-  } catch (error) {
+    spooled = true;
+  } finally {
     closeSync(fd);
-    rmSync(path, { force: true });
-    throw error;
+    if (!spooled) rmSync(path, { force: true });
   }
-  closeSync(fd);
   const bom = first !== undefined && first[0] === 0xef && first[1] === 0xbb && first[2] === 0xbf;
   return { path, bytes, bom };
 }

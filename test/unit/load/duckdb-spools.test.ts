@@ -100,3 +100,16 @@ test('closed, a file fetched ahead and not read is removed', async () => {
   await spools.close();
   assert.deepEqual(readdirSync(dir), []);
 });
+
+test('a file that cannot be made is not fetched; a fetch that fails leaves no file', async () => {
+  const gone = new Spools<string>(() => join(root, 'no such folder'));
+  const a = fileOf('a', 'a\n');
+  await assert.rejects(gone.take(a), { code: 'ENOENT' });
+  assert.equal(a.fetches, 0);
+  const dir = folder();
+  const spools = new Spools<string>(() => dir);
+  const b = fileOf('b', 'b\n');
+  b.fail = true;
+  await assert.rejects(spools.take(b), /connection reset/);
+  assert.deepEqual(readdirSync(dir), []);
+});
