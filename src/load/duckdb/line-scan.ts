@@ -316,13 +316,6 @@ class Scanner {
       this.#seen[this.depth] = seen;
     }
     this.depth++;
-    this.members(walk, seen);
-    this.depth--;
-  }
-
-  /** An object's members, after its `{`, up to and past its `}`. */
-  private members(walk: Walk, seen: string[]): void {
-    const b = this.b;
     let count = 0;
     for (;;) {
       if (b[this.i] !== QUOTE) stop('not as JSON.stringify writes it');
@@ -343,9 +336,10 @@ class Scanner {
       const kind = this.nested(walk, rule);
       if (rule !== undefined) keyTest(rule, kind);
       const c = b[this.i++];
-      if (c === CLOSE_BRACE) return;
+      if (c === CLOSE_BRACE) break;
       if (c !== COMMA) stop('not as JSON.stringify writes it');
     }
+    this.depth--;
   }
 }
 
