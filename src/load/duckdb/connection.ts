@@ -14,6 +14,7 @@ import {
   sql,
 } from 'kysely';
 import { SluiceError } from '../../errors.js';
+import { growHeap } from '../../util/heap-growth.js';
 import { sleep } from '../../util/sleep.js';
 import { lockBesideFile } from '../core/lock-file.js';
 import type { Lock, LockOptions } from '../destination.js';
@@ -112,8 +113,10 @@ export class DuckDbSession {
    * such changes to a table the same transaction then alters (see DuckDbSchema).
    */
   readonly changed = new Set<string>();
-  /** The worker that checks half of each file DuckDB reads itself (read-file.ts). */
+  /** The worker that checks the lines of each file DuckDB reads itself (read-file.ts). */
   readonly checks = new CheckThread();
+  /** A writable handle lets V8's heap grow freer while it is open (util/heap-growth.ts). */
+  readonly #heapGrown: () => void;
   /** The result files DuckDB reads itself, fetched into the scratch folder (read-file.ts). */
   readonly spools = new Spools<FileChecked>(() => this.scratch());
 
@@ -126,6 +129,7 @@ export class DuckDbSession {
     readonly reader: DuckDBConnection,
   ) {
     this.db = new Kysely<StateDatabase>({ dialect: new DuckDbKyselyDialect(this) });
+    this.#heapGrown = readOnly ? () => {} : growHeap();
   }
 
   get description(): string {
@@ -159,6 +163,7 @@ export class DuckDbSession {
       this.instance.closeSync();
     } finally {
       this.#scratch?.remove();
+      this.#heapGrown();
     }
   }
 }
