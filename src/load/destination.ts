@@ -370,6 +370,12 @@ export interface Destination {
   /** Drops this pipeline's staging tables of `tables` (a replace starting over). */
   dropStaging(tables: readonly string[], stagedBy: string): Promise<void>;
 
+  /**
+   * A job whose files this destination reads itself (`capabilities.readsFiles`) waits for its
+   * download: what reading them takes is started now (DuckDB's line-check worker), so that the
+   * first file does not wait for it.
+   */
+  prepareReads(): void;
   /** Runs a file's statements in one transaction; rolls back everything if `work` throws. */
   loadFile<T>(work: (tx: FileTransaction) => Promise<T>, options?: FileOptions): Promise<T>;
   /**

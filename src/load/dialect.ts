@@ -150,6 +150,8 @@ export interface DialectWriter<C> {
    * `FileTransaction.readFile`).
    */
   readFile?(conn: C, into: ReadInto, file: FileToRead): Promise<FileRead | undefined>;
+  /** See `Destination.prepareReads`. */
+  prepareReads?(): void;
 }
 
 /** Rows to insert: `count` rows of one value per column of the insert, row after row. */

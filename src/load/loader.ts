@@ -99,6 +99,10 @@ export class Loader<C> implements Destination, LoaderInternals<C> {
     return this.#lease.take(name, options, held);
   }
 
+  prepareReads(): void {
+    this.#dialect.writer.prepareReads?.();
+  }
+
   physicalName(table: string): string {
     return this.naming.table(table);
   }

@@ -988,6 +988,34 @@ for (const h of harnesses) {
           assert.match(why ?? '', /line 1: the (file lacks|header names)/);
         }
         assert.deepEqual(await table(), withCsv);
+        // A job's files in turn, each fetched while the one before is read and checked by the
+        // worker alone: each fetched once, the last line of a key kept, a line in doubt named.
+        const opened: string[] = [];
+        const chain = [
+          '{"id":"f","price":1}\n',
+          '{"id":"g","price":2}\n{"id":"f","price":3}\n{"id":"g","price":4}\n',
+          '{"id":"h","price":5}\n{"id":"h","price":5.0}\n',
+        ].map((text, i) => {
+          const file = fileOf(`n${i}`, text);
+          const open = () => {
+            opened.push(file.name);
+            return file.open();
+          };
+          return { ...file, open };
+        });
+        const linked = chain.map((file, i) => ({
+          ...file,
+          ...(i < 2 ? { next: chain[i + 1]! } : {}),
+        }));
+        const readLinked = (i: number) => dest.loadFile((tx) => tx.readFile!(to, linked[i]!));
+        assert.deepEqual(await readLinked(0), { rows: 1, bytes: 21 });
+        assert.deepEqual(await readLinked(1), { rows: 3, bytes: 63 });
+        why = undefined;
+        assert.equal(await readLinked(2), undefined);
+        assert.match(why ?? '', /^line 2: /);
+        assert.deepEqual(opened, ['n0', 'n1', 'n2']);
+        const withChain = [...withCsv, ['f', 3, 'dl-1'], ['g', 4, 'dl-1']];
+        assert.deepEqual(await table(), withChain);
         // One key twice however written: a text of UTF-8, one line of it left to the parsing
         // check (a key opening with a digit), and an integer as a number and as a text.
         const twice: FieldMap = { ...hints, n: { kind: 'integer' }, '3d': { kind: 'string' } };

@@ -20,6 +20,19 @@ export class CheckThread {
     { resolve: (c: RangeChecked) => void; reject: (e: Error) => void }
   >();
 
+  /**
+   * Starts the worker before its first range (`Destination.prepareReads`): a worker just
+   * started took 0.3 s over the first file's half, against 0.15 s warm.
+   */
+  start(): void {
+    if (!this.#closed) this.#start();
+  }
+
+  /** Whether its worker runs. */
+  get started(): boolean {
+    return this.#worker !== undefined;
+  }
+
   check(range: RangeToCheck): Promise<RangeChecked> {
     if (this.#closed) return Promise.reject(new Error('the check worker is closed'));
     const worker = this.#start();

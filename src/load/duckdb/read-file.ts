@@ -7,6 +7,7 @@ import {
   type FileChecked,
   firstLine,
   middleLine,
+  type RangeChecked,
   type RangeToCheck,
 } from './check-lines.js';
 import type { DuckDbSession } from './connection.js';
@@ -167,34 +168,52 @@ export async function readFileNatively(
   if (typeof plan === 'string') return back(file, plan);
   const { spooled, begun } = await session.spools.take(file);
   try {
-    // The job's next file is fetched and checked (by this file's fields) while this one is read.
-    if (file.next !== undefined) {
-      session.spools.fetchAhead(file.next, (next) => checkSpooled(session, next, plan));
-    }
     if (spooled.bom) return back(file, 'it opens with a byte order mark');
-    const checked = begun?.then((ahead) =>
-      ahead?.signature === plan.signature ? ahead : checkSpooled(session, spooled, plan),
-    );
-    return await readSpooled(
-      conn,
-      file,
-      spooled,
-      plan,
-      checked ?? checkSpooled(session, spooled, plan),
-    );
+    const checking =
+      begun?.then((ahead) =>
+        ahead?.signature === plan.signature ? ahead : checkSpooled(session, spooled, plan),
+      ) ?? checkSpooled(session, spooled, plan);
+    // The job's next file is fetched while this one is checked and read, and checked (by this
+    // file's fields, by the worker) once this one's check is done: the first file's check
+    // is not slowed by the next's.
+    if (file.next !== undefined) {
+      const checked = checking.then(
+        () => undefined,
+        () => undefined,
+      );
+      session.spools.fetchAhead(file.next, (next) =>
+        checked.then(() => checkSpooled(session, next, plan, true)),
+      );
+    }
+    return await readSpooled(conn, file, spooled, plan, checking);
   } finally {
     rmSync(spooled.path, { force: true });
   }
 }
 
 /**
- * Checks a spooled file's lines: this thread and a worker each half of them (of a CSV file, the
- * lines after its header, whose names must be the table's fields, each once).
+ * A file fetched ahead, read once the file before it is, is checked by the worker alone, up to
+ * this size: this thread is left to keep DuckDB's statements going (its half of a check held up
+ * each statement of the file being read: a DELETE of 4 ms took 25-35), and the worker alone
+ * checks a file in less time than DuckDB takes to read the one before (docs/speed.md). A larger
+ * file is split between both threads, as a job's first file is, so that a merge's keys of half
+ * a file at most are held in the worker's small heap.
+ */
+const AHEAD_IN_WORKER_BYTES = 64 << 20;
+
+/** What an empty range holds. */
+const NOTHING: RangeChecked = { count: 0, records: 0, keys: [], again: false };
+
+/**
+ * Checks a spooled file's lines (of a CSV file, the lines after its header, whose names must be
+ * the table's fields, each once): this thread and the worker each half of them, or the worker
+ * all of a file checked `ahead` of its read (AHEAD_IN_WORKER_BYTES).
  */
 async function checkSpooled(
   session: DuckDbSession,
   { path, bytes }: Spooled,
   plan: ReadPlan,
+  ahead = false,
 ): Promise<FileChecked> {
   const { format } = plan;
   let fields = plan.fields;
@@ -211,7 +230,8 @@ async function checkSpooled(
     }
     ({ fields, start } = header);
   }
-  const middle = Math.max(start, await middleLine(path, bytes));
+  const alone = ahead && bytes - start <= AHEAD_IN_WORKER_BYTES;
+  const middle = alone ? bytes : Math.max(start, await middleLine(path, bytes));
   const range = (from: number, end: number): RangeToCheck => ({
     path,
     start: from,
@@ -223,7 +243,7 @@ async function checkSpooled(
   });
   const [a, b] = await Promise.all([
     session.checks.check(range(start, middle)),
-    checkRange(range(middle, bytes)),
+    alone ? NOTHING : checkRange(range(middle, bytes)),
   ]);
   // Lines are counted from the file's first: a CSV header is one line (csvFields).
   const before = start === 0 ? 0 : 1;

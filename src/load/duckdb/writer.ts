@@ -46,6 +46,10 @@ export class DuckDbWriter implements DialectWriter<DuckDBConnection> {
     readonly native = false,
   ) {}
 
+  prepareReads(): void {
+    if (this.native && !this.session.readOnly) this.session.checks.start();
+  }
+
   readFile(
     conn: DuckDBConnection,
     into: ReadInto,

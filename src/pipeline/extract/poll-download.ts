@@ -28,7 +28,8 @@ export async function waitForDownload(run: JobRun, attempt: Attempt): Promise<Po
   let interval = job.poll.interval;
   const target = recordsAsked(job, attempt);
   progress.phase(job.name, 'download', target);
-  if (!readsItself(ctx, plannedTables(ctx.spec, job))) warmParsers(ctx, target);
+  if (readsItself(ctx, plannedTables(ctx.spec, job))) ctx.destination.prepareReads();
+  else warmParsers(ctx, target);
   let lastState = '';
   let unlistedSaid = false;
   for (let polls = 1; ; polls++) {
