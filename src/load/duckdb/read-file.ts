@@ -22,9 +22,10 @@ const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
 /**
  * A result file read by DuckDB itself (issue 41; docs/speed.md, "DuckDB reading the files
  * itself"): the file is spooled to the handle's scratch folder and every line checked
- * (line-scan.ts, line-checks.ts: by this thread and a worker, half each) for anything sluice's
- * own decoding would not write exactly as DuckDB reads it; with none, one INSERT ... SELECT in
- * the file's transaction reads it into the table. Any doubt sends the file to sluice's decoding
+ * (line-scan.ts, line-checks.ts: by this thread and a worker, half each, or by the worker alone
+ * for a file fetched ahead: `checkSpooled`) for anything sluice's own decoding would not write
+ * exactly as DuckDB reads it; with none, one INSERT ... SELECT in the file's transaction reads it
+ * into the table. Any doubt sends the file to sluice's decoding
  * whole, so that rejects, widening and their reasons stay what they are. While DuckDB reads a
  * file, the job's next one is fetched and checked (spools.ts).
  *
