@@ -21,8 +21,9 @@ export class CheckThread {
   >();
 
   /**
-   * Starts the worker before its first range (`Destination.prepareReads`): a worker just
-   * started took 0.3 s over the first file's half, against 0.15 s warm.
+   * Starts the worker before its first range (`Destination.prepareReads`): with the worker
+   * started at it, a job's first file took 0.58-0.64 s to load, against 0.49-0.55 s with one
+   * started while the download was prepared (docs/speed.md).
    */
   start(): void {
     if (!this.#closed) this.#start();

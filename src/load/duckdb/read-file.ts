@@ -25,9 +25,9 @@ const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
  * (line-scan.ts, line-checks.ts: by this thread and a worker, half each, or by the worker alone
  * for a file fetched ahead: `checkSpooled`) for anything sluice's own decoding would not write
  * exactly as DuckDB reads it; with none, one INSERT ... SELECT in the file's transaction reads it
- * into the table. Any doubt sends the file to sluice's decoding
- * whole, so that rejects, widening and their reasons stay what they are. While DuckDB reads a
- * file, the job's next one is fetched and checked (spools.ts).
+ * into the table. Any doubt sends the file to sluice's decoding whole, so that rejects, widening
+ * and their reasons stay what they are. While DuckDB reads a file, the job's next one is fetched
+ * and checked (spools.ts).
  *
  * What is taken (anything else is a doubt): each line a JSON object of the table's fields as
  * JSON.stringify writes it (each key once, numbers spelt as a parse keeps them), within the
@@ -197,8 +197,8 @@ export async function readFileNatively(
  * this size: this thread is left to keep DuckDB's statements going (its half of a check held up
  * each statement of the file being read: a DELETE of 4 ms took 25-35), and the worker alone
  * checks a file in less time than DuckDB takes to read the one before (docs/speed.md). A larger
- * file is split between both threads, as a job's first file is, so that a merge's keys of half
- * a file at most are held in the worker's small heap.
+ * file is split between both threads, as a job's first file is: the worker's small heap holds
+ * the keys of a merge's range.
  */
 const AHEAD_IN_WORKER_BYTES = 64 << 20;
 
