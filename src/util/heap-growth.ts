@@ -2,7 +2,10 @@ import { setFlagsFromString } from 'node:v8';
 
 /**
  * How far V8 lets its heap grow past what a full collection left, while a DuckDB destination
- * loads: 4x (`--heap-growing-percent=300`), V8's own factor for large heaps.
+ * that reads result files itself is open for writing: 4x (`--heap-growing-percent=300`), V8's
+ * own factor for large heaps, in every thread of the process (each worker's heap stays within
+ * its own cap: util/worker.ts). A `--heap-growing-percent` given to Node is replaced meanwhile,
+ * and V8's default (0) set back after.
  *
  * bin/sluice.js caps the old generation at 192 MB so that a SQLite or PostgreSQL run stays under
  * 200 MB, and under a cap that small V8 grows the heap by about 1.35x only. A DuckDB run's heap

@@ -1016,6 +1016,20 @@ for (const h of harnesses) {
         assert.deepEqual(opened, ['n0', 'n1', 'n2']);
         const withChain = [...withCsv, ['f', 3, 'dl-1'], ['g', 4, 'dl-1']];
         assert.deepEqual(await table(), withChain);
+        // CSV files the same way: a doubt in the file checked ahead counted from its header.
+        const csvChain = ['price,id\n6,f\n', 'price,id\n9,f\n1e3,e\n'].map((text, i) =>
+          fileOf(`m${i}`, text, 'csv'),
+        );
+        const readCsv = (i: number) =>
+          dest.loadFile((tx) =>
+            tx.readFile!(to, { ...csvChain[i]!, ...(i === 0 ? { next: csvChain[1]! } : {}) }),
+          );
+        assert.deepEqual(await readCsv(0), { rows: 1, bytes: 13 });
+        why = undefined;
+        assert.equal(await readCsv(1), undefined);
+        assert.match(why ?? '', /^line 3: price/);
+        withChain[3] = ['f', 6, 'dl-1'];
+        assert.deepEqual(await table(), withChain);
         // One key twice however written: a text of UTF-8, one line of it left to the parsing
         // check (a key opening with a digit), and an integer as a number and as a text.
         const twice: FieldMap = { ...hints, n: { kind: 'integer' }, '3d': { kind: 'string' } };

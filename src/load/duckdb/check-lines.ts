@@ -17,6 +17,8 @@ export interface RangeToCheck {
   maxBytes: number;
   /** A merge's key fields, each to be there. */
   keyed: string[];
+  /** The range is the whole file: its keys are not returned, only whether one came again. */
+  whole?: boolean;
 }
 
 /** What the check of a range found. */
@@ -109,7 +111,7 @@ export async function checkRange(range: RangeToCheck): Promise<RangeChecked> {
     await handle.close();
   }
   if (held > 0) one(buffer.subarray(0, held));
-  found.keys = [...keys];
+  if (range.whole !== true) found.keys = [...keys];
   return found;
 }
 

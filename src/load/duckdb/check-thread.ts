@@ -8,8 +8,9 @@ export type CheckFromWorker = { id: number; checked: RangeChecked } | { id: numb
 const WORKER_URL = workerUrl(import.meta.url, 'check-worker');
 
 /**
- * A worker thread that checks a range of a spooled file's lines while this thread checks
- * another (read-file.ts), started at its first range and kept until `close`.
+ * A worker thread that checks ranges of spooled files' lines (read-file.ts: half of a file while
+ * this thread checks the other, or a whole file fetched ahead), started before its first range
+ * (`start`) or at it, and kept until `close`.
  */
 export class CheckThread {
   #worker: Worker | undefined;

@@ -115,8 +115,8 @@ export class DuckDbSession {
   readonly changed = new Set<string>();
   /** The worker that checks the lines of each file DuckDB reads itself (read-file.ts). */
   readonly checks = new CheckThread();
-  /** A writable handle lets V8's heap grow freer while it is open (util/heap-growth.ts). */
-  readonly #heapGrown: () => void;
+  /** Set while V8's heap grows freer for this handle (`growHeapWhileOpen`). */
+  #heapGrown: (() => void) | undefined;
   /** The result files DuckDB reads itself, fetched into the scratch folder (read-file.ts). */
   readonly spools = new Spools<FileChecked>(() => this.scratch());
 
@@ -129,7 +129,14 @@ export class DuckDbSession {
     readonly reader: DuckDBConnection,
   ) {
     this.db = new Kysely<StateDatabase>({ dialect: new DuckDbKyselyDialect(this) });
-    this.#heapGrown = readOnly ? () => {} : growHeap();
+  }
+
+  /**
+   * Lets V8's heap grow freer until the handle closes (util/heap-growth.ts): for a writable
+   * handle whose result files DuckDB reads itself, spooled through this process's buffers.
+   */
+  growHeapWhileOpen(): void {
+    if (!this.readOnly) this.#heapGrown ??= growHeap();
   }
 
   get description(): string {
@@ -163,7 +170,8 @@ export class DuckDbSession {
       this.instance.closeSync();
     } finally {
       this.#scratch?.remove();
-      this.#heapGrown();
+      this.#heapGrown?.();
+      this.#heapGrown = undefined;
     }
   }
 }

@@ -66,6 +66,7 @@ export const duckdb: DestinationEntry = {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onWait ? { onWait: options.onWait } : {}),
     });
+    if (own.native === true) session.growHeapWhileOpen();
     return {
       description: session.description,
       readOnly: session.readOnly,

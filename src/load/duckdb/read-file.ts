@@ -182,8 +182,12 @@ export async function readFileNatively(
         () => undefined,
         () => undefined,
       );
-      session.spools.fetchAhead(file.next, (next) =>
-        checked.then(() => checkSpooled(session, next, plan, true)),
+      // Not for a file dropped meanwhile (another file asked for, the handle closing), nor for
+      // one that will be sent back for its byte order mark.
+      session.spools.fetchAhead(file.next, (next, signal) =>
+        checked.then(() =>
+          signal.aborted || next.bom ? undefined : checkSpooled(session, next, plan, true),
+        ),
       );
     }
     return await readSpooled(conn, file, spooled, plan, checking);
@@ -197,8 +201,7 @@ export async function readFileNatively(
  * this size: this thread is left to keep DuckDB's statements going (its half of a check held up
  * each statement of the file being read: a DELETE of 4 ms took 25-35), and the worker alone
  * checks a file in less time than DuckDB takes to read the one before (docs/speed.md). A larger
- * file is split between both threads, as a job's first file is: the worker's small heap holds
- * the keys of a merge's range.
+ * file is split between both threads, as a job's first file is.
  */
 const AHEAD_IN_WORKER_BYTES = 64 << 20;
 
@@ -241,6 +244,7 @@ async function checkSpooled(
     fields,
     maxBytes: plan.maxBytes,
     keyed: plan.keyed,
+    ...(alone ? { whole: true } : {}),
   });
   const [a, b] = await Promise.all([
     session.checks.check(range(start, middle)),
@@ -251,7 +255,7 @@ async function checkSpooled(
   const doubt =
     (a.doubt && { ...a.doubt, line: before + a.doubt.line }) ??
     (b.doubt && { ...b.doubt, line: before + a.count + b.doubt.line });
-  const first = new Set(a.keys);
+  const first = new Set(b.keys.length === 0 ? [] : a.keys);
   const keyAgain = a.again || b.again || b.keys.some((key) => first.has(key));
   return {
     signature: plan.signature,

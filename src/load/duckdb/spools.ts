@@ -87,10 +87,13 @@ export class Spools<T> {
     return { spooled: await spoolTo(this.#path(), file, new AbortController().signal) };
   }
 
-  /** Starts fetching `file` while the one before it is read, then `begin` on it. */
+  /**
+   * Starts fetching `file` while the one before it is read, then `begin` on it (`signal` aborted
+   * once the file is dropped: what has not begun need not).
+   */
   fetchAhead(
     file: Pick<FileToRead, 'name' | 'open'>,
-    begin: (spooled: Spooled) => Promise<T>,
+    begin: (spooled: Spooled, signal: AbortSignal) => Promise<T | undefined>,
   ): void {
     // One file ahead: one fetched ahead before and not taken goes.
     const before = this.#ahead;
@@ -99,7 +102,7 @@ export class Spools<T> {
     const abort = new AbortController();
     const done = spoolTo(path, file, abort.signal).catch(() => undefined);
     const begun = done
-      .then((spooled) => (spooled === undefined ? undefined : begin(spooled)))
+      .then((spooled) => (spooled === undefined ? undefined : begin(spooled, abort.signal)))
       .catch(() => undefined);
     this.#ahead = { name: file.name, done, begun, abort };
   }

@@ -53,7 +53,7 @@ function fullCollections(mode: 'off' | 'library' | 'cli' | 'released'): number {
 
 test('growHeap lets a capped heap grow freer, in the CLI only, until released', () => {
   const off = fullCollections('off');
-  // Under the cap, V8 collects fully every few megabytes of buffers.
+  // Under the cap, V8 collects fully every 30 MB or so of buffers.
   assert.ok(off >= 4, `without growHeap: ${off} full collections`);
   const cli = fullCollections('cli');
   assert.ok(cli * 3 <= off, `with growHeap: ${cli} full collections, against ${off}`);
