@@ -255,7 +255,7 @@ async function checkSpooled(
   const doubt =
     (a.doubt && { ...a.doubt, line: before + a.doubt.line }) ??
     (b.doubt && { ...b.doubt, line: before + a.count + b.doubt.line });
-  const first = new Set(b.keys.length === 0 ? [] : a.keys);
+  const first = new Set(a.keys);
   const keyAgain = a.again || b.again || b.keys.some((key) => first.has(key));
   return {
     signature: plan.signature,
