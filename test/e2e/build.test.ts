@@ -60,6 +60,7 @@ describe('the build', () => {
     mkdirSync(join(out, 'old/deeper'), { recursive: true });
     writeFileSync(join(out, 'old/deeper/module.js.map'), '{}');
     writeFileSync(join(out, 'NOTES.txt'), 'not an output: left alone');
+    writeFileSync(join(out, 'vendor/chunk-OLDBUILD.js'), 'a chunk of an earlier build');
     // A temporary file of a build still going (this process), and of one that stopped.
     const dead = spawnSync(process.execPath, ['-e', '']).pid!;
     writeFileSync(join(out, `cli/main.js.${process.pid}.tmp`), 'another build writing');
@@ -72,11 +73,47 @@ describe('the build', () => {
       assert.equal(same, path !== 'errors.js', `${path} is ${same ? 'the same file' : 'new'}`);
     }
     assert.equal(existsSync(join(out, 'errors.d.ts')), true);
-    for (const gone of ['gone.js', 'gone.d.ts', 'old', `cli/index.js.${dead}.tmp`]) {
+    for (const gone of [
+      'gone.js',
+      'gone.d.ts',
+      'old',
+      `cli/index.js.${dead}.tmp`,
+      'vendor/chunk-OLDBUILD.js',
+    ]) {
       assert.equal(existsSync(join(out, gone)), false, `${gone} is removed`);
     }
     assert.equal(existsSync(join(out, 'NOTES.txt')), true);
     assert.equal(existsSync(join(out, `cli/main.js.${process.pid}.tmp`)), true);
+  });
+
+  test('bundles the packages of many modules into vendor/, and the built code imports them from there', async (t) => {
+    const dir = tempDir('sluice-build-');
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const out = join(dir, 'dist');
+    assert.equal(build('--out', out).status, 0);
+    const vendored = ['kysely', 'undici', 'zod', 'yaml'];
+    for (const path of files(out).filter((p) => p.endsWith('.js') && !p.startsWith('vendor/'))) {
+      const text = readFileSync(join(out, path), 'utf8');
+      for (const name of vendored) {
+        assert.doesNotMatch(text, new RegExp(`(from |import\\()"${name}[/"]`), `${path}: ${name}`);
+      }
+    }
+    assert.match(
+      readFileSync(join(out, 'client/http.js'), 'utf8'),
+      /from "\.\.\/vendor\/undici\.js"/,
+    );
+    // The bundles stand alone (outside the project: no node_modules to fall back on), with
+    // the exports the code imports, a CommonJS package's (undici) named ones too.
+    const kysely = await import(join(out, 'vendor/kysely.js'));
+    const undici = await import(join(out, 'vendor/undici.js'));
+    const zod = await import(join(out, 'vendor/zod.js'));
+    const yaml = await import(join(out, 'vendor/yaml.js'));
+    assert.equal(typeof kysely.Kysely, 'function');
+    assert.equal(typeof kysely.sql, 'function');
+    assert.equal(typeof undici.Agent, 'function');
+    assert.equal(typeof undici.request, 'function');
+    assert.deepEqual(zod.z.object({ a: zod.z.number() }).parse({ a: 1 }), { a: 1 });
+    assert.deepEqual(yaml.parse('a: [1, 2]'), { a: [1, 2] });
   });
 
   test('refuses to build into the project or a folder holding it, which pruning would empty', () => {
