@@ -1,5 +1,6 @@
-// Builds dist/ from src/: JavaScript through esbuild (one file per source file, no bundling, in
-// well under a second), and with `--types` the declarations through tsc (for the package).
+// Builds dist/ from src/: JavaScript through esbuild (one file per source file, and the vendored
+// packages below bundled: 1.3-1.5 s), and with `--types` the declarations through tsc (for the
+// package).
 // `npm ci` runs it (prepare) without --types. esbuild and TypeScript are dev dependencies: users
 // install the package, which holds dist/ already (npm pack runs prepack, which builds), so none
 // of them downloads a build tool. A clone installed with --omit=dev has no esbuild: it is told
@@ -13,7 +14,8 @@
 // The pure-JavaScript packages of many files a run loads (kysely, undici, zod, yaml: about 540
 // modules) are bundled into dist/vendor/, one file each, and dist/ imports them from there:
 // Node opens, resolves and compiles each module of a package apart, and a run opened 1,064
-// (docs/speed.md: 0.2 s less a run). Types still come from the packages.
+// (docs/speed.md: 0.1-0.2 s less a run). Types still come from the packages. A vendored chunk
+// of an earlier build is removed as an output of no source is.
 // Usage: node scripts/build.mjs [--types] [--out DIR]   (DIR: dist by default; tests build elsewhere)
 import { spawnSync } from 'node:child_process';
 import {

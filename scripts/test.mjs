@@ -21,7 +21,7 @@ function collect(path, out) {
   return out;
 }
 
-// The end-to-end tests run the built CLI (dist/), as users do: build it first (under a second).
+// The end-to-end tests run the built CLI (dist/), as users do: build it first (under two seconds).
 const build = spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);
 
