@@ -40,7 +40,12 @@ const out = outDir();
 /** Bundled into `out`/vendor/ (see above); imported by their bare names only. */
 const VENDORED = ['kysely', 'undici', 'zod', 'yaml'];
 const VENDOR_DIR = 'vendor';
-const VENDORED_IMPORT = new RegExp(`(from |import\\()"(${VENDORED.join('|')})(/[^"]*)?"`, 'g');
+const VENDORED_IMPORT = new RegExp(
+  `(from |import |import\\()"(${VENDORED.join('|')})(/[^"]*)?"`,
+  'g',
+);
+/** A package's own files stay in its folder; vendor/ holds only the bundles and their licences. */
+const VENDOR_LICENSES = 'LICENSES.txt';
 process.chdir(root);
 
 /** Where to build: dist/, or the folder --out names (from the caller's folder), outside the
@@ -67,12 +72,26 @@ function sources(dir, found = []) {
   return found;
 }
 
-/** Whether `out` holds a JavaScript file for every source, none older than its source. */
+/**
+ * Whether `out` holds a JavaScript file for every source, none older than its source, and every
+ * vendored bundle with the chunks it imports (a build stopped half way may have left none).
+ */
 function upToDate() {
-  return sources('src').every((source) => {
+  const built = sources('src').every((source) => {
     const js = join(out, relative('src', source)).replace(/\.ts$/, '.js');
     return existsSync(js) && statSync(js).mtimeMs >= statSync(source).mtimeMs;
   });
+  return (
+    built &&
+    VENDORED.every((name) => {
+      const entry = join(out, VENDOR_DIR, `${name}.js`);
+      if (!existsSync(entry)) return false;
+      const chunks = readFileSync(entry, 'utf8').matchAll(
+        /(?:from|import) "\.\/(chunk-[\w-]+\.js)"/g,
+      );
+      return [...chunks].every(([, chunk]) => existsSync(join(out, VENDOR_DIR, chunk)));
+    })
+  );
 }
 
 let build;
@@ -97,10 +116,18 @@ const built = await build({
   platform: 'node',
   target: 'node20',
   sourcemap: true,
+  metafile: true,
   logLevel: 'warning',
 });
 const vendored = await vendor();
-for (const file of [...built.outputFiles.map(fromVendor), ...vendored]) {
+const isChunk = (file) => /[\\/]chunk-[^\\/]*$/.test(file.path);
+// The chunks before the bundles that import them, the bundles before the code that imports
+// them: a run importing from `out` meanwhile never finds an import of a file not yet written.
+for (const file of [
+  ...vendored.filter(isChunk),
+  ...vendored.filter((f) => !isChunk(f)),
+  ...built.outputFiles.map((f) => fromVendor(f, built.metafile)),
+]) {
   let same = false;
   try {
     same = readFileSync(file.path).equals(file.contents);
@@ -128,8 +155,18 @@ for (const file of [...built.outputFiles.map(fromVendor), ...vendored]) {
  * in chunks, and `require` for the builtins a CommonJS package asks for.
  */
 async function vendor() {
+  if (existsSync(join('src', VENDOR_DIR))) {
+    throw new Error(`build.mjs: src/${VENDOR_DIR} would be built where the vendored bundles go`);
+  }
   const entries = {};
+  const licenses = [];
   for (const name of VENDORED) {
+    const folder = join(root, 'node_modules', name);
+    const { version, license } = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8'));
+    const text = readdirSync(folder).find((f) => /^licen[cs]e(\.(md|txt))?$/i.test(f));
+    licenses.push(
+      `${name}@${version} (${license})\n\n${text ? readFileSync(join(folder, text), 'utf8').trim() : ''}\n`,
+    );
     const module = await import(name);
     const names = Object.keys(module).filter(
       (k) => k !== 'default' && /^[A-Za-z_$][\w$]*$/.test(k),
@@ -137,6 +174,7 @@ async function vendor() {
     entries[name] = `export { ${names.join(', ')} } from '${name}';\n`;
     if ('default' in module) entries[name] += `export { default } from '${name}';\n`;
   }
+  const versions = licenses.map((l) => l.slice(0, l.indexOf(' '))).join(', ');
   const bundled = await build({
     absWorkingDir: root,
     entryPoints: Object.fromEntries(VENDORED.map((name) => [name, `vendor:${name}`])),
@@ -150,7 +188,7 @@ async function vendor() {
     target: 'node20',
     logLevel: 'warning',
     banner: {
-      js: "import { createRequire as __vendorRequire } from 'node:module'; const require = __vendorRequire(import.meta.url);",
+      js: `/* Bundled by sluice's build: ${versions}; their licences in ${VENDOR_LICENSES}. */\nimport { createRequire as __vendorRequire } from 'node:module'; const require = __vendorRequire(import.meta.url);`,
     },
     plugins: [
       {
@@ -169,25 +207,42 @@ async function vendor() {
       },
     ],
   });
-  return bundled.outputFiles;
+  const notice = `The packages bundled in this folder, each under its own licence:\n\n${licenses.join('\n---\n\n')}`;
+  const path = join(out, VENDOR_DIR, VENDOR_LICENSES);
+  return [...bundled.outputFiles, { path, contents: Buffer.from(notice) }];
 }
 
-/** A built file of src/ with its imports of vendored packages taken from `out`/vendor/. */
-function fromVendor(file) {
+/**
+ * A built file of src/ with its imports of vendored packages taken from `out`/vendor/. The
+ * imports esbuild found (`metafile`) are the ones rewritten, each once: an import the rewrite
+ * misses would load the package's second copy, and text that only looks like one is not code.
+ */
+function fromVendor(file, metafile) {
   if (!file.path.endsWith('.js')) return file;
-  const text = file.text;
-  const rewritten = text.replace(VENDORED_IMPORT, (_, before, name, subpath) => {
-    if (subpath !== undefined) {
+  const name = relative(out, file.path);
+  const found = (metafile.outputs[relative(root, file.path)]?.imports ?? []).filter((i) =>
+    VENDORED.some((v) => i.path === v || i.path.startsWith(`${v}/`)),
+  );
+  for (const i of found) {
+    if (!VENDORED.includes(i.path)) {
       // Its own copy of the package beside the vendored one: vendor the subpath too.
-      throw new Error(
-        `build.mjs: ${relative(out, file.path)} imports ${name}${subpath}, not vendored`,
-      );
+      throw new Error(`build.mjs: ${name} imports ${i.path}, not vendored`);
     }
-    let path = relative(dirname(file.path), join(out, VENDOR_DIR, `${name}.js`));
+  }
+  if (found.length === 0) return file;
+  let rewrites = 0;
+  const rewritten = file.text.replace(VENDORED_IMPORT, (_, before, pkg, subpath) => {
+    rewrites++;
+    if (subpath !== undefined) throw new Error(`build.mjs: ${name} imports ${pkg}${subpath}`);
+    let path = relative(dirname(file.path), join(out, VENDOR_DIR, `${pkg}.js`));
     if (!path.startsWith('.')) path = `./${path}`;
     return `${before}"${path}"`;
   });
-  if (rewritten === text) return file;
+  if (rewrites !== found.length) {
+    throw new Error(
+      `build.mjs: ${name} imports ${found.length} vendored packages, and ${rewrites} were rewritten`,
+    );
+  }
   return { path: file.path, contents: Buffer.from(rewritten) };
 }
 
@@ -224,7 +279,8 @@ function removeEmpty(dir) {
 
 function stale(path) {
   if (relative(out, path).startsWith(`${VENDOR_DIR}/`)) {
-    return !vendored.some((file) => file.path === path); // a chunk of an earlier build
+    // A chunk of an earlier build; anything else put there is left as it is.
+    return /\.js(\.map)?$/.test(path) && !vendored.some((file) => file.path === path);
   }
   const stem = relative(out, path).replace(OUTPUT, '');
   return stem !== relative(out, path) && !existsSync(join('src', `${stem}.ts`));

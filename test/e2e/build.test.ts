@@ -61,6 +61,7 @@ describe('the build', () => {
     writeFileSync(join(out, 'old/deeper/module.js.map'), '{}');
     writeFileSync(join(out, 'NOTES.txt'), 'not an output: left alone');
     writeFileSync(join(out, 'vendor/chunk-OLDBUILD.js'), 'a chunk of an earlier build');
+    writeFileSync(join(out, 'vendor/NOTES.txt'), 'not a bundle: left alone');
     // A temporary file of a build still going (this process), and of one that stopped.
     const dead = spawnSync(process.execPath, ['-e', '']).pid!;
     writeFileSync(join(out, `cli/main.js.${process.pid}.tmp`), 'another build writing');
@@ -83,6 +84,7 @@ describe('the build', () => {
       assert.equal(existsSync(join(out, gone)), false, `${gone} is removed`);
     }
     assert.equal(existsSync(join(out, 'NOTES.txt')), true);
+    assert.equal(existsSync(join(out, 'vendor/NOTES.txt')), true);
     assert.equal(existsSync(join(out, `cli/main.js.${process.pid}.tmp`)), true);
   });
 
@@ -95,7 +97,11 @@ describe('the build', () => {
     for (const path of files(out).filter((p) => p.endsWith('.js') && !p.startsWith('vendor/'))) {
       const text = readFileSync(join(out, path), 'utf8');
       for (const name of vendored) {
-        assert.doesNotMatch(text, new RegExp(`(from |import\\()"${name}[/"]`), `${path}: ${name}`);
+        assert.doesNotMatch(
+          text,
+          new RegExp(`(from |import |import\\()"${name}[/"]`),
+          `${path}: ${name}`,
+        );
       }
     }
     assert.match(
@@ -114,6 +120,52 @@ describe('the build', () => {
     assert.equal(typeof undici.request, 'function');
     assert.deepEqual(zod.z.object({ a: zod.z.number() }).parse({ a: 1 }), { a: 1 });
     assert.deepEqual(yaml.parse('a: [1, 2]'), { a: [1, 2] });
+    // Their licences ship with them, each package named with its version.
+    const licenses = readFileSync(join(out, 'vendor/LICENSES.txt'), 'utf8');
+    for (const name of vendored) {
+      const { version } = JSON.parse(
+        readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8'),
+      );
+      assert.ok(licenses.includes(`${name}@${version}`), name);
+    }
+    assert.match(licenses, /Permission is hereby granted/);
+  });
+
+  test('without esbuild (a production install), takes dist as built only with its vendored bundles', (t) => {
+    const dir = tempDir('sluice-build-');
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const out = join(dir, 'dist');
+    assert.equal(build('--out', out).status, 0);
+    // esbuild as `npm prune --omit=dev` leaves it: not there.
+    const hooks = join(dir, 'no-esbuild.mjs');
+    writeFileSync(
+      hooks,
+      `export async function resolve(specifier, context, next) {
+        if (specifier === 'esbuild') throw Object.assign(new Error('gone'), { code: 'ERR_MODULE_NOT_FOUND' });
+        return next(specifier, context);
+      }`,
+    );
+    const register = join(dir, 'register.mjs');
+    writeFileSync(
+      register,
+      `import { register } from 'node:module'; register(${JSON.stringify(`file://${hooks}`)});`,
+    );
+    const withoutEsbuild = () =>
+      spawnSync(process.execPath, ['--import', register, 'scripts/build.mjs', '--out', out], {
+        cwd: ROOT,
+        encoding: 'utf8',
+      });
+    assert.equal(withoutEsbuild().status, 0, 'built and whole: nothing to do');
+    // A build stopped half way: a bundle's chunk, then a bundle, gone.
+    const chunk = readdirSync(join(out, 'vendor')).find((f) => f.startsWith('chunk-'))!;
+    rmSync(join(out, 'vendor', chunk));
+    let result = withoutEsbuild();
+    assert.equal(result.status, 1);
+    assert.match(result.stderr, /esbuild is not installed/);
+    assert.equal(build('--out', out).status, 0);
+    rmSync(join(out, 'vendor/undici.js'));
+    result = withoutEsbuild();
+    assert.equal(result.status, 1);
   });
 
   test('refuses to build into the project or a folder holding it, which pruning would empty', () => {
