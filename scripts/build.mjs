@@ -40,10 +40,7 @@ const out = outDir();
 /** Bundled into `out`/vendor/ (see above); imported by their bare names only. */
 const VENDORED = ['kysely', 'undici', 'zod', 'yaml'];
 const VENDOR_DIR = 'vendor';
-const VENDORED_IMPORT = new RegExp(
-  `(from |import |import\\()"(${VENDORED.join('|')})(/[^"]*)?"`,
-  'g',
-);
+const VENDORED_IMPORT = new RegExp(`(from |import |import\\()"(${VENDORED.join('|')})"`, 'g');
 /** A package's own files stay in its folder; vendor/ holds only the bundles and their licences. */
 const VENDOR_LICENSES = 'LICENSES.txt';
 process.chdir(root);
@@ -160,9 +157,11 @@ async function vendor() {
   }
   const entries = {};
   const licenses = [];
+  const versions = [];
   for (const name of VENDORED) {
     const folder = join(root, 'node_modules', name);
     const { version, license } = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8'));
+    versions.push(`${name}@${version}`);
     const text = readdirSync(folder).find((f) => /^licen[cs]e(\.(md|txt))?$/i.test(f));
     licenses.push(
       `${name}@${version} (${license})\n\n${text ? readFileSync(join(folder, text), 'utf8').trim() : ''}\n`,
@@ -174,7 +173,6 @@ async function vendor() {
     entries[name] = `export { ${names.join(', ')} } from '${name}';\n`;
     if ('default' in module) entries[name] += `export { default } from '${name}';\n`;
   }
-  const versions = licenses.map((l) => l.slice(0, l.indexOf(' '))).join(', ');
   const bundled = await build({
     absWorkingDir: root,
     entryPoints: Object.fromEntries(VENDORED.map((name) => [name, `vendor:${name}`])),
@@ -188,7 +186,7 @@ async function vendor() {
     target: 'node20',
     logLevel: 'warning',
     banner: {
-      js: `/* Bundled by sluice's build: ${versions}; their licences in ${VENDOR_LICENSES}. */\nimport { createRequire as __vendorRequire } from 'node:module'; const require = __vendorRequire(import.meta.url);`,
+      js: `/* Bundled by sluice's build: ${versions.join(', ')}; their licences in ${VENDOR_LICENSES}. */\nimport { createRequire as __vendorRequire } from 'node:module'; const require = __vendorRequire(import.meta.url);`,
     },
     plugins: [
       {
@@ -231,9 +229,8 @@ function fromVendor(file, metafile) {
   }
   if (found.length === 0) return file;
   let rewrites = 0;
-  const rewritten = file.text.replace(VENDORED_IMPORT, (_, before, pkg, subpath) => {
+  const rewritten = file.text.replace(VENDORED_IMPORT, (_, before, pkg) => {
     rewrites++;
-    if (subpath !== undefined) throw new Error(`build.mjs: ${name} imports ${pkg}${subpath}`);
     let path = relative(dirname(file.path), join(out, VENDOR_DIR, `${pkg}.js`));
     if (!path.startsWith('.')) path = `./${path}`;
     return `${before}"${path}"`;
